@@ -1,0 +1,441 @@
+/*
+ * cli.c - the command line without FUSE: savefs ls|cat|extract|info, and
+ * --help, --version, --formats.  Every verb opens the container with the
+ * same core the daemon uses and walks the same tree.
+ */
+#include "cli.h"
+
+#include "config.h"
+#include "savefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const verbs[] = {"ls", "cat", "extract", "info", "bench-inproc", NULL};
+
+bool sv_cli_is_verb(const char *arg)
+{
+	for (size_t i = 0; verbs[i]; i++)
+		if (!strcmp(arg, verbs[i]))
+			return true;
+	return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "--version") ||
+	       !strcmp(arg, "-V") || !strcmp(arg, "--formats");
+}
+
+void sv_cli_usage(void)
+{
+	printf("usage: savefs [-f] [-d] [-o OPT[,OPT...]] CONTAINER MOUNTPOINT\n"
+	       "       savefs ls [-l] [-R] [-a] CONTAINER [PATH]\n"
+	       "       savefs cat CONTAINER PATH\n"
+	       "       savefs extract CONTAINER DIR\n"
+	       "       savefs info CONTAINER\n"
+	       "       savefs --help | --version | --formats\n"
+	       "\n"
+	       "Mounts a game save container as a directory, or lists, prints and\n"
+	       "extracts the same tree without FUSE.  Unmount with fusermount3 -u.\n"
+	       "\n"
+	       "mount options:\n"
+	       "  -f                 stay in the foreground\n"
+	       "  -d                 debug: foreground, print every FUSE request\n"
+	       "  -s                 single-threaded\n"
+	       "  -o ro              read-only: every write fails with EROFS\n"
+	       "  -o cache=SIZE      cap on decoded data held in memory (default 64M)\n"
+	       "  -o format=NAME     skip sniffing (see --formats)\n"
+	       "  -o maxdecode=SIZE  largest entry decoded (default 1G)\n"
+	       "  -o maxedit=SIZE    largest file an edit may grow to (default 1G)\n"
+	       "  -o allow_other, -o default_permissions, ...  passed to FUSE\n"
+	       "  SIZE takes K, M, G suffixes.\n"
+	       "\n"
+	       "exit codes:\n"
+	       "  0  success\n"
+	       "  1  other failure (out of memory, cannot write output)\n"
+	       "  2  usage: bad command line or option\n"
+	       "  3  cannot open the container (missing, permission, I/O)\n"
+	       "  4  unknown format: no format recognises the container\n"
+	       "  5  malformed container (or a version not supported)\n"
+	       "  6  mount failed\n"
+	       "  7  a path in the container is missing or a file is unreadable\n");
+}
+
+int sv_cli_open_exit(int err)
+{
+	switch (err) {
+	case -EMEDIUMTYPE: return SV_EXIT_FORMAT;
+	case -EBADMSG: case -ENOTSUP: case -EFBIG: return SV_EXIT_MALFORMED;
+	case -EINVAL: return SV_EXIT_USAGE;
+	case -ENOMEM: return SV_EXIT_FAIL;
+	default: return SV_EXIT_OPEN;
+	}
+}
+
+static int open_container(const char *path, struct sv_opts *o,
+			  struct sv_container **c)
+{
+	struct sv_err err;
+	sv_err_clear(&err);
+	int rc = sv_container_open(path, o, c, &err);
+	if (rc) {
+		fprintf(stderr, "savefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+		return sv_cli_open_exit(rc);
+	}
+	return SV_EXIT_OK;
+}
+
+/* ---- ls ---------------------------------------------------------------- */
+
+struct ls_ctx {
+	struct sv_container *c;
+	bool lng, rec, all;
+	const char *prefix;
+	int status;
+};
+
+static void mode_str(const struct sv_stat *st, char *out)
+{
+	out[0] = st->dir ? 'd' : '-';
+	for (int i = 0; i < 9; i++)
+		out[1 + i] = st->mode & (1u << (8 - i)) ? "rwxrwxrwx"[i] : '-';
+	out[10] = '\0';
+}
+
+static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix);
+
+struct ls_ent {
+	char *name;
+	struct sv_stat st;
+};
+
+struct ls_list {
+	struct ls_ent *v;
+	size_t n, cap;
+};
+
+static int ls_collect(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct ls_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct ls_ent *v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return 1;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n].name = strdup(name);
+	l->v[l->n].st = *st;
+	l->n++;
+	return 0;
+}
+
+static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
+{
+	struct ls_list l = {0};
+	int rc = sv_readdir(x->c, dir, 0, ls_collect, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		struct ls_ent *e = &l.v[i];
+		if (!x->all && e->name[0] == '.')
+			continue;
+		size_t plen = strlen(prefix) + strlen(e->name) + 2;
+		char *path = malloc(plen);
+		if (!path)
+			break;
+		snprintf(path, plen, "%s%s", prefix, e->name);
+		if (x->lng) {
+			char m[11];
+			mode_str(&e->st, m);
+			if (e->st.dir)
+				printf("%s %12s %s/\n", m, "-", path);
+			else
+				printf("%s %12llu %s\n", m, (unsigned long long)e->st.size, path);
+		} else {
+			printf("%s%s\n", path, e->st.dir && x->rec ? "/" : "");
+		}
+		if (x->rec && e->st.dir) {
+			snprintf(path, plen, "%s%s/", prefix, e->name);
+			ls_dir(x, e->st.node, path);
+		}
+		free(path);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i].name);
+	free(l.v);
+	return rc;
+}
+
+/* ---- extract ----------------------------------------------------------- */
+
+struct ex_ctx {
+	struct sv_container *c;
+	bool progress;
+	uint64_t files, total_files, bytes;
+	int status;
+	struct timespec last;
+};
+
+static void ex_progress(struct ex_ctx *x, bool final)
+{
+	if (!x->progress)
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double dt = (double)(now.tv_sec - x->last.tv_sec) + (now.tv_nsec - x->last.tv_nsec) / 1e9;
+	if (!final && dt < 0.1)
+		return;
+	x->last = now;
+	fprintf(stderr, "\rextract: %llu/%llu files, %.1f MB%s",
+		(unsigned long long)x->files, (unsigned long long)x->total_files,
+		(double)x->bytes / 1e6, final ? "\n" : "");
+	fflush(stderr);
+}
+
+static uint64_t count_files(struct sv_container *c, uint32_t dir)
+{
+	struct ls_list l = {0};
+	uint64_t n = 0;
+	sv_readdir(c, dir, 0, ls_collect, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		if (l.v[i].name[0] != '.' || strcmp(l.v[i].name, ".savefs"))
+			n += l.v[i].st.dir ? count_files(c, l.v[i].st.node) : 1;
+		free(l.v[i].name);
+	}
+	free(l.v);
+	return n;
+}
+
+static int write_file(const char *path, const struct sv_blob *b)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	int rc = sv_write_all(fd, b->data, b->len);
+	if (close(fd) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *rel)
+{
+	struct ls_list l = {0};
+	sv_readdir(x->c, dir, 0, ls_collect, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		struct ls_ent *e = &l.v[i];
+		if (!strcmp(e->name, ".savefs") && dir == SV_ROOT)
+			continue;
+		size_t plen = strlen(out) + strlen(e->name) + 2;
+		size_t rlen = strlen(rel) + strlen(e->name) + 2;
+		char *path = malloc(plen), *rpath = malloc(rlen);
+		if (!path || !rpath) {
+			free(path);
+			free(rpath);
+			x->status = SV_EXIT_FAIL;
+			break;
+		}
+		snprintf(path, plen, "%s/%s", out, e->name);
+		snprintf(rpath, rlen, "%s%s%s", rel, *rel ? "/" : "", e->name);
+		if (e->st.dir) {
+			if (mkdir(path, 0755) && errno != EEXIST) {
+				fprintf(stderr, "savefs: %s: %s\n", path, strerror(errno));
+				x->status = SV_EXIT_FAIL;
+			} else {
+				ex_dir(x, e->st.node, path, rpath);
+			}
+		} else {
+			struct sv_blob *b;
+			struct sv_err err;
+			int rc = sv_content(x->c, e->st.node, &b, &err);
+			if (rc) {
+				if (x->progress)
+					fputc('\n', stderr);
+				fprintf(stderr, "savefs: %s: %s\n", rpath,
+					err.msg[0] ? err.msg : strerror(-rc));
+				if (x->status == SV_EXIT_OK)
+					x->status = SV_EXIT_PATH;
+			} else {
+				rc = write_file(path, b);
+				if (rc) {
+					fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
+					x->status = SV_EXIT_FAIL;
+				}
+				x->bytes += b->len;
+				sv_blob_unref(b);
+			}
+			x->files++;
+			ex_progress(x, false);
+		}
+		free(path);
+		free(rpath);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i].name);
+	free(l.v);
+}
+
+/* ---- bench-inproc: decode every file in-process, for scripts/bench ----- */
+
+struct bi_ctx {
+	struct sv_container *c;
+	uint64_t files, bytes;
+	int status;
+};
+
+static void bi_dir(struct bi_ctx *x, uint32_t dir)
+{
+	struct ls_list l = {0};
+	sv_readdir(x->c, dir, 0, ls_collect, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		struct ls_ent *e = &l.v[i];
+		if (e->st.dir) {
+			if (strcmp(e->name, ".savefs"))
+				bi_dir(x, e->st.node);
+		} else {
+			struct sv_blob *b;
+			if (sv_content(x->c, e->st.node, &b, NULL)) {
+				x->status = SV_EXIT_PATH;
+			} else {
+				x->files++;
+				x->bytes += b->len;
+				sv_blob_unref(b);
+			}
+		}
+		free(e->name);
+	}
+	free(l.v);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, "savefs: %s (see savefs --help)\n", msg);
+	return SV_EXIT_USAGE;
+}
+
+static int resolve_or_fail(struct sv_container *c, const char *path, uint32_t *n)
+{
+	int rc = sv_resolve(c, path, n);
+	if (rc) {
+		fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
+		return SV_EXIT_PATH;
+	}
+	return SV_EXIT_OK;
+}
+
+int sv_cli_main(int argc, char **argv)
+{
+	const char *verb = argv[1];
+	if (!strcmp(verb, "--help") || !strcmp(verb, "-h")) {
+		sv_cli_usage();
+		return SV_EXIT_OK;
+	}
+	if (!strcmp(verb, "--version") || !strcmp(verb, "-V")) {
+		printf("savefs %s\n", SV_VERSION);
+		return SV_EXIT_OK;
+	}
+	if (!strcmp(verb, "--formats")) {
+		for (size_t i = 0; sv_formats[i]; i++)
+			printf("%-10s %s\n", sv_formats[i]->name, sv_formats[i]->description);
+		return SV_EXIT_OK;
+	}
+	struct ls_ctx lx = {0};
+	int argi = 2;
+	if (!strcmp(verb, "ls")) {
+		for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
+			for (const char *p = argv[argi] + 1; *p; p++) {
+				if (*p == 'l')
+					lx.lng = true;
+				else if (*p == 'R')
+					lx.rec = true;
+				else if (*p == 'a')
+					lx.all = true;
+				else
+					return usage_error("ls takes -l, -R and -a");
+			}
+		}
+	}
+	int nargs = argc - argi;
+	bool ok = (!strcmp(verb, "ls") && (nargs == 1 || nargs == 2)) ||
+		  ((!strcmp(verb, "cat") || !strcmp(verb, "extract")) && nargs == 2) ||
+		  (!strcmp(verb, "info") && nargs == 1) ||
+		  (!strcmp(verb, "bench-inproc") && (nargs == 1 || nargs == 2));
+	if (!ok)
+		return usage_error("wrong number of arguments");
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.read_only = true;
+	if (!strcmp(verb, "bench-inproc"))
+		o.cache_cap = 1 << 20;
+	struct sv_container *c = NULL;
+	int status = open_container(argv[argi], &o, &c);
+	if (status)
+		return status;
+	const char *path = nargs == 2 ? argv[argi + 1] : "";
+	uint32_t n;
+	if (!strcmp(verb, "ls")) {
+		status = resolve_or_fail(c, path, &n);
+		if (!status) {
+			lx.c = c;
+			struct sv_stat st;
+			sv_stat(c, n, &st);
+			if (!st.dir) {
+				printf("%s\n", path);
+			} else {
+				ls_dir(&lx, n, "");
+			}
+		}
+	} else if (!strcmp(verb, "cat")) {
+		status = resolve_or_fail(c, path, &n);
+		struct sv_blob *b = NULL;
+		struct sv_err err;
+		int rc = status ? 0 : sv_content(c, n, &b, &err);
+		if (rc) {
+			fprintf(stderr, "savefs: %s: %s\n", path, rc == -EISDIR ? "is a directory"
+				: (err.msg[0] ? err.msg : strerror(-rc)));
+			status = SV_EXIT_PATH;
+		} else if (b) {
+			if (sv_write_all(STDOUT_FILENO, b->data, b->len)) {
+				fprintf(stderr, "savefs: writing output: %s\n", strerror(errno));
+				status = SV_EXIT_FAIL;
+			}
+		}
+		sv_blob_unref(b);
+	} else if (!strcmp(verb, "extract")) {
+		const char *out = argv[argi + 1];
+		if (mkdir(out, 0755) && errno != EEXIST) {
+			fprintf(stderr, "savefs: %s: %s\n", out, strerror(errno));
+			status = SV_EXIT_FAIL;
+		} else {
+			struct ex_ctx x = {.c = c, .progress = isatty(STDERR_FILENO)};
+			if (x.progress)
+				x.total_files = count_files(c, SV_ROOT);
+			ex_dir(&x, SV_ROOT, out, "");
+			ex_progress(&x, true);
+			status = x.status;
+		}
+	} else if (!strcmp(verb, "info")) {
+		struct sv_blob *b = NULL;
+		if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &b, NULL))
+			fwrite(b->data, 1, b->len, stdout);
+		sv_blob_unref(b);
+	} else {
+		status = resolve_or_fail(c, path, &n);
+		if (!status) {
+			struct timespec t0, t1;
+			struct bi_ctx x = {.c = c};
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			bi_dir(&x, n);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+			printf("inproc: %llu files, %llu bytes, %.6f seconds\n",
+			       (unsigned long long)x.files, (unsigned long long)x.bytes, s);
+			status = x.status;
+		}
+	}
+	sv_container_free(c);
+	return status;
+}

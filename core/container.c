@@ -1,0 +1,1379 @@
+/*
+ * container.c - the format registry, opening and sniffing, the node table,
+ * name checks, the /.savefs/ meta files, edits and the commit protocol.
+ *
+ * Locking: `lock` is a read-write lock.  Lookups, stats, reads and the
+ * formats' load() run under the read lock; anything that changes the node
+ * table, a pending edit or the format state (edits, create, unlink,
+ * rename, commit) takes the write lock.  The log has its own mutex so that
+ * it can be written from under either.  The cache has its own mutex.
+ *
+ * Node table: an array indexed by node number, never shrunk, so numbers are
+ * stable; node 0 is the root.  Names are found through a chained hash of
+ * (parent, name) threaded through sv_node.hnext.
+ *
+ * Commit: the format writes a complete new container to a temporary file
+ * in the same directory, which is fsynced and renamed over the original
+ * (keeping its mode), and the directory is fsynced.  Then the index is read
+ * again from the new file: every node is marked stale, the format's open()
+ * finds each again by (parent, name) through sv_node_add(), and nodes not
+ * found are removed.  Node numbers therefore survive commits.
+ */
+#include "savefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+extern const struct sv_format sv_fmt_datafile;
+
+const struct sv_format *const sv_formats[] = {
+	&sv_fmt_datafile,
+	NULL,
+};
+
+#define LOG_LINES 256
+
+struct sv_container {
+	pthread_rwlock_t lock;
+	const struct sv_format *fmt;
+	void *priv;              /* the format's state */
+	struct sv_opts opts;
+	char *path;              /* owned */
+	int fd;                  /* the container file as last opened */
+	struct stat st;          /* its stat at open: detects outside changes */
+	bool read_only;
+
+	struct sv_node *nodes;   /* owned; nnodes used of cap */
+	uint32_t nnodes, cap;
+	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
+	uint32_t hsize;          /* power of two */
+	bool reindexing;         /* open() runs again after a commit */
+
+	uint32_t meta_dir, meta_info, meta_log;
+	struct sv_cache *cache;  /* owned */
+
+	char **warnings;         /* owned strings, found while opening */
+	size_t nwarnings;
+
+	pthread_mutex_t log_lock; /* protects the ring below */
+	char *log[LOG_LINES];
+	size_t log_next, log_count;
+};
+
+const struct sv_format *sv_format_find(const char *name)
+{
+	for (size_t i = 0; sv_formats[i]; i++)
+		if (!strcmp(sv_formats[i]->name, name))
+			return sv_formats[i];
+	return NULL;
+}
+
+/* ---- log and warnings -------------------------------------------------- */
+
+static void log_line(struct sv_container *c, const char *msg)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	size_t n = strlen(stamp) + strlen(msg) + 2;
+	char *line = malloc(n);
+	if (!line)
+		return;
+	snprintf(line, n, "%s %s", stamp, msg);
+	pthread_mutex_lock(&c->log_lock);
+	free(c->log[c->log_next]);
+	c->log[c->log_next] = line;
+	c->log_next = (c->log_next + 1) % LOG_LINES;
+	if (c->log_count < LOG_LINES)
+		c->log_count++;
+	pthread_mutex_unlock(&c->log_lock);
+}
+
+void sv_log(struct sv_container *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	log_line(c, msg);
+}
+
+void sv_warn(struct sv_container *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	log_line(c, msg);
+	if (c->reindexing || c->nwarnings >= 1000)
+		return;
+	char **w = realloc(c->warnings, (c->nwarnings + 1) * sizeof *w);
+	if (!w)
+		return;
+	c->warnings = w;
+	char *s = strdup(msg);
+	if (s)
+		c->warnings[c->nwarnings++] = s;
+}
+
+/* ---- node table -------------------------------------------------------- */
+
+static uint32_t name_hash(uint32_t parent, const char *name)
+{
+	uint32_t h = 2166136261u ^ parent;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h ^ (h >> 15);
+}
+
+static int rehash(struct sv_container *c, uint32_t size)
+{
+	uint32_t *t = malloc(size * sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	memset(t, 0xff, size * sizeof *t);
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (n->flags & SV_N_GONE)
+			continue;
+		uint32_t h = name_hash(n->parent, n->name) & (size - 1);
+		n->hnext = t[h];
+		t[h] = i;
+	}
+	free(c->htab);
+	c->htab = t;
+	c->hsize = size;
+	return 0;
+}
+
+static void hash_insert(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	uint32_t h = name_hash(n->parent, n->name) & (c->hsize - 1);
+	n->hnext = c->htab[h];
+	c->htab[h] = i;
+}
+
+static void hash_remove(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	uint32_t *pp = &c->htab[name_hash(n->parent, n->name) & (c->hsize - 1)];
+	while (*pp != SV_NONE) {
+		if (*pp == i) {
+			*pp = n->hnext;
+			break;
+		}
+		pp = &c->nodes[*pp].hnext;
+	}
+	n->hnext = SV_NONE;
+}
+
+/* Finds a live child by name, or SV_NONE. */
+static uint32_t find_child(struct sv_container *c, uint32_t parent,
+			   const char *name)
+{
+	uint32_t i = c->htab[name_hash(parent, name) & (c->hsize - 1)];
+	while (i != SV_NONE) {
+		struct sv_node *n = &c->nodes[i];
+		if (n->parent == parent && !(n->flags & SV_N_GONE) &&
+		    !strcmp(n->name, name))
+			return i;
+		i = n->hnext;
+	}
+	return SV_NONE;
+}
+
+static int kid_add(struct sv_node *d, uint32_t k)
+{
+	if (d->nkids == d->capkids) {
+		uint32_t cap = d->capkids ? d->capkids * 2 : 8;
+		uint32_t *p = realloc(d->kids, cap * sizeof *p);
+		if (!p)
+			return -ENOMEM;
+		d->kids = p;
+		d->capkids = cap;
+	}
+	d->kids[d->nkids++] = k;
+	return 0;
+}
+
+static void kid_remove(struct sv_node *d, uint32_t k)
+{
+	for (uint32_t i = 0; i < d->nkids; i++) {
+		if (d->kids[i] == k) {
+			memmove(&d->kids[i], &d->kids[i + 1],
+				(d->nkids - i - 1) * sizeof *d->kids);
+			d->nkids--;
+			return;
+		}
+	}
+}
+
+static bool name_ok(const char *s)
+{
+	if (!*s || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)
+		return false;
+	return !strchr(s, '/');
+}
+
+/* Creates a fresh node; returns its number or SV_NONE. */
+static uint32_t node_new(struct sv_container *c, uint32_t parent,
+			 const char *name, uint32_t flags, uint64_t size,
+			 uint64_t key)
+{
+	if (c->nnodes == UINT32_MAX - 1)
+		return SV_NONE;
+	if (c->nnodes == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 64;
+		struct sv_node *p = realloc(c->nodes, cap * sizeof *p);
+		if (!p)
+			return SV_NONE;
+		c->nodes = p;
+		c->cap = cap;
+	}
+	if (c->nnodes + 1 > c->hsize / 2 && rehash(c, c->hsize * 2))
+		return SV_NONE;
+	uint32_t i = c->nnodes;
+	struct sv_node *n = &c->nodes[i];
+	memset(n, 0, sizeof *n);
+	n->name = strdup(name);
+	if (!n->name)
+		return SV_NONE;
+	n->parent = parent;
+	n->flags = flags;
+	n->size = n->stored_size = size;
+	n->key = key;
+	n->hnext = SV_NONE;
+	sv_buf_init(&n->pending);
+	if (i != SV_ROOT && kid_add(&c->nodes[parent], i)) {
+		free(n->name);
+		return SV_NONE;
+	}
+	c->nnodes++;
+	if (i != SV_ROOT)
+		hash_insert(c, i);
+	return i;
+}
+
+uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
+		     uint32_t flags, uint64_t size, uint64_t key)
+{
+	char fixed[300];
+	if (parent >= c->nnodes || !(c->nodes[parent].flags & SV_N_DIR))
+		return SV_NONE;
+	if (!name_ok(name)) {
+		size_t k = 0;
+		for (const char *p = name; *p && k < 200; p++)
+			fixed[k++] = *p == '/' ? '_' : *p;
+		fixed[k] = '\0';
+		if (!k || !strcmp(fixed, ".") || !strcmp(fixed, ".."))
+			snprintf(fixed + k, sizeof fixed - k, "_");
+		if (!c->reindexing)
+			sv_log(c, "name \"%.200s\" is not a valid file name: shown as \"%s\"",
+			       name, fixed);
+		name = fixed;
+	}
+	uint32_t i = find_child(c, parent, name);
+	if (i != SV_NONE && c->reindexing && (c->nodes[i].flags & SV_N_STALE)) {
+		/* Found again after a commit: keep the number. */
+		struct sv_node *n = &c->nodes[i];
+		bool changed = n->size != size || n->key != key ||
+			       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED)) ||
+			       (flags & SV_N_DERIVED);
+		n->flags = flags;
+		n->size = n->stored_size = size;
+		n->key = key;
+		if (changed)
+			n->gen++;
+		sv_buf_fini(&n->pending);
+		return i;
+	}
+	if (i != SV_NONE) {
+		/* Taken: make the name unique with a stable suffix. */
+		char alt[320];
+		for (unsigned k = 2;; k++) {
+			snprintf(alt, sizeof alt, "%s~%u", name, k);
+			if (find_child(c, parent, alt) == SV_NONE)
+				break;
+		}
+		if (!c->reindexing)
+			sv_log(c, "duplicate name \"%s\": shown as \"%s\"", name, alt);
+		return sv_node_add(c, parent, alt, flags, size, key);
+	}
+	return node_new(c, parent, name, flags, size, key);
+}
+
+struct sv_node *sv_node(struct sv_container *c, uint32_t n)
+{
+	return n < c->nnodes ? &c->nodes[n] : NULL;
+}
+
+uint32_t sv_node_count(const struct sv_container *c)
+{
+	return c->nnodes;
+}
+
+const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n)
+{
+	if (n >= c->nnodes)
+		return NULL;
+	struct sv_node *node = &c->nodes[n];
+	return node->flags & (SV_N_DIRTY | SV_N_NEW) ? &node->pending : NULL;
+}
+
+/* Removes a node from its directory and the hash; the number stays used. */
+static void node_drop(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	hash_remove(c, i);
+	kid_remove(&c->nodes[n->parent], i);
+	n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) | SV_N_GONE;
+	sv_buf_fini(&n->pending);
+	n->size = 0;
+}
+
+/* ---- accessors --------------------------------------------------------- */
+
+void sv_container_set_priv(struct sv_container *c, void *priv) { c->priv = priv; }
+void *sv_container_priv(const struct sv_container *c) { return c->priv; }
+const struct sv_opts *sv_container_opts(const struct sv_container *c) { return &c->opts; }
+uint64_t sv_container_size(const struct sv_container *c) { return (uint64_t)c->st.st_size; }
+int sv_container_fd(const struct sv_container *c) { return c->fd; }
+const struct sv_format *sv_container_format(const struct sv_container *c) { return c->fmt; }
+const char *sv_container_path(const struct sv_container *c) { return c->path; }
+bool sv_container_read_only(const struct sv_container *c) { return c->read_only; }
+
+int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
+		       size_t n, struct sv_err *err)
+{
+	uint64_t size = (uint64_t)c->st.st_size;
+	if (off > size || n > size - off)
+		return sv_err_set(err, -EBADMSG,
+				  "range %llu+%zu lies past the end of the file (%llu bytes)",
+				  (unsigned long long)off, n, (unsigned long long)size);
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t k = pread(c->fd, p, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return sv_err_set(err, -EIO, "read failed at offset %llu: %s",
+					  (unsigned long long)off, strerror(errno));
+		if (k == 0)
+			return sv_err_set(err, -EIO,
+					  "file shrank while reading at offset %llu",
+					  (unsigned long long)off);
+		p += k;
+		off += (uint64_t)k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* ---- meta files -------------------------------------------------------- */
+
+static int info_json(struct sv_container *c, struct sv_blob **out)
+{
+	json_t *o = json_object();
+	if (!o)
+		return -ENOMEM;
+	uint32_t files = 0, dirs = 0;
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		const struct sv_node *n = &c->nodes[i];
+		if (n->flags & (SV_N_GONE | SV_N_META | SV_N_TEMP) || i == c->meta_dir)
+			continue;
+		if (n->flags & SV_N_DIR)
+			dirs++;
+		else
+			files++;
+	}
+	json_object_set_new(o, "format", json_string(c->fmt->name));
+	json_object_set_new(o, "description", json_string(c->fmt->description));
+	json_object_set_new(o, "container", json_string(c->path));
+	json_object_set_new(o, "container_size", json_integer((json_int_t)c->st.st_size));
+	json_object_set_new(o, "read_only", json_boolean(c->read_only));
+	json_object_set_new(o, "files", json_integer(files));
+	json_object_set_new(o, "directories", json_integer(dirs));
+	if (c->fmt->info)
+		c->fmt->info(c, o);
+	json_t *w = json_array();
+	for (size_t i = 0; i < c->nwarnings; i++)
+		json_array_append_new(w, json_string(c->warnings[i]));
+	json_object_set_new(o, "warnings", w);
+	struct sv_cache_stats cs;
+	sv_cache_stats(c->cache, &cs);
+	json_t *cj = json_object();
+	json_object_set_new(cj, "cap", json_integer((json_int_t)cs.cap));
+	json_object_set_new(cj, "bytes", json_integer((json_int_t)cs.bytes));
+	json_object_set_new(cj, "entries", json_integer((json_int_t)cs.entries));
+	json_object_set_new(cj, "hits", json_integer((json_int_t)cs.hits));
+	json_object_set_new(cj, "misses", json_integer((json_int_t)cs.misses));
+	json_object_set_new(cj, "evictions", json_integer((json_int_t)cs.evictions));
+	json_object_set_new(o, "cache", cj);
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	size_t len = strlen(s);
+	*out = sv_blob_new(len + 1);
+	if (*out) {
+		memcpy((*out)->data, s, len);
+		(*out)->data[len] = '\n';
+	}
+	free(s);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int log_text(struct sv_container *c, struct sv_blob **out)
+{
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = 0;
+	pthread_mutex_lock(&c->log_lock);
+	size_t start = (c->log_next + LOG_LINES - c->log_count) % LOG_LINES;
+	for (size_t i = 0; i < c->log_count && !rc; i++)
+		rc = sv_buf_printf(&b, "%s\n", c->log[(start + i) % LOG_LINES]);
+	pthread_mutex_unlock(&c->log_lock);
+	if (!rc) {
+		*out = sv_blob_dup(b.p, b.len);
+		rc = *out ? 0 : -ENOMEM;
+	}
+	sv_buf_fini(&b);
+	return rc;
+}
+
+static int meta_content(struct sv_container *c, uint32_t n, struct sv_blob **out)
+{
+	return n == c->meta_info ? info_json(c, out) : log_text(c, out);
+}
+
+/* ---- open and close ---------------------------------------------------- */
+
+static int add_meta(struct sv_container *c)
+{
+	c->meta_dir = sv_node_add(c, SV_ROOT, ".savefs", SV_N_DIR | SV_N_RO, 0, 0);
+	if (c->meta_dir == SV_NONE)
+		return -ENOMEM;
+	c->meta_info = sv_node_add(c, c->meta_dir, "info", SV_N_RO | SV_N_META, 0, 0);
+	c->meta_log = sv_node_add(c, c->meta_dir, "log", SV_N_RO | SV_N_META, 0, 0);
+	return c->meta_info == SV_NONE || c->meta_log == SV_NONE ? -ENOMEM : 0;
+}
+
+int sv_container_open(const char *path, const struct sv_opts *opts,
+		      struct sv_container **out, struct sv_err *err)
+{
+	*out = NULL;
+	struct sv_container *c = calloc(1, sizeof *c);
+	if (!c)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	pthread_rwlock_init(&c->lock, NULL);
+	pthread_mutex_init(&c->log_lock, NULL);
+	c->fd = -1;
+	c->opts = *opts;
+	c->opts.format = NULL;
+	int rc;
+	c->path = realpath(path, NULL);
+	if (!c->path) {
+		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	c->read_only = opts->read_only;
+	c->fd = open(c->path, O_RDWR | O_CLOEXEC);
+	if (c->fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+		c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
+		c->read_only = true;
+	}
+	if (c->fd < 0) {
+		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (fstat(c->fd, &c->st)) {
+		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(c->st.st_mode)) {
+		rc = sv_err_set(err, -EISDIR, "%s: is a directory", path);
+		goto fail;
+	}
+	if (!S_ISREG(c->st.st_mode)) {
+		rc = sv_err_set(err, -EMEDIUMTYPE, "%s: not a regular file", path);
+		goto fail;
+	}
+	if (opts->format) {
+		c->fmt = sv_format_find(opts->format);
+		if (!c->fmt) {
+			rc = sv_err_set(err, -EINVAL, "unknown format name \"%s\" (see --formats)",
+					opts->format);
+			goto fail;
+		}
+	} else {
+		uint8_t head[64];
+		ssize_t k = pread(c->fd, head, sizeof head, 0);
+		if (k < 0) {
+			rc = sv_err_set(err, -EIO, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		for (size_t i = 0; sv_formats[i] && !c->fmt; i++)
+			if (sv_formats[i]->probe(head, (size_t)k))
+				c->fmt = sv_formats[i];
+		if (!c->fmt) {
+			rc = sv_err_set(err, -EMEDIUMTYPE,
+					"%s: not a container savefs knows (see --formats)", path);
+			goto fail;
+		}
+	}
+	if (!c->fmt->commit)
+		c->read_only = true;
+	c->hsize = 64;
+	c->htab = malloc(c->hsize * sizeof *c->htab);
+	c->cache = sv_cache_new(opts->cache_cap);
+	if (!c->htab || !c->cache) {
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	memset(c->htab, 0xff, c->hsize * sizeof *c->htab);
+	if (node_new(c, SV_ROOT, "", SV_N_DIR, 0, 0) != SV_ROOT ||
+	    add_meta(c)) {
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	rc = c->fmt->open(c, err);
+	if (rc)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	sv_container_free(c);
+	return rc;
+}
+
+void sv_container_free(struct sv_container *c)
+{
+	if (!c)
+		return;
+	if (c->fmt && c->fmt->close)
+		c->fmt->close(c);
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		free(c->nodes[i].name);
+		free(c->nodes[i].kids);
+		sv_buf_fini(&c->nodes[i].pending);
+	}
+	free(c->nodes);
+	free(c->htab);
+	sv_cache_free(c->cache);
+	for (size_t i = 0; i < c->nwarnings; i++)
+		free(c->warnings[i]);
+	free(c->warnings);
+	for (size_t i = 0; i < LOG_LINES; i++)
+		free(c->log[i]);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->path);
+	pthread_mutex_destroy(&c->log_lock);
+	pthread_rwlock_destroy(&c->lock);
+	free(c);
+}
+
+/* ---- client side: lookup, stat, readdir, read -------------------------- */
+
+static bool live(struct sv_container *c, uint32_t n)
+{
+	return n < c->nnodes && !(c->nodes[n].flags & SV_N_GONE);
+}
+
+static bool writable(struct sv_container *c, const struct sv_node *n)
+{
+	if (n->flags & SV_N_TEMP)
+		return true;
+	return !c->read_only && !(n->flags & (SV_N_RO | SV_N_META));
+}
+
+static void fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
+{
+	const struct sv_node *n = &c->nodes[i];
+	memset(st, 0, sizeof *st);
+	st->node = i;
+	st->dir = n->flags & SV_N_DIR;
+	st->writable = writable(c, n);
+	st->volatile_ = n->flags & SV_N_META;
+	st->gen = n->gen;
+	st->mtime = c->st.st_mtim;
+	if (st->dir) {
+		bool w = !c->read_only && !(n->flags & SV_N_RO);
+		st->mode = S_IFDIR | (w ? 0755 : 0555);
+		st->nlink = 2;
+		for (uint32_t k = 0; k < n->nkids; k++)
+			if (c->nodes[n->kids[k]].flags & SV_N_DIR)
+				st->nlink++;
+	} else {
+		st->mode = S_IFREG | (st->writable ? 0644 : 0444);
+		st->nlink = 1;
+		st->size = n->size;
+	}
+}
+
+int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
+	      uint32_t *out)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&c->lock);
+	if (!live(c, dir))
+		rc = -ENOENT;
+	else if (!(c->nodes[dir].flags & SV_N_DIR))
+		rc = -ENOTDIR;
+	else if (!strcmp(name, "."))
+		*out = dir;
+	else if (!strcmp(name, ".."))
+		*out = c->nodes[dir].parent;
+	else if ((*out = find_child(c, dir, name)) == SV_NONE)
+		rc = -ENOENT;
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int sv_resolve(struct sv_container *c, const char *path, uint32_t *out)
+{
+	uint32_t n = SV_ROOT;
+	char part[256];
+	const char *p = path;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t k = strcspn(p, "/");
+		if (k >= sizeof part)
+			return -ENAMETOOLONG;
+		memcpy(part, p, k);
+		part[k] = '\0';
+		int rc = sv_lookup(c, n, part, &n);
+		if (rc)
+			return rc;
+		p += k;
+	}
+	*out = n;
+	return 0;
+}
+
+int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&c->lock);
+	if (!live(c, n)) {
+		rc = -ENOENT;
+	} else {
+		fill_stat(c, n, st);
+		if (c->nodes[n].flags & SV_N_META) {
+			struct sv_blob *b = NULL;
+			rc = meta_content(c, n, &b);
+			if (!rc)
+				st->size = b->len;
+			sv_blob_unref(b);
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+static int path_locked(struct sv_container *c, uint32_t n, char *buf,
+		       size_t size)
+{
+	if (!live(c, n))
+		return -ENOENT;
+	if (!size)
+		return -ENAMETOOLONG;
+	size_t pos = size;
+	buf[--pos] = '\0';
+	while (n != SV_ROOT) {
+		const struct sv_node *node = &c->nodes[n];
+		size_t k = strlen(node->name);
+		size_t slash = pos < size - 1 ? 1 : 0;
+		if (k + slash > pos)
+			return -ENAMETOOLONG;
+		if (slash)
+			buf[--pos] = '/';
+		pos -= k;
+		memcpy(buf + pos, node->name, k);
+		n = node->parent;
+	}
+	memmove(buf, buf + pos, size - pos);
+	return 0;
+}
+
+int sv_path(struct sv_container *c, uint32_t n, char *buf, size_t size)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	int rc = path_locked(c, n, buf, size);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
+	       sv_dir_fn fn, void *arg)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&c->lock);
+	if (!live(c, dir)) {
+		rc = -ENOENT;
+	} else if (!(c->nodes[dir].flags & SV_N_DIR)) {
+		rc = -ENOTDIR;
+	} else {
+		const struct sv_node *d = &c->nodes[dir];
+		for (uint64_t i = from; i < d->nkids; i++) {
+			struct sv_stat st;
+			uint32_t k = d->kids[i];
+			fill_stat(c, k, &st);
+			if (c->nodes[k].flags & SV_N_META) {
+				struct sv_blob *b = NULL;
+				if (!meta_content(c, k, &b))
+					st.size = b->len;
+				sv_blob_unref(b);
+			}
+			if (fn(arg, c->nodes[k].name, &st, i + 1))
+				break;
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+static uint64_t cache_key(const struct sv_node *n, uint32_t i)
+{
+	return (uint64_t)n->gen << 32 | i;
+}
+
+/* Content of node i; called with the lock held (read or write). */
+static int content_locked(struct sv_container *c, uint32_t i,
+			  struct sv_blob **out, struct sv_err *err)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & SV_N_DIR)
+		return sv_err_set(err, -EISDIR, "is a directory");
+	if (n->flags & SV_N_META)
+		return meta_content(c, i, out);
+	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) {
+		*out = sv_blob_dup(n->pending.p, n->pending.len);
+		return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	if (n->flags & SV_N_BAD) {
+		struct sv_err e2;
+		sv_err_clear(&e2);
+		c->fmt->load(c, i, out, &e2);
+		sv_blob_unref(*out);
+		*out = NULL;
+		return sv_err_set(err, -EIO, "%s", e2.msg[0] ? e2.msg : "malformed entry");
+	}
+	uint64_t key = cache_key(n, i);
+	*out = sv_cache_get(c->cache, key);
+	if (*out)
+		return 0;
+	int rc = c->fmt->load(c, i, out, err);
+	if (rc) {
+		*out = NULL;
+		return rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;
+	}
+	sv_cache_put(c->cache, key, *out);
+	return 0;
+}
+
+static void log_failure(struct sv_container *c, uint32_t i, const char *what,
+			const struct sv_err *err)
+{
+	char path[4096];
+	if (path_locked(c, i, path, sizeof path))
+		snprintf(path, sizeof path, "node %u", i);
+	sv_log(c, "%s %s: %s", what, path, err->msg[0] ? err->msg : strerror(-err->code));
+}
+
+int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
+	       struct sv_err *err)
+{
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	*out = NULL;
+	pthread_rwlock_rdlock(&c->lock);
+	int rc = live(c, n) ? content_locked(c, n, out, err) : -ENOENT;
+	if (rc && rc != -ENOENT && rc != -EISDIR) {
+		err->code = rc;
+		log_failure(c, n, "read", err);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,
+	    size_t size, size_t *got, struct sv_err *err)
+{
+	struct sv_blob *b;
+	*got = 0;
+	int rc = sv_content(c, n, &b, err);
+	if (rc)
+		return rc;
+	if (off < b->len) {
+		size_t k = b->len - off < size ? (size_t)(b->len - off) : size;
+		memcpy(buf, b->data + off, k);
+		*got = k;
+	}
+	sv_blob_unref(b);
+	return 0;
+}
+
+void sv_container_cache_stats(struct sv_container *c, struct sv_cache_stats *st)
+{
+	sv_cache_stats(c->cache, st);
+}
+
+/* ---- edits ------------------------------------------------------------- */
+
+/* Checks node i can be edited; called with the write lock held. */
+static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
+{
+	if (!live(c, i))
+		return sv_err_set(err, -ENOENT, "no such file");
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & SV_N_DIR)
+		return sv_err_set(err, -EISDIR, "is a directory");
+	if (n->flags & SV_N_TEMP)
+		return 0;
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (n->flags & (SV_N_RO | SV_N_META))
+		return sv_err_set(err, -EPERM, "this file is a read-only view");
+	return 0;
+}
+
+/* Makes node i's pending buffer hold its current content. */
+static int begin_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))
+		return 0;
+	struct sv_blob *b = NULL;
+	int rc = content_locked(c, i, &b, err);
+	if (rc)
+		return rc;
+	sv_buf_fini(&n->pending);
+	rc = sv_buf_add(&n->pending, b->data, b->len);
+	sv_blob_unref(b);
+	if (rc)
+		return sv_err_set(err, rc, "out of memory");
+	n->flags |= SV_N_DIRTY;
+	return 0;
+}
+
+static int resize_pending(struct sv_container *c, struct sv_node *n,
+			  uint64_t size, struct sv_err *err)
+{
+	if (size > c->opts.max_edit)
+		return sv_err_set(err, -EFBIG,
+				  "an edited file may hold at most %llu bytes (option maxedit)",
+				  (unsigned long long)c->opts.max_edit);
+	if (size > n->pending.len) {
+		size_t grow = (size_t)(size - n->pending.len);
+		if (sv_buf_reserve(&n->pending, grow))
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		memset(n->pending.p + n->pending.len, 0, grow);
+	}
+	n->pending.len = (size_t)size;
+	n->size = size;
+	return 0;
+}
+
+int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
+	     size_t size, struct sv_err *err)
+{
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = can_edit(c, i, err);
+	if (!rc)
+		rc = begin_edit(c, i, err);
+	if (!rc && off + size < off)
+		rc = sv_err_set(err, -EFBIG, "offset too large");
+	struct sv_node *n = &c->nodes[i];
+	if (!rc && off + size > n->pending.len)
+		rc = resize_pending(c, n, off + size, err);
+	if (!rc && size)
+		memcpy(n->pending.p + off, buf, size);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
+		struct sv_err *err)
+{
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = can_edit(c, i, err);
+	if (!rc && size == 0 && !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))) {
+		/* Emptying needs no load of the old content. */
+		c->nodes[i].flags |= SV_N_DIRTY;
+		c->nodes[i].pending.len = 0;
+	} else if (!rc) {
+		rc = begin_edit(c, i, err);
+	}
+	if (!rc)
+		rc = resize_pending(c, &c->nodes[i], size, err);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+static int refuse_dir(struct sv_container *c, uint32_t dir, struct sv_err *err)
+{
+	if (!live(c, dir))
+		return sv_err_set(err, -ENOENT, "no such directory");
+	if (!(c->nodes[dir].flags & SV_N_DIR))
+		return sv_err_set(err, -ENOTDIR, "not a directory");
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (c->nodes[dir].flags & SV_N_RO)
+		return sv_err_set(err, -EPERM, "files cannot be created here");
+	return 0;
+}
+
+int sv_create(struct sv_container *c, uint32_t dir, const char *name,
+	      uint32_t mode, uint32_t *out, struct sv_err *err)
+{
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = refuse_dir(c, dir, err);
+	if (!rc && !name_ok(name))
+		rc = sv_err_set(err, -EINVAL, "invalid file name");
+	if (!rc && find_child(c, dir, name) != SV_NONE)
+		rc = sv_err_set(err, -EEXIST, "file exists");
+	uint32_t flags = SV_N_TEMP;
+	if (!rc) {
+		int fr = c->fmt->create ? c->fmt->create(c, dir, name, err) : -ENOENT;
+		if (fr == 0)
+			flags = SV_N_NEW;
+		else if (fr != -ENOENT)
+			rc = fr;
+		sv_err_clear(err);
+		if (rc)
+			sv_err_set(err, rc, "%s", "cannot create this file");
+	}
+	if (!rc) {
+		uint32_t i = node_new(c, dir, name, flags, 0, 0);
+		if (i == SV_NONE)
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+		else
+			*out = i;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	(void)mode;
+	return rc;
+}
+
+/* ---- commit ------------------------------------------------------------ */
+
+struct changed_list {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static void changed_add(struct changed_list *l, uint32_t i)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		uint32_t *p = realloc(l->v, cap * sizeof *p);
+		if (!p)
+			return;
+		l->v = p;
+		l->cap = cap;
+	}
+	l->v[l->n++] = i;
+}
+
+/* Writes the new container and swaps it in; write lock held. */
+static int write_new(struct sv_container *c, struct sv_err *err)
+{
+	struct stat now;
+	if (stat(c->path, &now) || now.st_ino != c->st.st_ino ||
+	    now.st_dev != c->st.st_dev || now.st_size != c->st.st_size ||
+	    now.st_mtim.tv_sec != c->st.st_mtim.tv_sec ||
+	    now.st_mtim.tv_nsec != c->st.st_mtim.tv_nsec)
+		return sv_err_set(err, -EBUSY,
+				  "%s changed on disk since it was read: not overwritten "
+				  "(remount to see the new file)", c->path);
+	char *dup = strdup(c->path);
+	size_t tlen = strlen(c->path) + 32;
+	char *tmp = malloc(tlen);
+	int rc = 0, fd = -1, dfd = -1;
+	if (!dup || !tmp) {
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	char *dir = dirname(dup);
+	snprintf(tmp, tlen, "%s/.%s.savefs-XXXXXX", dir, strrchr(c->path, '/') + 1);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		rc = sv_err_set(err, -errno, "cannot create a new file beside %s: %s",
+				c->path, strerror(errno));
+		goto out;
+	}
+	if (fchmod(fd, c->st.st_mode & 07777) ||
+	    (fchown(fd, c->st.st_uid, c->st.st_gid) && errno != EPERM)) {
+		rc = sv_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
+		goto unlink;
+	}
+	rc = c->fmt->commit(c, fd, err);
+	if (rc)
+		goto unlink;
+	if (fsync(fd)) {
+		rc = sv_err_set(err, -errno, "fsync %s: %s", tmp, strerror(errno));
+		goto unlink;
+	}
+	if (rename(tmp, c->path)) {
+		rc = sv_err_set(err, -errno, "rename onto %s: %s", c->path, strerror(errno));
+		goto unlink;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	close(c->fd);
+	c->fd = fd;
+	fd = -1;
+	if (fstat(c->fd, &c->st))
+		rc = sv_err_set(err, -EIO, "fstat: %s", strerror(errno));
+	goto out;
+unlink:
+	unlink(tmp);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	free(dup);
+	return rc;
+}
+
+/* Reads the index again after a commit; write lock held. */
+static int reindex(struct sv_container *c, struct changed_list *changed,
+		   struct sv_err *err)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (!(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && i != c->meta_dir)
+			n->flags |= SV_N_STALE;
+	}
+	uint32_t old_count = c->nnodes;
+	uint32_t *old_gen = malloc((old_count ? old_count : 1) * sizeof *old_gen);
+	if (!old_gen)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < old_count; i++)
+		old_gen[i] = c->nodes[i].gen;
+	c->fmt->close(c);
+	c->priv = NULL;
+	c->reindexing = true;
+	int rc = c->fmt->open(c, err);
+	c->reindexing = false;
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (n->flags & SV_N_STALE) {
+			node_drop(c, i);
+			n->flags &= ~SV_N_STALE;
+			n->gen++;
+			changed_add(changed, i);
+		} else if (i >= old_count || n->gen != old_gen[i]) {
+			changed_add(changed, i);
+		}
+	}
+	free(old_gen);
+	sv_cache_drop(c->cache, 0, 0);
+	return rc;
+}
+
+/* Drops node i's pending edit; write lock held. */
+static void discard_locked(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & SV_N_NEW) {
+		node_drop(c, i);
+		n->gen++;
+		return;
+	}
+	if (n->flags & SV_N_DIRTY) {
+		n->flags &= ~SV_N_DIRTY;
+		sv_buf_fini(&n->pending);
+		n->size = n->stored_size;
+		n->gen++;
+	}
+}
+
+/* Validates every pending edit, dropping those refused; write lock held. */
+static int validate(struct sv_container *c, struct changed_list *changed,
+		    struct sv_err *err)
+{
+	int rc = 0;
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !c->fmt->check)
+			continue;
+		struct sv_err e;
+		sv_err_clear(&e);
+		int r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
+		if (!r)
+			continue;
+		e.code = r;
+		log_failure(c, i, "refused", &e);
+		discard_locked(c, i);
+		changed_add(changed, i);
+		if (!rc) {
+			rc = r;
+			*err = e;
+		}
+	}
+	return rc;
+}
+
+static bool anything_pending(struct sv_container *c)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		if (c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW) ||
+		    (c->nodes[i].flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE))
+			return true;
+	return false;
+}
+
+/* Commits with the write lock held. */
+static int commit_locked(struct sv_container *c, struct changed_list *changed,
+			 struct sv_err *err)
+{
+	if (!anything_pending(c))
+		return 0;
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	int rc = validate(c, changed, err);
+	if (rc)
+		return rc;
+	if (!anything_pending(c))
+		return 0;
+	rc = write_new(c, err);
+	if (rc) {
+		sv_log(c, "commit failed: %s", err->msg);
+		return rc;
+	}
+	rc = reindex(c, changed, err);
+	if (rc)
+		sv_log(c, "re-reading the committed container failed: %s", err->msg);
+	else
+		sv_log(c, "committed %s", c->path);
+	return rc;
+}
+
+static int commit_and_notify(struct sv_container *c, sv_changed_fn fn, void *arg,
+			     struct sv_err *err, int (*pre)(struct sv_container *, void *,
+							    struct sv_err *), void *pre_arg)
+{
+	struct changed_list changed = {0};
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = pre ? pre(c, pre_arg, err) : 0;
+	if (rc == 1)
+		rc = 0; /* nothing to commit */
+	else if (!rc)
+		rc = commit_locked(c, &changed, err);
+	/* Report names while still locked; the callback must not call back. */
+	for (size_t k = 0; fn && k < changed.n; k++) {
+		struct sv_node *n = &c->nodes[changed.v[k]];
+		fn(arg, changed.v[k], n->parent, n->name, n->flags & SV_N_GONE);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	free(changed.v);
+	return rc;
+}
+
+int sv_commit(struct sv_container *c, sv_changed_fn fn, void *arg,
+	      struct sv_err *err)
+{
+	return commit_and_notify(c, fn, arg, err, NULL, NULL);
+}
+
+static int pre_flush(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	uint32_t i = *(uint32_t *)arg;
+	if (!live(c, i) || !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW)))
+		return 1;
+	return 0;
+}
+
+int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn fn, void *arg,
+	     struct sv_err *err)
+{
+	return commit_and_notify(c, fn, arg, err, pre_flush, &n);
+}
+
+void sv_discard(struct sv_container *c, uint32_t n)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	if (live(c, n))
+		discard_locked(c, n);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+struct unlink_arg {
+	uint32_t dir;
+	const char *name;
+};
+
+static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	struct unlink_arg *a = arg;
+	if (!live(c, a->dir))
+		return sv_err_set(err, -ENOENT, "no such directory");
+	uint32_t i = find_child(c, a->dir, a->name);
+	if (i == SV_NONE)
+		return sv_err_set(err, -ENOENT, "no such file");
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & SV_N_DIR)
+		return sv_err_set(err, -EISDIR, "is a directory");
+	if (n->flags & (SV_N_TEMP | SV_N_NEW)) {
+		node_drop(c, i);
+		return 1;
+	}
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (n->flags & (SV_N_RO | SV_N_META))
+		return sv_err_set(err, -EPERM, "this file is a read-only view");
+	int rc = c->fmt->unlink ? c->fmt->unlink(c, i, err)
+				: sv_err_set(err, -EPERM, "entries of this container cannot be removed");
+	if (rc) {
+		log_failure(c, i, "refused to remove", err);
+		return rc;
+	}
+	/* Gone from the tree now; the commit leaves it out of the container. */
+	hash_remove(c, i);
+	kid_remove(&c->nodes[n->parent], i);
+	n->flags = (n->flags & ~SV_N_DIRTY) | SV_N_GONE | SV_N_STALE;
+	return 0;
+}
+
+int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
+	      sv_changed_fn changed, void *arg, struct sv_err *err)
+{
+	struct unlink_arg a = {dir, name};
+	return commit_and_notify(c, changed, arg, err, pre_unlink, &a);
+}
+
+struct rename_arg {
+	uint32_t dir, newdir, flags;
+	const char *name, *newname;
+};
+
+/* Moves node i to (dir, name); write lock held. */
+static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
+		     const char *name)
+{
+	struct sv_node *n = &c->nodes[i];
+	char *s = strdup(name);
+	if (!s)
+		return -ENOMEM;
+	hash_remove(c, i);
+	kid_remove(&c->nodes[n->parent], i);
+	free(n->name);
+	n->name = s;
+	n->parent = dir;
+	hash_insert(c, i);
+	return kid_add(&c->nodes[dir], i);
+}
+
+static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	struct rename_arg *a = arg;
+	if (a->flags & ~1u) /* only RENAME_NOREPLACE */
+		return sv_err_set(err, -EINVAL, "unsupported rename flags");
+	if (!live(c, a->dir) || !live(c, a->newdir))
+		return sv_err_set(err, -ENOENT, "no such directory");
+	if (!(c->nodes[a->newdir].flags & SV_N_DIR))
+		return sv_err_set(err, -ENOTDIR, "not a directory");
+	if (!name_ok(a->newname))
+		return sv_err_set(err, -EINVAL, "invalid file name");
+	uint32_t i = find_child(c, a->dir, a->name);
+	if (i == SV_NONE)
+		return sv_err_set(err, -ENOENT, "no such file");
+	struct sv_node *n = &c->nodes[i];
+	uint32_t j = find_child(c, a->newdir, a->newname);
+	if (j == i)
+		return 1;
+	if (j != SV_NONE && (a->flags & 1))
+		return sv_err_set(err, -EEXIST, "file exists");
+	if (n->flags & SV_N_DIR)
+		return sv_err_set(err, -EPERM, "directories cannot be renamed");
+	if (!(n->flags & (SV_N_TEMP | SV_N_NEW)))
+		return sv_err_set(err, -EPERM,
+				  "entries of the container cannot be renamed; copy instead");
+	if (j != SV_NONE) {
+		struct sv_node *d = &c->nodes[j];
+		if (d->flags & SV_N_DIR)
+			return sv_err_set(err, -EISDIR, "is a directory");
+		if (d->flags & (SV_N_TEMP | SV_N_NEW)) {
+			/* Replacing a file that lives only in memory. */
+			node_drop(c, j);
+			int rc = move_node(c, i, a->newdir, a->newname);
+			return rc ? sv_err_set(err, rc, "out of memory") : 1;
+		}
+		int rc = can_edit(c, j, err);
+		if (rc)
+			return rc;
+		if (c->fmt->check) {
+			rc = c->fmt->check(c, j, n->pending.p, n->pending.len, err);
+			if (rc) {
+				err->code = rc;
+				log_failure(c, j, "refused", err);
+				return rc;
+			}
+		}
+		/* As in POSIX, the renamed file replaces the target: node i takes
+		 * over the entry's identity (its format key), j goes away. */
+		n->key = d->key;
+		n->stored_size = d->stored_size;
+		n->flags = (d->flags & ~(SV_N_BAD | SV_N_NEW | SV_N_TEMP)) | SV_N_DIRTY;
+		n->size = n->pending.len;
+		node_drop(c, j);
+		d->gen++;
+		rc = move_node(c, i, a->newdir, a->newname);
+		return rc ? sv_err_set(err, rc, "out of memory") : 0;
+	}
+	/* A new name: does the container take it as an entry? */
+	bool entry = false;
+	if (!c->read_only && c->fmt->create) {
+		int fr = c->fmt->create(c, a->newdir, a->newname, err);
+		if (fr && fr != -ENOENT)
+			return fr;
+		entry = fr == 0;
+		sv_err_clear(err);
+	}
+	int rc = move_node(c, i, a->newdir, a->newname);
+	if (rc)
+		return sv_err_set(err, rc, "out of memory");
+	if (!entry) {
+		n->flags = (n->flags & ~SV_N_NEW) | SV_N_TEMP;
+		return 1;
+	}
+	n->flags = (n->flags & ~SV_N_TEMP) | SV_N_NEW;
+	return 0;
+}
+
+int sv_rename(struct sv_container *c, uint32_t dir, const char *name,
+	      uint32_t newdir, const char *newname, uint32_t flags,
+	      sv_changed_fn changed, void *arg, struct sv_err *err)
+{
+	struct rename_arg a = {dir, newdir, flags, name, newname};
+	return commit_and_notify(c, changed, arg, err, pre_rename, &a);
+}

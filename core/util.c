@@ -1,0 +1,265 @@
+/*
+ * util.c - errors with reasons, growable buffers, reference-counted blobs,
+ * size parsing, and the I/O and zlib helpers the formats share.
+ */
+#include "savefs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+int sv_err_set(struct sv_err *e, int code, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		va_end(ap);
+		e->code = code;
+	}
+	return code;
+}
+
+void sv_err_clear(struct sv_err *e)
+{
+	if (e) {
+		e->code = 0;
+		e->msg[0] = '\0';
+	}
+}
+
+void sv_buf_init(struct sv_buf *b)
+{
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+void sv_buf_fini(struct sv_buf *b)
+{
+	if (!b)
+		return;
+	free(b->p);
+	sv_buf_init(b);
+}
+
+int sv_buf_reserve(struct sv_buf *b, size_t n)
+{
+	if (b->len + n < n)
+		return -ENOMEM;
+	if (b->len + n <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < b->len + n) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	uint8_t *p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int sv_buf_add(struct sv_buf *b, const void *p, size_t n)
+{
+	int rc = sv_buf_reserve(b, n);
+	if (rc)
+		return rc;
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int sv_buf_printf(struct sv_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	int rc = sv_buf_reserve(b, (size_t)n + 1);
+	if (rc)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf((char *)b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+struct sv_blob *sv_blob_new(size_t len)
+{
+	if (len > SIZE_MAX - sizeof(struct sv_blob))
+		return NULL;
+	struct sv_blob *b = malloc(sizeof *b + len);
+	if (!b)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	return b;
+}
+
+struct sv_blob *sv_blob_dup(const void *p, size_t len)
+{
+	struct sv_blob *b = sv_blob_new(len);
+	if (b && len)
+		memcpy(b->data, p, len);
+	return b;
+}
+
+struct sv_blob *sv_blob_ref(struct sv_blob *b)
+{
+	if (b)
+		__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+	return b;
+}
+
+void sv_blob_unref(struct sv_blob *b)
+{
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(b);
+}
+
+void sv_opts_init(struct sv_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->cache_cap = SV_DEFAULT_CACHE;
+	o->max_decode = SV_DEFAULT_MAX_DECODE;
+	o->max_edit = SV_DEFAULT_MAX_EDIT;
+}
+
+int sv_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && shift)
+		end++;
+	if ((*end == 'B' || *end == 'b') && shift)
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int sv_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t want,
+	       struct sv_err *err)
+{
+	if (n < 2 || (src[0] & 0x0f) != 8 || (src[0] >> 4) > 7 ||
+	    ((src[0] << 8) | src[1]) % 31)
+		return sv_err_set(err, -EBADMSG, "not a zlib stream");
+	if (n > UINT_MAX || want > UINT_MAX)
+		return sv_err_set(err, -EFBIG, "zlib stream too large");
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	if (inflateInit(&z) != Z_OK)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	z.next_in = (Bytef *)(uintptr_t)src;
+	z.avail_in = (uInt)n;
+	z.next_out = dst;
+	z.avail_out = (uInt)want;
+	int zr = inflate(&z, Z_FINISH);
+	if (zr == Z_BUF_ERROR && z.avail_out == 0 && z.avail_in > 0) {
+		/* Output is full: the stream must end here, producing nothing. */
+		uint8_t spare;
+		z.next_out = &spare;
+		z.avail_out = 1;
+		zr = inflate(&z, Z_FINISH);
+		if (z.avail_out == 0) {
+			inflateEnd(&z);
+			return sv_err_set(err, -EBADMSG,
+					  "inflates past its declared size of %zu bytes",
+					  want);
+		}
+	}
+	size_t got = z.total_out;
+	const char *zmsg = z.msg;
+	int rc = 0;
+	if (zr == Z_STREAM_END) {
+		if (got != want)
+			rc = sv_err_set(err, -EBADMSG,
+					"inflates to %zu bytes, not the declared %zu",
+					got, want);
+	} else if (zr == Z_DATA_ERROR || zr == Z_NEED_DICT) {
+		rc = sv_err_set(err, -EBADMSG, "corrupt zlib stream (%s)",
+				zmsg ? zmsg : "data error");
+	} else if (zr == Z_MEM_ERROR) {
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	} else {
+		rc = sv_err_set(err, -EBADMSG,
+				"zlib stream ends early after %zu of %zu bytes",
+				got, want);
+	}
+	inflateEnd(&z);
+	return rc;
+}
+
+int sv_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+	while (n) {
+		ssize_t k = write(fd, q, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		q += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int sv_copy_range(int fd_in, uint64_t off, int fd_out, uint64_t n)
+{
+	static const size_t chunk = 1 << 20;
+	uint8_t *buf = malloc(n < chunk ? (n ? n : 1) : chunk);
+	if (!buf)
+		return -ENOMEM;
+	int rc = 0;
+	while (n) {
+		size_t want = n < chunk ? (size_t)n : chunk;
+		ssize_t k = pread(fd_in, buf, want, (off_t)off);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		if (k == 0) {
+			rc = -EIO;
+			break;
+		}
+		rc = sv_write_all(fd_out, buf, (size_t)k);
+		if (rc)
+			break;
+		off += (uint64_t)k;
+		n -= (uint64_t)k;
+	}
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * fs.h - the FUSE side: the daemon's state and the low-level operations.
+ * fs/ knows FUSE and nothing of any format; it talks to core/ only through
+ * savefs.h.  Inode numbers are node numbers + 1 (FUSE's root is 1).
+ */
+#ifndef SV_FS_H
+#define SV_FS_H
+
+#define FUSE_USE_VERSION 35
+#include <fuse_lowlevel.h>
+
+#include "savefs.h"
+
+struct fs_notify; /* queue of kernel cache invalidations (ops.c) */
+
+struct fs {
+	struct sv_container *c;       /* owned by main.c */
+	struct fuse_session *se;
+	double timeout;               /* entry/attr timeout of stable nodes */
+	struct fs_notify *notify;     /* owned; started in init */
+};
+
+extern const struct fuse_lowlevel_ops fs_ops;
+
+/* Starts and stops the invalidation thread.  0 or -errno. */
+int fs_notify_start(struct fs *fs);
+void fs_notify_stop(struct fs *fs);
+
+#endif

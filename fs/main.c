@@ -1,0 +1,160 @@
+/*
+ * main.c - the savefs command: parses options, opens the container (its
+ * index only), mounts it and runs the multi-threaded FUSE loop.  The verbs
+ * ls, cat, extract and info are passed to the FUSE-free command line.
+ *
+ * The container is opened before daemonising, so that a bad container
+ * fails in the foreground with its message and exit code.
+ */
+#include "fs.h"
+
+#include "cli/cli.h"
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct cmdline {
+	char *container;
+	char *cache, *format, *maxdecode, *maxedit;
+	int ro, help, version;
+	int nonopt;
+};
+
+#define OPT(t, p) {t, offsetof(struct cmdline, p), 1}
+static const struct fuse_opt savefs_opts[] = {
+	OPT("cache=%s", cache),
+	OPT("format=%s", format),
+	OPT("maxdecode=%s", maxdecode),
+	OPT("maxedit=%s", maxedit),
+	FUSE_OPT_KEY("ro", 1),
+	FUSE_OPT_END,
+};
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct cmdline *cl = data;
+	if (key == 1) {
+		cl->ro = 1;
+		return 1; /* keep: the kernel marks the mount read-only too */
+	}
+	if (key == FUSE_OPT_KEY_NONOPT && cl->nonopt++ == 0) {
+		cl->container = strdup(arg);
+		return 0;
+	}
+	return 1;
+}
+
+static int parse_size_opt(const char *name, const char *val, uint64_t *out)
+{
+	if (!val)
+		return 0;
+	if (sv_parse_size(val, out)) {
+		fprintf(stderr, "savefs: -o %s=%s: not a size (try 64M)\n", name, val);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && sv_cli_is_verb(argv[1]))
+		return sv_cli_main(argc, argv);
+
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cmdline cl = {0};
+	struct fuse_cmdline_opts fo = {0};
+	struct sv_opts o;
+	struct sv_container *c = NULL;
+	struct fuse_session *se = NULL;
+	struct fs fs = {0};
+	int status = SV_EXIT_USAGE;
+
+	sv_opts_init(&o);
+	if (fuse_opt_parse(&args, &cl, savefs_opts, opt_proc) == -1)
+		goto out;
+	if (fuse_parse_cmdline(&args, &fo) != 0)
+		goto out;
+	if (fo.show_help) {
+		sv_cli_usage();
+		status = SV_EXIT_OK;
+		goto out;
+	}
+	if (fo.show_version) {
+		printf("savefs %s\n", SV_VERSION);
+		status = SV_EXIT_OK;
+		goto out;
+	}
+	if (!cl.container || !fo.mountpoint) {
+		fprintf(stderr, "savefs: need CONTAINER and MOUNTPOINT (see savefs --help)\n");
+		goto out;
+	}
+	if (parse_size_opt("cache", cl.cache, &o.cache_cap) ||
+	    parse_size_opt("maxdecode", cl.maxdecode, &o.max_decode) ||
+	    parse_size_opt("maxedit", cl.maxedit, &o.max_edit))
+		goto out;
+	o.format = cl.format;
+	o.read_only = cl.ro;
+
+	struct sv_err err;
+	sv_err_clear(&err);
+	int rc = sv_container_open(cl.container, &o, &c, &err);
+	if (rc) {
+		fprintf(stderr, "savefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+		status = sv_cli_open_exit(rc);
+		goto out;
+	}
+
+	char fsname[4200];
+	snprintf(fsname, sizeof fsname, "-ofsname=%s,subtype=savefs", sv_container_path(c));
+	for (char *p = fsname + 9; *p; p++)
+		if (*p == ',')
+			*p = '_'; /* a comma would split the option */
+	fuse_opt_add_arg(&args, fsname);
+
+	fs.c = c;
+	fs.timeout = 86400.0;
+	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, &fs);
+	status = SV_EXIT_MOUNT;
+	if (!se)
+		goto out;
+	fs.se = se;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out;
+	if (fuse_session_mount(se, fo.mountpoint) != 0) {
+		fprintf(stderr, "savefs: cannot mount on %s\n", fo.mountpoint);
+		goto out_signals;
+	}
+	fuse_daemonize(fo.foreground);
+	if (fo.singlethread) {
+		rc = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config *lc = fuse_loop_cfg_create();
+		fuse_loop_cfg_set_clone_fd(lc, fo.clone_fd);
+		fuse_loop_cfg_set_max_threads(lc, fo.max_threads ? fo.max_threads : 10);
+		fuse_loop_cfg_set_idle_threads(lc, fo.max_idle_threads);
+		rc = fuse_session_loop_mt(se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	status = rc == 0 ? SV_EXIT_OK : SV_EXIT_MOUNT;
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out:
+	if (se)
+		fuse_session_destroy(se);
+	sv_container_free(c);
+	free(fo.mountpoint);
+	free(cl.container);
+	free(cl.cache);
+	free(cl.format);
+	free(cl.maxdecode);
+	free(cl.maxedit);
+	fuse_opt_free_args(&args);
+	return status;
+}

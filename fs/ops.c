@@ -1,0 +1,677 @@
+/*
+ * ops.c - the FUSE low-level operations over the core's node table.
+ *
+ * Speed comes from few requests, not fast ones: attributes go out with
+ * directory entries (readdirplus), stable nodes get long entry and
+ * attribute timeouts and keep the page cache across opens, read-only opens
+ * ask the kernel not to send FLUSH, and O_TRUNC arrives with the open.
+ *
+ * Write-back: writes land in the core's per-node pending buffer; FLUSH (a
+ * close) and FSYNC commit it, so close() reports a refused edit.  When a
+ * commit changes nodes, their cached pages and names are invalidated by a
+ * separate thread: notifications must not be sent from inside a request
+ * handler that the kernel is waiting on.
+ *
+ * Errors: core calls return -errno; each reply maps it in reply_err().
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define INO(n) ((fuse_ino_t)(n) + 1)
+#define NODE(ino) ((uint32_t)((ino) - 1))
+
+static struct fs *FS(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* The one place a core error becomes a FUSE reply. */
+static void reply_err(fuse_req_t req, int rc)
+{
+	if (rc > 0)
+		rc = -EIO;
+	switch (rc) {
+	case -EBADMSG: /* a malformed entry reads as an I/O error */
+		rc = -EIO;
+		break;
+	case -EMEDIUMTYPE:
+		rc = -EIO;
+		break;
+	default:
+		break;
+	}
+	fuse_reply_err(req, -rc);
+}
+
+/* ---- invalidation queue ------------------------------------------------ */
+
+struct note {
+	fuse_ino_t parent, ino;
+	char *name; /* NULL: invalidate the inode's data; else the entry */
+};
+
+struct fs_notify {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	struct note *v;
+	size_t n, cap;
+	bool stop, running;
+};
+
+static void *notify_main(void *arg)
+{
+	struct fs *fs = arg;
+	struct fs_notify *q = fs->notify;
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		while (!q->n && !q->stop)
+			pthread_cond_wait(&q->cond, &q->lock);
+		if (q->stop)
+			break;
+		struct note *v = q->v;
+		size_t n = q->n;
+		q->v = NULL;
+		q->n = q->cap = 0;
+		pthread_mutex_unlock(&q->lock);
+		for (size_t i = 0; i < n; i++) {
+			if (v[i].name) {
+				fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, v[i].name,
+								 strlen(v[i].name));
+				free(v[i].name);
+			} else {
+				fuse_lowlevel_notify_inval_inode(fs->se, v[i].ino, 0, 0);
+			}
+		}
+		free(v);
+		pthread_mutex_lock(&q->lock);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+int fs_notify_start(struct fs *fs)
+{
+	struct fs_notify *q = calloc(1, sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	fs->notify = q;
+	int rc = pthread_create(&q->thread, NULL, notify_main, fs);
+	if (rc)
+		return -rc;
+	q->running = true;
+	return 0;
+}
+
+void fs_notify_stop(struct fs *fs)
+{
+	struct fs_notify *q = fs->notify;
+	if (!q)
+		return;
+	if (q->running) {
+		pthread_mutex_lock(&q->lock);
+		q->stop = true;
+		pthread_cond_signal(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+		pthread_join(q->thread, NULL);
+	}
+	for (size_t i = 0; i < q->n; i++)
+		free(q->v[i].name);
+	free(q->v);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+	fs->notify = NULL;
+}
+
+static void enqueue(struct fs *fs, fuse_ino_t parent, fuse_ino_t ino, const char *name)
+{
+	struct fs_notify *q = fs->notify;
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 16;
+		struct note *v = realloc(q->v, cap * sizeof *v);
+		if (!v) {
+			pthread_mutex_unlock(&q->lock);
+			return;
+		}
+		q->v = v;
+		q->cap = cap;
+	}
+	q->v[q->n].parent = parent;
+	q->v[q->n].ino = ino;
+	q->v[q->n].name = name ? strdup(name) : NULL;
+	q->n++;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Nodes a commit changed, collected while the core holds its lock. */
+struct changes {
+	struct fs *fs;
+	struct note *v;
+	size_t n, cap;
+};
+
+static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
+		       bool gone)
+{
+	struct changes *ch = arg;
+	if (ch->n == ch->cap) {
+		size_t cap = ch->cap ? ch->cap * 2 : 16;
+		struct note *v = realloc(ch->v, cap * sizeof *v);
+		if (!v)
+			return;
+		ch->v = v;
+		ch->cap = cap;
+	}
+	ch->v[ch->n].ino = INO(node);
+	ch->v[ch->n].parent = INO(parent);
+	ch->v[ch->n].name = gone && name ? strdup(name) : NULL;
+	ch->n++;
+}
+
+/*
+ * Tells the kernel what a commit changed.  Cached pages and attributes are
+ * dropped at once when `sync` (FLUSH and FSYNC hold no inode lock, so the
+ * writer's next read sees the committed state); names of removed nodes are
+ * always dropped from the other thread, since the kernel may hold the
+ * directory's lock while it waits for this request.
+ */
+static void publish(struct changes *ch, bool sync)
+{
+	for (size_t i = 0; i < ch->n; i++) {
+		struct note *v = &ch->v[i];
+		if (sync)
+			fuse_lowlevel_notify_inval_inode(ch->fs->se, v->ino, 0, 0);
+		else
+			enqueue(ch->fs, 0, v->ino, NULL);
+		if (v->name) {
+			enqueue(ch->fs, v->parent, 0, v->name);
+			free(v->name);
+		}
+	}
+	free(ch->v);
+	ch->v = NULL;
+	ch->n = ch->cap = 0;
+}
+
+/* ---- attributes -------------------------------------------------------- */
+
+static void to_stat(const struct sv_stat *s, struct stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->st_ino = INO(s->node);
+	st->st_mode = s->mode;
+	st->st_nlink = s->nlink;
+	st->st_size = (off_t)s->size;
+	st->st_blksize = 65536;
+	st->st_blocks = (blkcnt_t)((s->size + 511) / 512);
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_mtim = s->mtime;
+	st->st_ctim = s->mtime;
+	st->st_atim = s->mtime;
+}
+
+static double attr_timeout(struct fs *fs, const struct sv_stat *s)
+{
+	return s->volatile_ ? 0.0 : fs->timeout;
+}
+
+static void fill_entry(struct fs *fs, const struct sv_stat *s, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof *e);
+	e->ino = INO(s->node);
+	e->generation = 1;
+	to_stat(s, &e->attr);
+	e->attr_timeout = attr_timeout(fs, s);
+	e->entry_timeout = fs->timeout;
+}
+
+static int reply_entry_for(fuse_req_t req, uint32_t n)
+{
+	struct fs *fs = FS(req);
+	struct sv_stat s;
+	int rc = sv_stat(fs->c, n, &s);
+	if (rc)
+		return rc;
+	struct fuse_entry_param e;
+	fill_entry(fs, &s, &e);
+	fuse_reply_entry(req, &e);
+	return 0;
+}
+
+/*
+ * Per-open state.  A close commits only if this open wrote (or ftruncated)
+ * since its last close: shells open with O_TRUNC, dup2 and close the
+ * original before anything is written, and committing that empty file
+ * would lose the old content if the real write is then refused.  An edit
+ * no close committed (": > file") is committed at release.
+ */
+struct fh {
+	uint32_t node;
+	bool wrote;
+};
+
+static struct fh *FH(struct fuse_file_info *fi)
+{
+	return (struct fh *)(uintptr_t)fi->fh;
+}
+
+static int fh_new(struct fuse_file_info *fi, uint32_t node)
+{
+	struct fh *h = calloc(1, sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	h->node = node;
+	fi->fh = (uintptr_t)h;
+	return 0;
+}
+
+/* ---- operations -------------------------------------------------------- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs *fs = userdata;
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* The page cache is ours to invalidate: never on mtime alone. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	conn->max_readahead = conn->max_readahead > (1u << 20) ? conn->max_readahead : (1u << 20);
+	if (fs_notify_start(fs))
+		fprintf(stderr, "savefs: cannot start the invalidation thread\n");
+}
+
+static void op_destroy(void *userdata)
+{
+	struct fs *fs = userdata;
+	/* Anything still pending is committed on a clean unmount. */
+	struct sv_err err;
+	if (sv_commit(fs->c, NULL, NULL, &err))
+		fprintf(stderr, "savefs: unmount: %s\n", err.msg);
+	fs_notify_stop(fs);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	uint32_t n;
+	int rc = sv_lookup(FS(req)->c, NODE(parent), name, &n);
+	if (!rc)
+		rc = reply_entry_for(req, n);
+	if (rc)
+		reply_err(req, rc);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_stat s;
+	int rc = sv_stat(fs->c, NODE(ino), &s);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	struct stat st;
+	to_stat(&s, &st);
+	fuse_reply_attr(req, &st, attr_timeout(fs, &s));
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_err err;
+	int rc = 0;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
+		/* truncate(2) on a path has no open file to close: commit now. */
+		if (!rc && fi && fi->fh)
+			FH(fi)->wrote = true;
+		if (!rc && !fi) {
+			struct changes ch = {.fs = fs};
+			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
+			publish(&ch, false);
+		}
+	}
+	/* Modes, owners and times are not stored: accepted and ignored, so
+	 * that cp -p, touch and editors keep working. */
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	op_getattr(req, ino, fi);
+}
+
+struct dir_fill {
+	fuse_req_t req;
+	struct fs *fs;
+	char *buf;
+	size_t size, used;
+	bool plus;
+};
+
+static int dir_add(void *arg, const char *name, const struct sv_stat *s, uint64_t next)
+{
+	struct dir_fill *d = arg;
+	size_t left = d->size - d->used;
+	size_t k;
+	/* Positions: 1 is ".", 2 is "..", 2 + i follows child i. */
+	off_t off = (off_t)(next + 2);
+	if (d->plus) {
+		struct fuse_entry_param e;
+		fill_entry(d->fs, s, &e);
+		k = fuse_add_direntry_plus(d->req, d->buf + d->used, left, name, &e, off);
+	} else {
+		struct stat st;
+		to_stat(s, &st);
+		k = fuse_add_direntry(d->req, d->buf + d->used, left, name, &st, off);
+	}
+	if (k > left)
+		return 1;
+	d->used += k;
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct fs *fs = FS(req);
+	struct dir_fill d = {req, fs, malloc(size), size, 0, plus};
+	if (!d.buf) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	struct sv_stat self;
+	int rc = sv_stat(fs->c, NODE(ino), &self);
+	for (; !rc && off < 2; off++) {
+		struct sv_stat s = self;
+		if (off == 1)
+			sv_stat(fs->c, NODE(ino) == SV_ROOT ? SV_ROOT : SV_ROOT, &s);
+		/* "." and ".." never carry attributes for the kernel to cache. */
+		struct stat st;
+		memset(&st, 0, sizeof st);
+		st.st_ino = off == 0 ? ino : 0;
+		st.st_mode = S_IFDIR;
+		const char *nm = off == 0 ? "." : "..";
+		size_t left = d.size - d.used, k;
+		if (plus) {
+			struct fuse_entry_param e;
+			memset(&e, 0, sizeof e);
+			e.attr = st;
+			k = fuse_add_direntry_plus(req, d.buf + d.used, left, nm, &e, off + 1);
+		} else {
+			k = fuse_add_direntry(req, d.buf + d.used, left, nm, &st, off + 1);
+		}
+		if (k > left)
+			break;
+		d.used += k;
+	}
+	if (!rc && off >= 2)
+		rc = sv_readdir(fs->c, NODE(ino), (uint64_t)(off - 2), dir_add, &d);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, true);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct sv_stat s;
+	int rc = sv_stat(FS(req)->c, NODE(ino), &s);
+	if (!rc && !s.dir)
+		rc = -ENOTDIR;
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_stat s;
+	int rc = sv_stat(fs->c, NODE(ino), &s);
+	if (!rc && s.dir)
+		rc = -EISDIR;
+	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (!rc && wr && !s.writable)
+		rc = sv_container_read_only(fs->c) ? -EROFS : -EACCES;
+	struct sv_err err;
+	if (!rc && wr && (fi->flags & O_TRUNC))
+		rc = sv_truncate(fs->c, NODE(ino), 0, &err);
+	if (!rc)
+		rc = fh_new(fi, NODE(ino));
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	if (s.volatile_) {
+		fi->direct_io = 1;
+	} else {
+		fi->keep_cache = 1;
+	}
+	/* Only a writer's close can have something to commit. */
+	fi->noflush = !wr;
+	fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_blob *b;
+	struct sv_err err;
+	int rc = sv_content(fs->c, NODE(ino), &b, &err);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	size_t n = 0;
+	if ((uint64_t)off < b->len)
+		n = b->len - (size_t)off < size ? b->len - (size_t)off : size;
+	fuse_reply_buf(req, n ? (const char *)b->data + off : NULL, n);
+	sv_blob_unref(b);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	struct sv_err err;
+	int rc = sv_write(FS(req)->c, NODE(ino), (uint64_t)off, buf, size, &err);
+	if (!rc && fi->fh)
+		FH(fi)->wrote = true;
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_err err;
+	struct changes ch = {.fs = fs};
+	int rc = 0;
+	if (fi && fi->fh && FH(fi)->wrote) {
+		FH(fi)->wrote = false;
+		rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
+		publish(&ch, true);
+	}
+	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_err err;
+	struct changes ch = {.fs = fs};
+	int rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
+	publish(&ch, true);
+	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct fh *h = FH(fi);
+	if (h && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		struct sv_err err;
+		struct changes ch = {.fs = fs};
+		sv_flush(fs->c, h->node, on_changed, &ch, &err);
+		publish(&ch, false);
+	}
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_err err;
+	uint32_t n;
+	int rc = S_ISREG(mode) || !(mode & S_IFMT) ? 0 : -EPERM;
+	if (!rc)
+		rc = sv_create(fs->c, NODE(parent), name, mode, &n, &err);
+	struct sv_stat s;
+	if (!rc)
+		rc = sv_stat(fs->c, n, &s);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	if (fh_new(fi, n)) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	struct fuse_entry_param e;
+	fill_entry(fs, &s, &e);
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		free(FH(fi));
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct fs *fs = FS(req);
+	struct sv_err err;
+	uint32_t n;
+	if (!S_ISREG(mode)) {
+		reply_err(req, -EPERM);
+		return;
+	}
+	int rc = sv_create(fs->c, NODE(parent), name, mode, &n, &err);
+	if (!rc)
+		rc = reply_entry_for(req, n);
+	if (rc)
+		reply_err(req, rc);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	reply_err(req, sv_container_read_only(FS(req)->c) ? -EROFS : -EPERM);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct sv_err err;
+	struct changes ch = {.fs = FS(req)};
+	int rc = sv_unlink(FS(req)->c, NODE(parent), name, on_changed, &ch, &err);
+	publish(&ch, false);
+	reply_err(req, rc);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	reply_err(req, sv_container_read_only(FS(req)->c) ? -EROFS : -EPERM);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct sv_err err;
+	struct changes ch = {.fs = FS(req)};
+	int rc = sv_rename(FS(req)->c, NODE(parent), name, NODE(newparent), newname, flags,
+			   on_changed, &ch, &err);
+	publish(&ch, false);
+	reply_err(req, rc);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = FS(req);
+	struct statvfs sv;
+	memset(&sv, 0, sizeof sv);
+	sv.f_bsize = 4096;
+	sv.f_frsize = 4096;
+	struct sv_stat s;
+	uint64_t size = 0;
+	uint32_t n;
+	if (!sv_resolve(fs->c, "", &n) && !sv_stat(fs->c, n, &s))
+		size = s.size;
+	(void)size;
+	sv.f_files = sv_node_count(fs->c);
+	sv.f_namemax = 255;
+	fuse_reply_statfs(req, &sv);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = op_init,
+	.destroy = op_destroy,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.opendir = op_opendir,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.release = op_release,
+	.create = op_create,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.statfs = op_statfs,
+};
