@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,8 +303,11 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 	if (i != SV_NONE) {
 		/* Taken: make the name unique with a stable suffix. */
 		char alt[320];
+		const char *dot = strrchr(name, '.');
+		int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
 		for (unsigned k = 2;; k++) {
-			snprintf(alt, sizeof alt, "%s~%u", name, k);
+			/* "65534.bin" -> "65534~2.bin": the extension stays last. */
+			snprintf(alt, sizeof alt, "%.*s~%u%s", stem, name, k, name + stem);
 			if (find_child(c, parent, alt) == SV_NONE)
 				break;
 		}
@@ -470,27 +474,39 @@ static int add_meta(struct sv_container *c)
 	return c->meta_info == SV_NONE || c->meta_log == SV_NONE ? -ENOMEM : 0;
 }
 
-int sv_container_open(const char *path, const struct sv_opts *opts,
-		      struct sv_container **out, struct sv_err *err)
+static int open_common(struct sv_container *c, const char *path,
+		       const struct sv_opts *opts, struct sv_err *err);
+
+static struct sv_container *alloc_container(const struct sv_opts *opts)
 {
-	*out = NULL;
 	struct sv_container *c = calloc(1, sizeof *c);
 	if (!c)
-		return sv_err_set(err, -ENOMEM, "out of memory");
+		return NULL;
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->log_lock, NULL);
 	c->fd = -1;
 	c->opts = *opts;
 	c->opts.format = NULL;
+	c->read_only = opts->read_only;
+	return c;
+}
+
+int sv_container_open(const char *path, const struct sv_opts *opts,
+		      struct sv_container **out, struct sv_err *err)
+{
+	*out = NULL;
+	struct sv_container *c = alloc_container(opts);
+	if (!c)
+		return sv_err_set(err, -ENOMEM, "out of memory");
 	int rc;
 	c->path = realpath(path, NULL);
 	if (!c->path) {
 		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
-	c->read_only = opts->read_only;
 	c->fd = open(c->path, O_RDWR | O_CLOEXEC);
-	if (c->fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+	if (c->fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM ||
+			  errno == ETXTBSY)) {
 		c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
 		c->read_only = true;
 	}
@@ -498,6 +514,50 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
+	rc = open_common(c, path, opts, err);
+	if (rc)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	sv_container_free(c);
+	return rc;
+}
+
+int sv_container_open_mem(const void *p, size_t n, const struct sv_opts *opts,
+			  struct sv_container **out, struct sv_err *err)
+{
+	*out = NULL;
+	struct sv_container *c = alloc_container(opts);
+	if (!c)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	int rc;
+	c->read_only = true;
+	c->path = strdup("(memory)");
+	c->fd = memfd_create("savefs", MFD_CLOEXEC);
+	if (!c->path || c->fd < 0) {
+		rc = sv_err_set(err, c->path ? -errno : -ENOMEM, "cannot hold the container in memory");
+		goto fail;
+	}
+	rc = sv_write_all(c->fd, p, n);
+	if (rc) {
+		sv_err_set(err, rc, "cannot hold the container in memory");
+		goto fail;
+	}
+	rc = open_common(c, c->path, opts, err);
+	if (rc)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	sv_container_free(c);
+	return rc;
+}
+
+static int open_common(struct sv_container *c, const char *path,
+		       const struct sv_opts *opts, struct sv_err *err)
+{
+	int rc;
 	if (fstat(c->fd, &c->st)) {
 		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
@@ -549,12 +609,7 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 		goto fail;
 	}
 	rc = c->fmt->open(c, err);
-	if (rc)
-		goto fail;
-	*out = c;
-	return 0;
 fail:
-	sv_container_free(c);
 	return rc;
 }
 

@@ -211,6 +211,10 @@ const struct sv_format *sv_format_find(const char *name);
  */
 int sv_container_open(const char *path, const struct sv_opts *opts,
 		      struct sv_container **out, struct sv_err *err);
+/* The same for a container held in memory (copied; always read-only):
+ * for tests and fuzzing. */
+int sv_container_open_mem(const void *p, size_t n, const struct sv_opts *opts,
+			  struct sv_container **out, struct sv_err *err);
 void sv_container_free(struct sv_container *c);
 
 const struct sv_format *sv_container_format(const struct sv_container *c);

@@ -49,7 +49,7 @@ def main():
         os.makedirs(dirn, exist_ok=True)
         k = seen.get((t, i), 0) + 1
         seen[(t, i)] = k
-        name = '%05d.bin' % i if k == 1 else '%05d.bin~%d' % (i, k)
+        name = '%05d.bin' % i if k == 1 else '%05d~%d.bin' % (i, k)
         open(os.path.join(dirn, name), 'wb').write(payload)
     os.makedirs(os.path.join(out, 'data'), exist_ok=True)
     for i, raw in enumerate(data):
