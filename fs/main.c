@@ -111,11 +111,12 @@ int main(int argc, char **argv)
 	}
 
 	char fsname[4200];
-	snprintf(fsname, sizeof fsname, "-ofsname=%s,subtype=savefs", sv_container_path(c));
+	snprintf(fsname, sizeof fsname, "-ofsname=%s", sv_container_path(c));
 	for (char *p = fsname + 9; *p; p++)
-		if (*p == ',')
-			*p = '_'; /* a comma would split the option */
+		if (*p == ',' || *p == '\\')
+			*p = '_'; /* would split or escape the option */
 	fuse_opt_add_arg(&args, fsname);
+	fuse_opt_add_arg(&args, "-osubtype=savefs");
 
 	fs.c = c;
 	fs.timeout = 86400.0;

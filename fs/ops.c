@@ -400,16 +400,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		reply_err(req, -ENOMEM);
 		return;
 	}
-	struct sv_stat self;
-	int rc = sv_stat(fs->c, NODE(ino), &self);
+	uint32_t up = SV_ROOT;
+	int rc = sv_lookup(fs->c, NODE(ino), "..", &up);
 	for (; !rc && off < 2; off++) {
-		struct sv_stat s = self;
-		if (off == 1)
-			sv_stat(fs->c, NODE(ino) == SV_ROOT ? SV_ROOT : SV_ROOT, &s);
-		/* "." and ".." never carry attributes for the kernel to cache. */
+		/* "." and "..": inode numbers only; the kernel looks them up. */
 		struct stat st;
 		memset(&st, 0, sizeof st);
-		st.st_ino = off == 0 ? ino : 0;
+		st.st_ino = off == 0 ? ino : INO(up);
 		st.st_mode = S_IFDIR;
 		const char *nm = off == 0 ? "." : "..";
 		size_t left = d.size - d.used, k;
@@ -641,12 +638,6 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	memset(&sv, 0, sizeof sv);
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;
-	struct sv_stat s;
-	uint64_t size = 0;
-	uint32_t n;
-	if (!sv_resolve(fs->c, "", &n) && !sv_stat(fs->c, n, &s))
-		size = s.size;
-	(void)size;
 	sv.f_files = sv_node_count(fs->c);
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);

@@ -290,19 +290,23 @@ static int name_types(struct sv_container *c, struct df *d)
 					it->id, it->len);
 			continue;
 		}
-		if (t->has_uuid) {
-			sv_warn(c, "datafile: type %u is named by more than one UUID index item; "
-				   "the first is used", it->id);
-			continue;
-		}
 		const uint8_t *p = d->items_sec + it->off;
+		uint8_t u[16];
 		for (int k = 0; k < 16; k += 4) {
 			/* Each int is stored little-endian; its big-endian bytes are the UUID. */
-			t->uuid[k] = p[k + 3];
-			t->uuid[k + 1] = p[k + 2];
-			t->uuid[k + 2] = p[k + 1];
-			t->uuid[k + 3] = p[k];
+			u[k] = p[k + 3];
+			u[k + 1] = p[k + 2];
+			u[k + 2] = p[k + 1];
+			u[k + 3] = p[k];
 		}
+		if (t->has_uuid) {
+			/* Real maps repeat the same index item; only a conflict matters. */
+			if (memcmp(t->uuid, u, 16))
+				sv_warn(c, "datafile: type %u is named by two different UUIDs; "
+					   "the first is used", it->id);
+			continue;
+		}
+		memcpy(t->uuid, u, 16);
 		t->has_uuid = true;
 	}
 	for (size_t i = 0; i < d->ntypes; i++) {
