@@ -1348,6 +1348,33 @@ static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
 	return kid_add(&c->nodes[dir], i);
 }
 
+/* Node i replaces node j: takes j's name and its place in the listing;
+ * j is dropped.  Write lock held. */
+static int take_place(struct sv_container *c, uint32_t i, uint32_t j)
+{
+	struct sv_node *n = &c->nodes[i], *d = &c->nodes[j];
+	char *s = strdup(d->name);
+	if (!s)
+		return -ENOMEM;
+	uint32_t dir = d->parent;
+	hash_remove(c, i);
+	kid_remove(&c->nodes[n->parent], i);
+	struct sv_node *pd = &c->nodes[dir];
+	for (uint32_t k = 0; k < pd->nkids; k++)
+		if (pd->kids[k] == j)
+			pd->kids[k] = i;
+	hash_remove(c, j);
+	d->flags = (d->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) | SV_N_GONE;
+	sv_buf_fini(&d->pending);
+	d->size = 0;
+	d->gen++;
+	free(n->name);
+	n->name = s;
+	n->parent = dir;
+	hash_insert(c, i);
+	return 0;
+}
+
 static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 {
 	struct rename_arg *a = arg;
@@ -1379,9 +1406,13 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 			return sv_err_set(err, -EISDIR, "is a directory");
 		if (d->flags & (SV_N_TEMP | SV_N_NEW)) {
 			/* Replacing a file that lives only in memory. */
-			node_drop(c, j);
-			int rc = move_node(c, i, a->newdir, a->newname);
-			return rc ? sv_err_set(err, rc, "out of memory") : 1;
+			bool entry = d->flags & SV_N_NEW;
+			int rc = take_place(c, i, j);
+			if (rc)
+				return sv_err_set(err, rc, "out of memory");
+			n->flags = (n->flags & ~(SV_N_TEMP | SV_N_NEW)) |
+				   (entry ? SV_N_NEW : SV_N_TEMP);
+			return entry ? 0 : 1;
 		}
 		int rc = can_edit(c, j, err);
 		if (rc)
@@ -1400,9 +1431,7 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 		n->stored_size = d->stored_size;
 		n->flags = (d->flags & ~(SV_N_BAD | SV_N_NEW | SV_N_TEMP)) | SV_N_DIRTY;
 		n->size = n->pending.len;
-		node_drop(c, j);
-		d->gen++;
-		rc = move_node(c, i, a->newdir, a->newname);
+		rc = take_place(c, i, j);
 		return rc ? sv_err_set(err, rc, "out of memory") : 0;
 	}
 	/* A new name: does the container take it as an entry? */

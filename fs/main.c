@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -138,7 +139,8 @@ int main(int argc, char **argv)
 		struct fuse_loop_config *lc = fuse_loop_cfg_create();
 		fuse_loop_cfg_set_clone_fd(lc, fo.clone_fd);
 		fuse_loop_cfg_set_max_threads(lc, fo.max_threads ? fo.max_threads : 10);
-		fuse_loop_cfg_set_idle_threads(lc, fo.max_idle_threads);
+		if (fo.max_idle_threads != UINT_MAX)
+			fuse_loop_cfg_set_idle_threads(lc, fo.max_idle_threads);
 		rc = fuse_session_loop_mt(se, lc);
 		fuse_loop_cfg_destroy(lc);
 	}

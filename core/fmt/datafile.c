@@ -515,15 +515,16 @@ static int make_header_json(struct df *d)
 	json_decref(o);
 	if (!s)
 		return -ENOMEM;
-	d->header_len = strlen(s) + 1;
-	d->header = realloc(s, d->header_len + 1);
-	if (!d->header) {
-		free(s);
-		return -ENOMEM;
+	size_t n = strlen(s);
+	d->header = malloc(n + 2);
+	if (d->header) {
+		memcpy(d->header, s, n);
+		d->header[n] = '\n';
+		d->header[n + 1] = '\0';
+		d->header_len = n + 1;
 	}
-	d->header[d->header_len - 1] = '\n';
-	d->header[d->header_len] = '\0';
-	return 0;
+	free(s);
+	return d->header ? 0 : -ENOMEM;
 }
 
 static int build_tree(struct sv_container *c, struct df *d)
@@ -750,14 +751,25 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 			}
 		}
 	}
-	/* Data: by index; new ones follow in name order (only the next index
-	 * is ever created, so name order is index order). */
+	/* Data by index: a node's key holds its index; new ones follow in
+	 * name order (only the next index is ever created). */
 	const struct sv_node *ddir = sv_node(c, d->data_dir);
+	uint32_t *slot = calloc((size_t)d->num_data + 1, sizeof *slot);
+	if (!slot) {
+		rc = sv_err_set(err, -ENOMEM, "datafile: out of memory");
+		goto out;
+	}
 	for (uint32_t k = 0; k < ddir->nkids; k++) {
 		uint32_t n = ddir->kids[k];
 		const struct sv_node *node = sv_node(c, n);
-		if (node->flags & (SV_N_TEMP | SV_N_GONE))
-			continue;
+		if (!(node->flags & (SV_N_TEMP | SV_N_GONE | SV_N_NEW)) &&
+		    KIND(node->key) == K_DATA && INDEX(node->key) < (uint32_t)d->num_data)
+			slot[INDEX(node->key)] = n + 1;
+	}
+	for (int32_t i = 0; i < d->num_data; i++) {
+		if (!slot[i])
+			continue; /* removed: cannot happen through unlink_df */
+		uint32_t n = slot[i] - 1;
 		const struct sv_buf *edit = sv_node_edit(c, n);
 		struct sv_df_wdata *w = &data[nd++];
 		if (edit) {
@@ -765,7 +777,7 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 			w->raw_len = (uint32_t)edit->len;
 			continue;
 		}
-		const struct data *e = &d->data[INDEX(node->key)];
+		const struct data *e = &d->data[i];
 		if (e->bad && !e->off) {
 			sv_log(c, "%s: written as an empty data item", e->bad);
 			continue;
@@ -775,6 +787,22 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 		w->off = e->off;
 		w->len = e->len;
 		w->raw_size = (int32_t)e->raw;
+	}
+	free(slot);
+	for (long want = d->num_data;; want++) {
+		uint32_t found = SV_NONE;
+		for (uint32_t k = 0; k < ddir->nkids && found == SV_NONE; k++) {
+			const struct sv_node *node = sv_node(c, ddir->kids[k]);
+			if ((node->flags & SV_N_NEW) && !(node->flags & SV_N_GONE) &&
+			    parse_name(node->name) == want)
+				found = ddir->kids[k];
+		}
+		if (found == SV_NONE)
+			break;
+		const struct sv_buf *edit = sv_node_edit(c, found);
+		struct sv_df_wdata *w = &data[nd++];
+		w->raw = edit ? edit->p : NULL;
+		w->raw_len = edit ? (uint32_t)edit->len : 0;
 	}
 	struct sv_df_spec spec = {
 		.version = d->version,
