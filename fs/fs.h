@@ -17,6 +17,7 @@ struct fs {
 	struct sv_container *c;       /* owned by main.c */
 	struct fuse_session *se;
 	double timeout;               /* entry/attr timeout of stable nodes */
+	uint64_t cache_cap;           /* the core cache's byte cap */
 	struct fs_notify *notify;     /* owned; started in init */
 };
 

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -76,6 +77,10 @@ int main(int argc, char **argv)
 	struct fs fs = {0};
 	int status = SV_EXIT_USAGE;
 
+	/* Decoded blobs are made in one worker thread and freed in another:
+	 * one malloc arena keeps freed memory reusable, so the cache cap
+	 * bounds the resident size. */
+	mallopt(M_ARENA_MAX, 1);
 	sv_opts_init(&o);
 	if (fuse_opt_parse(&args, &cl, savefs_opts, opt_proc) == -1)
 		goto out;
@@ -121,6 +126,7 @@ int main(int argc, char **argv)
 
 	fs.c = c;
 	fs.timeout = 86400.0;
+	fs.cache_cap = o.cache_cap;
 	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, &fs);
 	status = SV_EXIT_MOUNT;
 	if (!se)

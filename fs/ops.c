@@ -263,6 +263,9 @@ static int reply_entry_for(fuse_req_t req, uint32_t n)
 struct fh {
 	uint32_t node;
 	bool wrote;
+	pthread_mutex_t lock;  /* protects big */
+	struct sv_blob *big;   /* content larger than the whole cache, kept by
+				* this open so that reading it stays linear */
 };
 
 static struct fh *FH(struct fuse_file_info *fi)
@@ -276,8 +279,18 @@ static int fh_new(struct fuse_file_info *fi, uint32_t node)
 	if (!h)
 		return -ENOMEM;
 	h->node = node;
+	pthread_mutex_init(&h->lock, NULL);
 	fi->fh = (uintptr_t)h;
 	return 0;
+}
+
+static void fh_free(struct fh *h)
+{
+	if (!h)
+		return;
+	sv_blob_unref(h->big);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
 }
 
 /* ---- operations -------------------------------------------------------- */
@@ -345,8 +358,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
-		if (!rc && fi && fi->fh)
-			FH(fi)->wrote = true;
+		if (!rc && fi && fi->fh) {
+			struct fh *h = FH(fi);
+			h->wrote = true;
+			pthread_mutex_lock(&h->lock);
+			sv_blob_unref(h->big);
+			h->big = NULL;
+			pthread_mutex_unlock(&h->lock);
+		}
 		if (!rc && !fi) {
 			struct changes ch = {.fs = fs};
 			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
@@ -491,12 +510,28 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
-	struct sv_blob *b;
+	struct fh *h = fi ? FH(fi) : NULL;
+	struct sv_blob *b = NULL;
 	struct sv_err err;
-	int rc = sv_content(fs->c, NODE(ino), &b, &err);
-	if (rc) {
-		reply_err(req, rc);
-		return;
+	int rc = 0;
+	if (h) {
+		pthread_mutex_lock(&h->lock);
+		b = sv_blob_ref(h->big);
+		pthread_mutex_unlock(&h->lock);
+	}
+	if (!b) {
+		rc = sv_content(fs->c, NODE(ino), &b, &err);
+		if (rc) {
+			reply_err(req, rc);
+			return;
+		}
+		if (h && b->len > fs->cache_cap) {
+			/* The cache cannot hold it: this open does, until release. */
+			pthread_mutex_lock(&h->lock);
+			if (!h->big)
+				h->big = sv_blob_ref(b);
+			pthread_mutex_unlock(&h->lock);
+		}
 	}
 	size_t n = 0;
 	if ((uint64_t)off < b->len)
@@ -510,8 +545,14 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	struct sv_err err;
 	int rc = sv_write(FS(req)->c, NODE(ino), (uint64_t)off, buf, size, &err);
-	if (!rc && fi->fh)
-		FH(fi)->wrote = true;
+	if (!rc && fi->fh) {
+		struct fh *h = FH(fi);
+		h->wrote = true;
+		pthread_mutex_lock(&h->lock);
+		sv_blob_unref(h->big);
+		h->big = NULL;
+		pthread_mutex_unlock(&h->lock);
+	}
 	if (rc)
 		reply_err(req, rc);
 	else
@@ -553,7 +594,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		sv_flush(fs->c, h->node, on_changed, &ch, &err);
 		publish(&ch, false);
 	}
-	free(h);
+	fh_free(h);
 	fuse_reply_err(req, 0);
 }
 
@@ -581,7 +622,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fill_entry(fs, &s, &e);
 	fi->keep_cache = 1;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT)
-		free(FH(fi));
+		fh_free(FH(fi));
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

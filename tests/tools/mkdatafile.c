@@ -56,18 +56,31 @@ static int write_out(const char *out, struct sv_df_spec *spec)
 	return 0;
 }
 
-/* Tile-like bytes: runs of a few values, so zlib gets a realistic ratio. */
+/* Tile-layer-like bytes: 4-byte tiles {index, flags, skip, reserved} in
+ * runs, half of them empty, so zlib sees what it sees in real maps. */
 static void fill(uint8_t *p, size_t n)
 {
 	size_t i = 0;
 	while (i < n) {
 		uint64_t r = next_rand();
-		size_t run = 1 + (r & 15);
-		uint8_t v = (uint8_t)(r >> 8);
-		if ((r >> 16) & 1)
-			v &= 7;
-		for (size_t k = 0; k < run && i < n; k++)
-			p[i++] = (r >> 20) & 1 ? v : (uint8_t)next_rand();
+		size_t run = 4 * (1 + (r & 63));
+		uint8_t index = (r >> 8) & 1 ? 0 : (uint8_t)((r >> 16) & 63);
+		uint8_t flags = index ? (uint8_t)((r >> 24) & 3) : 0;
+		for (size_t k = 0; k < run && i < n; k++, i++)
+			p[i] = k % 4 == 0 ? index : k % 4 == 1 ? flags : 0;
+	}
+}
+
+/* Image-like bytes: RGBA pixels on a gradient with noise in the low bits. */
+static void fill_image(uint8_t *p, size_t n)
+{
+	uint64_t r = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i % 8 == 0)
+			r = next_rand();
+		size_t px = i / 4;
+		uint8_t base = (uint8_t)(px * (1 + i % 4) / 7);
+		p[i] = i % 4 == 3 ? 255 : (uint8_t)(base + ((r >> (8 * (i % 8))) & 7));
 	}
 }
 
@@ -148,7 +161,10 @@ static int gen(int argc, char **argv)
 		uint8_t *b = malloc(n ? n : 1);
 		if (!b)
 			return die("out of memory");
-		fill(b, n);
+		if (i % 2)
+			fill_image(b, n);
+		else
+			fill(b, n);
 		data[i].raw = b;
 		data[i].raw_len = (uint32_t)n;
 		total += n;
