@@ -56,6 +56,7 @@ struct sv_container {
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
 	uint32_t hsize;          /* power of two */
 	bool reindexing;         /* open() runs again after a commit */
+	bool broken;             /* that failed: reads fail until a remount */
 
 	uint32_t meta_dir, meta_info, meta_log;
 	struct sv_cache *cache;  /* owned */
@@ -817,6 +818,9 @@ static int content_locked(struct sv_container *c, uint32_t i,
 		return sv_err_set(err, -EISDIR, "is a directory");
 	if (n->flags & SV_N_META)
 		return meta_content(c, i, out);
+	if (c->broken)
+		return sv_err_set(err, -EIO, "the container could not be read again after "
+				  "a commit: remount it");
 	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) {
 		*out = sv_blob_dup(n->pending.p, n->pending.len);
 		return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
@@ -1211,6 +1215,9 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		return 0;
 	if (c->read_only)
 		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (c->broken)
+		return sv_err_set(err, -EIO, "the container could not be read again after "
+				  "a commit: remount it");
 	int rc = validate(c, changed, err);
 	if (rc)
 		return rc;
@@ -1222,8 +1229,10 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		return rc;
 	}
 	rc = reindex(c, changed, err);
-	if (rc)
+	if (rc) {
+		c->broken = true;
 		sv_log(c, "re-reading the committed container failed: %s", err->msg);
+	}
 	else
 		sv_log(c, "committed %s", c->path);
 	return rc;
