@@ -309,7 +309,10 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 		for (unsigned k = 2;; k++) {
 			/* "65534.bin" -> "65534~2.bin": the extension stays last. */
 			snprintf(alt, sizeof alt, "%.*s~%u%s", stem, name, k, name + stem);
-			if (find_child(c, parent, alt) == SV_NONE)
+			uint32_t other = find_child(c, parent, alt);
+			/* While re-indexing, a stale node of that name is this one. */
+			if (other == SV_NONE ||
+			    (c->reindexing && (c->nodes[other].flags & SV_N_STALE)))
 				break;
 		}
 		if (!c->reindexing)

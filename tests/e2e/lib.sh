@@ -1,0 +1,438 @@
+# lib.sh - the harness every end-to-end test sources.
+#
+# The tests mount for real (savefs -f in the background) and look at the
+# mount with ordinary tools only.  This file gives them:
+#   mount_sv CONTAINER MNT [savefs options]  mount, wait (bounded) for
+#                               MNT/.savefs/info, remember it for cleanup
+#   umount_sv MNT               clean unmount; fails the test if the daemon
+#                               did not exit 0 or its stderr holds a
+#                               sanitizer report
+#   sv ARGS...                  the savefs command line, stderr checked the
+#                               same way
+#   check / expect_eq / expect_same_file / fail / skip / finish
+#   tree_listing DIR            the golden-style listing of a tree
+#   check_golden NAME LISTING   compare with tests/golden/datafile/NAME.tree
+#   check_decoder CONTAINER DIR compare a tree with tests/tools/dfdecode.py
+#
+# Whatever happens (a failed check, die, a signal, a plain `exit`), the
+# EXIT trap unmounts everything (fusermount3 -u -z), stops the daemons it
+# started (by pid), checks their stderr for sanitizer reports, and removes
+# the scratch directory.  Exit status: 0 pass, 1 fail, 77 skip (meson).
+#
+# Paths come from the environment (meson sets them); the defaults let a
+# script run by hand from the source tree after `ninja -C build`.
+# SV_KEEP=1 keeps the scratch directory (daemon logs, listings) for a look.
+
+set -u
+set -o pipefail
+export LC_ALL=C
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC_ROOT=$(cd "$E2E_DIR/../.." && pwd)
+: "${SAVEFS:=$SRC_ROOT/build/fs/savefs}"
+: "${MKDATAFILE:=$SRC_ROOT/build/tests/mkdatafile}"
+: "${SAMPLES:=$SRC_ROOT/../shared/samples}"
+: "${DFDECODE:=$SRC_ROOT/tests/tools/dfdecode.py}"
+: "${GOLDEN:=$SRC_ROOT/tests/golden}"
+: "${PYTHON:=python3}"
+# Seconds to wait for a mount to appear and for a daemon to exit.
+: "${SV_WAIT:=5}"
+
+TEST_NAME=$(basename "$0" .sh)
+FAILS=0
+CHECKS=0
+declare -A SV_PID=()   # mount point -> daemon pid
+declare -A SV_LOG=()   # mount point -> daemon stderr
+declare -A SV_ARGS=()  # mount point -> "container<TAB>options" for remount
+SV_NLOG=0
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/savefs-$TEST_NAME.XXXXXX") || exit 1
+
+# ---- reporting ---------------------------------------------------------
+
+fail()
+{
+	FAILS=$((FAILS + 1))
+	printf 'FAIL: %s\n' "$*"
+}
+
+# A failure after which the test cannot go on.
+die()
+{
+	fail "$*"
+	exit 1
+}
+
+skip()
+{
+	printf 'SKIP: %s\n' "$*"
+	exit 77
+}
+
+# check DESC CMD [ARGS...]: runs the command; a non-zero status fails.
+check()
+{
+	local desc=$1
+	shift
+	CHECKS=$((CHECKS + 1))
+	"$@"
+	local rc=$?
+	if [ "$rc" -ne 0 ]; then
+		fail "$desc: not so (\`$*\` exited with status $rc)"
+		return 1
+	fi
+	return 0
+}
+
+# expect_eq DESC EXPECTED ACTUAL
+expect_eq()
+{
+	CHECKS=$((CHECKS + 1))
+	if [ "$2" != "$3" ]; then
+		fail "$1"
+		printf '    expected: %s\n    actual:   %s\n' "$2" "$3"
+		return 1
+	fi
+	return 0
+}
+
+# expect_same_file DESC EXPECTED_FILE ACTUAL_FILE: byte for byte.
+expect_same_file()
+{
+	CHECKS=$((CHECKS + 1))
+	if ! cmp -s -- "$2" "$3"; then
+		fail "$1"
+		local es as
+		es=$(stat -c '%s bytes' -- "$2" 2> /dev/null || echo missing)
+		as=$(stat -c '%s bytes' -- "$3" 2> /dev/null || echo missing)
+		printf '    expected: %s, sha256 %s\n' "$es" \
+			"$(sha256sum -- "$2" 2> /dev/null | cut -c1-64)"
+		printf '    actual:   %s, sha256 %s (%s)\n' "$as" \
+			"$(sha256sum -- "$3" 2> /dev/null | cut -c1-64)" "$3"
+		printf '    %s\n' "$(cmp -- "$2" "$3" 2>&1 | head -1)"
+		return 1
+	fi
+	return 0
+}
+
+# expect_same_text DESC EXPECTED_FILE ACTUAL_FILE: shows a diff.
+expect_same_text()
+{
+	CHECKS=$((CHECKS + 1))
+	if ! diff -u -- "$2" "$3" > "$TMP/diff.out" 2>&1; then
+		fail "$1"
+		head -n 40 "$TMP/diff.out" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+
+# The end of a test script: the EXIT trap turns FAILS into the status.
+finish()
+{
+	if [ "$FAILS" -gt 0 ]; then
+		printf '%s: %d of %d checks failed\n' "$TEST_NAME" "$FAILS" "$CHECKS"
+		exit 1
+	fi
+	printf '%s: %d checks passed\n' "$TEST_NAME" "$CHECKS"
+	exit 0
+}
+
+# ---- sanitizer reports -------------------------------------------------
+
+SAN_RE='ERROR: AddressSanitizer|runtime error:|LeakSanitizer|ERROR: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer'
+
+# san_check WHAT LOGFILE: fails if the log holds a sanitizer report.
+san_check()
+{
+	if [ -s "$2" ] && grep -Eq "$SAN_RE" "$2"; then
+		fail "sanitizer report from $1 (stderr: $2):"
+		grep -E -A30 "$SAN_RE" "$2" | head -n 60 | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+
+# sv ARGS...: runs the savefs command line; stdout is passed through, stderr
+# is shown and checked for sanitizer reports; returns its exit status.
+sv()
+{
+	local err="$TMP/cli.stderr"
+	"$SAVEFS" "$@" 2> "$err"
+	local rc=$?
+	[ -s "$err" ] && cat "$err" >&2
+	san_check "savefs $*" "$err"
+	return $rc
+}
+
+# ---- mounting ----------------------------------------------------------
+
+is_mounted()
+{
+	grep -q " $(realpath -m -- "$1") fuse" /proc/mounts
+}
+
+# mount_sv CONTAINER MNT [savefs options...]
+mount_sv()
+{
+	local c=$1 m=$2
+	shift 2
+	mkdir -p -- "$m" || die "cannot create mount point $m"
+	m=$(realpath -- "$m")
+	if [ -n "${SV_PID[$m]:-}" ]; then
+		fail "mount_sv: $m is already mounted by this test"
+		return 1
+	fi
+	SV_NLOG=$((SV_NLOG + 1))
+	local log="$TMP/daemon.$SV_NLOG.log"
+	"$SAVEFS" -f "$@" "$c" "$m" 2> "$log" < /dev/null &
+	local pid=$!
+	SV_PID[$m]=$pid
+	SV_LOG[$m]=$log
+	SV_ARGS[$m]="$c"$'\t'"$*"
+	local tries=$((SV_WAIT * 20))
+	while ! timeout 2 stat -c '' -- "$m/.savefs/info" > /dev/null 2>&1; do
+		if ! kill -0 "$pid" 2> /dev/null; then
+			wait "$pid"
+			local rc=$?
+			unset "SV_PID[$m]"
+			fail "savefs exited with status $rc before $c was mounted on $m; its stderr:"
+			sed 's/^/    /' "$log"
+			san_check "savefs (mount of $c)" "$log"
+			return 1
+		fi
+		tries=$((tries - 1))
+		if [ "$tries" -le 0 ]; then
+			fail "savefs did not mount $c on $m within ${SV_WAIT}s; its stderr:"
+			sed 's/^/    /' "$log"
+			stop_daemon "$m" lazy
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 0
+}
+
+# stop_daemon MNT clean|lazy: unmounts and waits (bounded) for the daemon;
+# kills it by pid if it does not go.  Returns the daemon's exit status
+# (255 if it had to be killed).  A daemon that is already gone is a failure.
+stop_daemon()
+{
+	local m=$1 how=$2 pid=${SV_PID[$1]:-} rc
+	[ -n "$pid" ] || return 0
+	unset "SV_PID[$m]"
+	if ! kill -0 "$pid" 2> /dev/null; then
+		wait "$pid" 2> /dev/null
+		rc=$?
+		fail "savefs on $m exited by itself (status $rc) before it was unmounted; its stderr:"
+		sed 's/^/    /' "${SV_LOG[$m]}"
+		fusermount3 -u -z -- "$m" 2> /dev/null
+		san_check "savefs daemon on $m" "${SV_LOG[$m]}"
+		return $rc
+	fi
+	if [ "$how" = clean ]; then
+		local _
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			fusermount3 -u -- "$m" 2> "$TMP/fusermount.err" && break
+			is_mounted "$m" || break
+			sleep 0.2
+		done
+		if is_mounted "$m"; then
+			fail "fusermount3 -u $m failed: $(cat "$TMP/fusermount.err")"
+			fusermount3 -u -z -- "$m" 2> /dev/null
+		fi
+	else
+		fusermount3 -u -z -- "$m" 2> /dev/null
+	fi
+	local tries=$((SV_WAIT * 20))
+	while kill -0 "$pid" 2> /dev/null && [ "$tries" -gt 0 ]; do
+		sleep 0.05
+		tries=$((tries - 1))
+	done
+	if kill -0 "$pid" 2> /dev/null; then
+		[ "$how" = clean ] && fail "savefs (pid $pid) still running after unmounting $m"
+		kill -TERM "$pid" 2> /dev/null
+		sleep 0.5
+		kill -KILL "$pid" 2> /dev/null
+		wait "$pid" 2> /dev/null
+		rc=255
+	else
+		wait "$pid" 2> /dev/null
+		rc=$?
+	fi
+	san_check "savefs daemon on $m" "${SV_LOG[$m]}"
+	return $rc
+}
+
+# umount_sv MNT: a clean unmount; the daemon must exit 0.
+umount_sv()
+{
+	local m
+	m=$(realpath -- "$1")
+	stop_daemon "$m" clean
+	local rc=$?
+	if [ "$rc" -ne 0 ]; then
+		fail "savefs on $m exited with status $rc; its stderr:"
+		sed 's/^/    /' "${SV_LOG[$m]}"
+		return 1
+	fi
+	return 0
+}
+
+# remount_sv MNT: unmount and mount the same container with the same options.
+remount_sv()
+{
+	local m c opts
+	m=$(realpath -- "$1")
+	c=${SV_ARGS[$m]%%$'\t'*}
+	opts=${SV_ARGS[$m]#*$'\t'}
+	umount_sv "$m" || return 1
+	# shellcheck disable=SC2086 # the options were split when first given
+	mount_sv "$c" "$m" $opts
+}
+
+_sv_cleanup()
+{
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	set +e
+	local m
+	for m in "${!SV_PID[@]}"; do
+		stop_daemon "$m" lazy
+	done
+	if [ "$FAILS" -gt 0 ] || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; }; then
+		rc=1
+	fi
+	if [ "$rc" -eq 1 ] && [ "$FAILS" -eq 0 ]; then
+		printf 'FAIL: %s stopped early\n' "$TEST_NAME"
+	fi
+	# Never remove a tree that still has a mount in it.
+	if grep -q " $TMP/" /proc/mounts; then
+		printf 'warning: %s still has mounts; left in place\n' "$TMP"
+	elif [ -n "${SV_KEEP:-}" ]; then
+		printf 'scratch directory kept: %s\n' "$TMP"
+	else
+		rm -rf -- "$TMP"
+	fi
+	exit "$rc"
+}
+trap _sv_cleanup EXIT
+trap 'fail "interrupted by a signal"; exit 1' INT TERM HUP
+
+# ---- requirements ------------------------------------------------------
+
+need_fuse()
+{
+	[ -x "$SAVEFS" ] || die "SAVEFS=$SAVEFS is not an executable (build first)"
+	[ -c /dev/fuse ] || skip "/dev/fuse is not available"
+	command -v fusermount3 > /dev/null || skip "fusermount3 is not installed"
+}
+
+need_samples()
+{
+	[ -d "$SAMPLES" ] || skip "../shared/samples not found"
+}
+
+need_python()
+{
+	command -v "$PYTHON" > /dev/null || skip "$PYTHON is not installed"
+}
+
+# ---- tree listings -----------------------------------------------------
+
+# tree_listing DIR: one line per node below DIR, except the root's .savefs:
+#   d - - PATH                  a directory (its size depends on the host)
+#   f SIZE SHA256 PATH          a file: SIZE from stat, SHA256 of its bytes
+# sorted by path.  Fails if a file cannot be read.
+tree_listing()
+{
+	local dir=$1 rc
+	(
+		cd -- "$dir" || exit 1
+		find . -mindepth 1 -path ./.savefs -prune -o -type f -print0 |
+			xargs -0 -r sha256sum > "$TMP/listing.sha" || exit 1
+		find . -mindepth 1 -path ./.savefs -prune -o \
+			\( -type d -printf 'd - - %P\n' \) -o \
+			\( -type f -printf 'f %s %P\n' \) -o -printf '? - - %P\n' \
+			> "$TMP/listing.raw" || exit 1
+	)
+	rc=$?
+	awk 'NR == FNR { p = substr($0, 67); sub(/^\.\//, "", p); h[p] = $1; next }
+	     $1 != "f" { print; next }
+	     { p = substr($0, length($1) + length($2) + 3)
+	       print "f", $2, (p in h ? h[p] : "unreadable"), p }' \
+		"$TMP/listing.sha" "$TMP/listing.raw" | sort -t ' ' -k 4
+	return $rc
+}
+
+# listing_paths A B: the paths whose lines differ between two listings.
+listing_paths()
+{
+	diff -- "$1" "$2" | sed -n 's/^[<>] [^ ]* [^ ]* [^ ]* //p' | sort -u
+}
+
+# check_golden NAME LISTING: compares with $GOLDEN/datafile/NAME.tree.
+check_golden()
+{
+	local g="$GOLDEN/datafile/$1.tree"
+	if [ ! -f "$g" ]; then
+		fail "no golden listing $g (run tests/golden/update.sh)"
+		return 1
+	fi
+	expect_same_text "$1: the mounted tree differs from its golden listing $g" "$g" "$2"
+}
+
+# check_decoder CONTAINER DIR [LISTING]: every items/ and data/ file under
+# DIR (a mount) equals what the independent decoder reads from CONTAINER,
+# and neither has a file the other lacks.  Type directories "N-name" are
+# compared with the decoder's "N".  LISTING, a tree_listing of DIR just
+# made, saves reading the files again.
+check_decoder()
+{
+	local c=$1 dir=$2 listing=${3:-} dec="$TMP/decoded"
+	rm -rf -- "$dec"
+	CHECKS=$((CHECKS + 1))
+	if ! "$PYTHON" "$DFDECODE" "$c" "$dec" > "$TMP/dfdecode.err" 2>&1; then
+		fail "the independent decoder rejects $c: $(cat "$TMP/dfdecode.err")"
+		return 1
+	fi
+	# "SHA256  PATH" lines, paths in the decoder's naming, sorted by path.
+	if [ -n "$listing" ]; then
+		awk '$1 == "f" && $4 ~ /^(items|data)\// { print $3 "  " substr($0, length($1) + length($2) + length($3) + 4) }' "$listing"
+	else
+		(cd -- "$dir" && find items data -type f -print0 | xargs -0 -r sha256sum)
+	fi |
+		sed -E 's#  items/([0-9]+)-[^/]*/#  items/\1/#' | sort -k 2 > "$TMP/dec.mount"
+	(cd -- "$dec" && find items data -type f -print0 | xargs -0 -r sha256sum) |
+		sort -k 2 > "$TMP/dec.want"
+	if ! diff -u "$TMP/dec.want" "$TMP/dec.mount" > "$TMP/diff.out"; then
+		fail "$c: files under $dir differ from the independent decoder's (--- decoder, +++ $dir; type dirs by number):"
+		head -n 40 "$TMP/diff.out" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+
+# ---- generated fixtures ------------------------------------------------
+
+# The generated maps with their golden listings (mkdatafile is
+# deterministic for a given --seed).  make_generated DIR writes them all:
+#   gen-v4-dup.map   version 4, two UUID-index items with the same id,
+#                    data item 1 empty, data items large enough to need
+#                    several FUSE reads
+#   gen-v3.map       the same converted to version 3 (raw data)
+#   gen-atad.map     the same with the "ATAD" magic
+#   gen-crude.map    the same with the old writers' short size fields
+GEN_FIXTURES="gen-v4-dup gen-v3 gen-atad gen-crude"
+GEN_ARGS="--data 8 --payload 600K --items 4 --dup-uuid --seed 1"
+
+make_generated()
+{
+	local d=$1
+	mkdir -p -- "$d"
+	# shellcheck disable=SC2086
+	"$MKDATAFILE" gen "$d/gen-v4-dup.map" $GEN_ARGS || return 1
+	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-v3.map" --version 3 || return 1
+	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-atad.map" --magic ATAD || return 1
+	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-crude.map" --crude || return 1
+}

@@ -1,0 +1,62 @@
+#!/bin/bash
+# update.sh - regenerates the golden listings in tests/golden/datafile/.
+#
+#   tests/golden/update.sh            (after ninja -C build)
+#
+# For every real sample in ../shared/samples/teeworlds/*.map and every
+# generated fixture (tests/e2e/lib.sh: make_generated), the tree is written
+# out with `savefs extract` and listed as the end-to-end tests list a mount:
+# one line per node, "d - - PATH" or "f SIZE SHA256 PATH", sorted by path,
+# without .savefs.  The listings hold sizes and checksums only, never the
+# samples' bytes.  A tree whose items/ or data/ files disagree with the
+# independent decoder (tests/tools/dfdecode.py) is not written.
+#
+# Review the diff before committing: a changed listing means savefs shows
+# a container differently than before.
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/../e2e/lib.sh"
+
+[ -x "$SAVEFS" ] || die "SAVEFS=$SAVEFS is not an executable (build first)"
+[ -x "$MKDATAFILE" ] || die "MKDATAFILE=$MKDATAFILE is not an executable (build first)"
+need_python
+out="$GOLDEN/datafile"
+mkdir -p -- "$out"
+
+# golden NAME CONTAINER
+golden()
+{
+	local x="$TMP/x/$1"
+	rm -rf -- "$x"
+	mkdir -p -- "$TMP/x"
+	if ! sv extract "$2" "$x"; then
+		fail "$1: savefs extract failed"
+		return
+	fi
+	check_decoder "$2" "$x" || return
+	tree_listing "$x" > "$TMP/new.tree" || {
+		fail "$1: cannot list $x"
+		return
+	}
+	if cmp -s "$TMP/new.tree" "$out/$1.tree"; then
+		echo "unchanged $out/$1.tree"
+	else
+		cp -- "$TMP/new.tree" "$out/$1.tree"
+		echo "wrote     $out/$1.tree"
+	fi
+}
+
+if [ -d "$SAMPLES/teeworlds" ]; then
+	for f in "$SAMPLES"/teeworlds/*.map; do
+		[ -e "$f" ] || continue
+		golden "$(basename "$f" .map)" "$f"
+	done
+else
+	echo "note: $SAMPLES/teeworlds not found: sample listings left as they are"
+fi
+
+make_generated "$TMP/gen" || die "mkdatafile failed"
+for g in $GEN_FIXTURES; do
+	golden "$g" "$TMP/gen/$g.map"
+done
+finish
