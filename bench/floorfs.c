@@ -211,6 +211,10 @@ static void fl_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	/* Nothing ever changes: no need to revalidate cached pages. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->max_readahead < (1u << 20))
+		conn->max_readahead = 1u << 20;
 }
 
 static void fl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -6,7 +6,7 @@
 #ifndef SV_FS_H
 #define SV_FS_H
 
-#define FUSE_USE_VERSION 35
+#define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
 #include "savefs.h"
