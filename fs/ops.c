@@ -284,6 +284,16 @@ static int fh_new(struct fuse_file_info *fi, uint32_t node)
 	return 0;
 }
 
+/* This open changed the file: commit at its close; its kept copy is stale. */
+static void fh_wrote(struct fh *h)
+{
+	h->wrote = true;
+	pthread_mutex_lock(&h->lock);
+	sv_blob_unref(h->big);
+	h->big = NULL;
+	pthread_mutex_unlock(&h->lock);
+}
+
 static void fh_free(struct fh *h)
 {
 	if (!h)
@@ -358,14 +368,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
-		if (!rc && fi && fi->fh) {
-			struct fh *h = FH(fi);
-			h->wrote = true;
-			pthread_mutex_lock(&h->lock);
-			sv_blob_unref(h->big);
-			h->big = NULL;
-			pthread_mutex_unlock(&h->lock);
-		}
+		if (!rc && fi && fi->fh)
+			fh_wrote(FH(fi));
 		if (!rc && !fi) {
 			struct changes ch = {.fs = fs};
 			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
@@ -545,14 +549,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	struct sv_err err;
 	int rc = sv_write(FS(req)->c, NODE(ino), (uint64_t)off, buf, size, &err);
-	if (!rc && fi->fh) {
-		struct fh *h = FH(fi);
-		h->wrote = true;
-		pthread_mutex_lock(&h->lock);
-		sv_blob_unref(h->big);
-		h->big = NULL;
-		pthread_mutex_unlock(&h->lock);
-	}
+	if (!rc && fi->fh)
+		fh_wrote(FH(fi));
 	if (rc)
 		reply_err(req, rc);
 	else
