@@ -296,6 +296,7 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 		n->flags = flags;
 		n->size = n->stored_size = size;
 		n->key = key;
+		n->dupnext = 0;
 		if (changed)
 			n->gen++;
 		sv_buf_fini(&n->pending);
@@ -306,7 +307,11 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 		char alt[320];
 		const char *dot = strrchr(name, '.');
 		int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
-		for (unsigned k = 2;; k++) {
+		/* The holder of the name remembers the next suffix to try, so a
+		 * thousand duplicates cost a thousand lookups, not a million. */
+		uint32_t owner = i;
+		unsigned k = c->nodes[owner].dupnext > 2 ? c->nodes[owner].dupnext : 2;
+		for (;; k++) {
 			/* "65534.bin" -> "65534~2.bin": the extension stays last. */
 			snprintf(alt, sizeof alt, "%.*s~%u%s", stem, name, k, name + stem);
 			uint32_t other = find_child(c, parent, alt);
@@ -315,6 +320,7 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 			    (c->reindexing && (c->nodes[other].flags & SV_N_STALE)))
 				break;
 		}
+		c->nodes[owner].dupnext = k + 1;
 		if (!c->reindexing)
 			sv_log(c, "duplicate name \"%s\": shown as \"%s\"", name, alt);
 		return sv_node_add(c, parent, alt, flags, size, key);

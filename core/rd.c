@@ -8,7 +8,8 @@
 
 void sv_rd_init(struct sv_rd *r, const void *p, size_t len)
 {
-	r->p = p;
+	static const uint8_t none[1];
+	r->p = p ? p : none; /* never NULL: NULL + 0 is undefined */
 	r->len = p ? len : 0;
 	r->off = 0;
 	r->fail_off = 0;

@@ -125,6 +125,7 @@ struct sv_node {
 	uint64_t size;     /* exact size in bytes (files) */
 	uint64_t stored_size; /* size as stored in the container */
 	uint32_t hnext;    /* internal: next node in the same name-hash chain */
+	uint32_t dupnext;  /* internal: next "~N" suffix for a duplicate name */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;

@@ -138,7 +138,7 @@ void sv_opts_init(struct sv_opts *o)
 
 int sv_parse_size(const char *s, uint64_t *out)
 {
-	if (!s || !*s)
+	if (!s || *s < '0' || *s > '9') /* strtoull would take " -1" */
 		return -EINVAL;
 	char *end;
 	errno = 0;
@@ -209,6 +209,9 @@ int sv_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t want,
 				zmsg ? zmsg : "data error");
 	} else if (zr == Z_MEM_ERROR) {
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	} else if (got == want) {
+		rc = sv_err_set(err, -EBADMSG,
+				"zlib stream is cut short: its end and checksum are missing");
 	} else {
 		rc = sv_err_set(err, -EBADMSG,
 				"zlib stream ends early after %zu of %zu bytes",

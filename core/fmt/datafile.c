@@ -142,10 +142,11 @@ static void uuid_str(const uint8_t *u, char *out)
 
 /* ---- reading ----------------------------------------------------------- */
 
+/* "datafile: byte N: what": the byte is where the offending field is. */
 static int bad_header(struct sv_err *err, int code, uint64_t off, const char *what)
 {
-	return sv_err_set(err, code, "datafile: %s at offset %llu", what,
-			  (unsigned long long)off);
+	return sv_err_set(err, code, "datafile: byte %llu: %s", (unsigned long long)off,
+			  what);
 }
 
 /* Reads and checks the 36-byte header; fills d. */
@@ -156,8 +157,7 @@ static int read_header(struct sv_container *c, struct df *d, struct sv_err *err)
 	char what[200];
 	if (fsize < HDR) {
 		snprintf(what, sizeof what,
-			 "truncated header: the file is %llu bytes, the header needs %d",
-			 (unsigned long long)fsize, HDR);
+			 "truncated header: the file ends here, a header is %d bytes", HDR);
 		return bad_header(err, -EBADMSG, fsize, what);
 	}
 	int rc = sv_container_pread(c, 0, h, HDR, err);
@@ -192,11 +192,22 @@ static int read_header(struct sv_container *c, struct df *d, struct sv_err *err)
 			return bad_header(err, -EBADMSG, 16 + 4 * (uint64_t)i, what);
 		}
 	}
-	uint64_t index = (uint64_t)d->num_types * 12 + (uint64_t)d->num_items * 4 +
-			 (uint64_t)d->num_data * (d->version == 4 ? 8 : 4);
+	/* Each count alone must fit the file, then all of them together. */
+	uint64_t per[3] = {(uint64_t)d->num_types * 12, (uint64_t)d->num_items * 4,
+			   (uint64_t)d->num_data * (d->version == 4 ? 8 : 4)};
+	for (int i = 0; i < 3; i++) {
+		if (HDR + per[i] > fsize) {
+			snprintf(what, sizeof what,
+				 "%s %d needs %llu bytes of index, past the end of the file "
+				 "(%llu bytes)", names[i], vals[i], (unsigned long long)per[i],
+				 (unsigned long long)fsize);
+			return bad_header(err, -EBADMSG, 16 + 4 * (uint64_t)i, what);
+		}
+	}
+	uint64_t index = per[0] + per[1] + per[2];
 	if (HDR + index > fsize) {
 		snprintf(what, sizeof what,
-			 "index of %llu bytes (%d item types, %d items, %d data) runs past "
+			 "the index of %llu bytes (%d item types, %d items, %d data) runs past "
 			 "the end of the file (%llu bytes)",
 			 (unsigned long long)index, d->num_types, d->num_items, d->num_data,
 			 (unsigned long long)fsize);
@@ -253,6 +264,12 @@ static struct typeinfo *find_type(struct df *d, uint16_t t)
 			return &d->types[mid];
 	}
 	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 static int cmp_u16(const void *a, const void *b)
@@ -383,30 +400,32 @@ static int read_index(struct sv_container *c, struct df *d, struct sv_err *err)
 		ioffs[i] = sv_rd_i32le(&r);
 	ioffs[d->num_items] = d->item_size;
 	for (int32_t i = 0; i < d->num_items && !rc; i++) {
-		int32_t off = ioffs[i], next = ioffs[i + 1];
+		int32_t off = ioffs[i];
 		uint64_t where = HDR + ioff_at + 4 * (uint64_t)i;
 		if (off < 0 || off > d->item_size - 8) {
 			snprintf(what, sizeof what,
 				 "item %d: offset %d lies outside the items section (%d bytes)", i,
 				 off, d->item_size);
 			rc = bad_header(err, -EBADMSG, where, what);
-			break;
-		}
-		if (next < off + 8 || next > d->item_size) {
+		} else if (i > 0 && off < ioffs[i - 1] + 8) {
 			snprintf(what, sizeof what,
-				 "item %d: offsets out of order (%d, then %d)", i, off, next);
+				 "item %d: offset %d is inside item %d, which starts at %d", i, off,
+				 i - 1, ioffs[i - 1]);
 			rc = bad_header(err, -EBADMSG, where, what);
-			break;
 		}
+	}
+	for (int32_t i = 0; i < d->num_items && !rc; i++) {
+		int32_t off = ioffs[i], room = ioffs[i + 1] - off - 8;
 		struct sv_rd ir;
 		sv_rd_init(&ir, d->items_sec, (size_t)d->item_size);
 		sv_rd_seek(&ir, (size_t)off);
 		uint32_t tid = sv_rd_u32le(&ir);
 		int32_t size = sv_rd_i32le(&ir);
-		if (size < 0 || size % 4 || size > next - off - 8) {
-			snprintf(what, sizeof what,
-				 "item %d: payload size %d does not fit its %d bytes", i, size,
-				 next - off - 8);
+		const char *why = size < 0 ? "is negative" : size % 4 ? "is not a multiple of 4"
+				: size > room ? "does not fit before the next item" : NULL;
+		if (why) {
+			snprintf(what, sizeof what, "item %d: payload size %d %s (%d bytes there)",
+				 i, size, why, room);
 			rc = bad_header(err, -EBADMSG, items_base + (uint64_t)off + 4, what);
 			break;
 		}
@@ -425,22 +444,39 @@ static int read_index(struct sv_container *c, struct df *d, struct sv_err *err)
 	size_t doff_at = ioff_at + (size_t)d->num_items * 4;
 	size_t dsize_at = doff_at + (size_t)d->num_data * 4;
 	const uint64_t limit = sv_container_opts(c)->max_decode;
+	/* An item ends where the next in-range offset begins: a broken offset
+	 * of a later item is that item's problem, not this one's. */
+	int32_t *next = malloc(((size_t)d->num_data + 1) * sizeof *next);
+	if (!next) {
+		rc = sv_err_set(err, -ENOMEM, "datafile: out of memory reading the index");
+		goto out;
+	}
+	int32_t following = d->data_size;
+	for (int32_t i = d->num_data - 1; i >= 0; i--) {
+		struct sv_rd dr;
+		sv_rd_init(&dr, idx, ilen);
+		sv_rd_seek(&dr, doff_at + 4 * (size_t)i);
+		int32_t off = sv_rd_i32le(&dr);
+		next[i] = following;
+		if (off >= 0 && off <= d->data_size)
+			following = off;
+	}
 	for (int32_t i = 0; i < d->num_data; i++) {
 		struct sv_rd dr;
 		sv_rd_init(&dr, idx, ilen);
 		sv_rd_seek(&dr, doff_at + 4 * (size_t)i);
 		int32_t off = sv_rd_i32le(&dr);
-		int32_t next = i + 1 < d->num_data ? sv_rd_i32le(&dr) : d->data_size;
 		struct data *e = &d->data[i];
 		char why[200] = "";
-		if (off < 0 || off > d->data_size)
+		if (off < 0 || off > d->data_size) {
 			snprintf(why, sizeof why, "offset %d lies outside the data section (%d bytes)",
 				 off, d->data_size);
-		else if (next < off || next > d->data_size)
-			snprintf(why, sizeof why, "offsets out of order (%d, then %d)", off, next);
-		else {
+		} else if (next[i] < off) {
+			snprintf(why, sizeof why, "offset %d is past the next item's (%d)", off,
+				 next[i]);
+		} else {
 			e->off = data_base + (uint64_t)off;
-			e->len = (uint32_t)(next - off);
+			e->len = (uint32_t)(next[i] - off);
 			e->raw = e->len;
 		}
 		if (d->version == 4) {
@@ -464,6 +500,7 @@ static int read_index(struct sv_container *c, struct df *d, struct sv_err *err)
 			sv_warn(c, "%s", full);
 		}
 	}
+	free(next);
 	rc = name_types(c, d) ? sv_err_set(err, -ENOMEM, "datafile: out of memory") : 0;
 out:
 	free(idx);
@@ -491,13 +528,18 @@ static int make_header_json(struct df *d)
 	if (!memcmp(d->magic, "ATAD", 4))
 		json_array_append_new(q, json_string("atad-magic: written by a big-endian host"));
 	json_object_set_new(o, "quirks", q);
+	uint32_t *counts = calloc(d->ntypes + 1, sizeof *counts);
+	if (!counts) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	for (int32_t k = 0; k < d->num_items; k++)
+		counts[find_type(d, d->items[k].type) - d->types]++;
 	json_t *types = json_array();
 	for (size_t i = 0; i < d->ntypes; i++) {
 		const struct typeinfo *t = &d->types[i];
 		json_t *e = json_object();
-		uint32_t count = 0;
-		for (int32_t k = 0; k < d->num_items; k++)
-			count += d->items[k].type == t->type;
+		uint32_t count = counts[i];
 		json_object_set_new(e, "type", json_integer(t->type));
 		json_object_set_new(e, "name", t->known ? json_string(t->known) : json_null());
 		if (t->has_uuid) {
@@ -509,6 +551,7 @@ static int make_header_json(struct df *d)
 		json_object_set_new(e, "directory", json_string(t->name));
 		json_array_append_new(types, e);
 	}
+	free(counts);
 	json_object_set_new(o, "types", types);
 	json_object_set(o, "item_type_table", d->raw_types);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
@@ -545,18 +588,24 @@ static int build_tree(struct sv_container *c, struct df *d)
 	}
 	char name[32];
 	/* Items in ascending type order, then file order within a type. */
-	for (size_t ti = 0; ti < d->ntypes; ti++) {
-		struct typeinfo *t = &d->types[ti];
-		for (int32_t i = 0; i < d->num_items; i++) {
-			const struct item *it = &d->items[i];
-			if (it->type != t->type)
-				continue;
-			snprintf(name, sizeof name, "%05u.bin", it->id);
-			d->item_node[i] = sv_node_add(c, t->dir, name, 0, it->len, KEY(K_ITEM, i));
-			if (d->item_node[i] == SV_NONE)
-				return -ENOMEM;
+	uint64_t *order = malloc(((size_t)d->num_items + 1) * sizeof *order);
+	if (!order)
+		return -ENOMEM;
+	for (int32_t i = 0; i < d->num_items; i++)
+		order[i] = (uint64_t)d->items[i].type << 32 | (uint32_t)i;
+	qsort(order, (size_t)d->num_items, sizeof *order, cmp_u64);
+	for (int32_t k = 0; k < d->num_items; k++) {
+		uint32_t i = (uint32_t)order[k];
+		const struct item *it = &d->items[i];
+		snprintf(name, sizeof name, "%05u.bin", it->id);
+		d->item_node[i] = sv_node_add(c, find_type(d, it->type)->dir, name, 0, it->len,
+					      KEY(K_ITEM, i));
+		if (d->item_node[i] == SV_NONE) {
+			free(order);
+			return -ENOMEM;
 		}
 	}
+	free(order);
 	for (int32_t i = 0; i < d->num_data; i++) {
 		snprintf(name, sizeof name, "%05d.bin", i);
 		if (sv_node_add(c, d->data_dir, name, d->data[i].bad ? SV_N_BAD : 0,

@@ -1,0 +1,247 @@
+/*
+ * fuzz_datafile.c - libFuzzer target for the datafile format: opens the
+ * input from memory (the format forced, so every input reaches the
+ * parser), walks the whole tree, stats every node, reads every file whole
+ * and at a few odd offsets, then frees.  Limits are small so that a
+ * declared size cannot make one input take seconds.
+ *
+ * Then, for an input that opened, the write-back path: the input is
+ * written to a file in a private temporary directory, opened for writing,
+ * one item and one data item are rewritten with their own bytes, and the
+ * edit is committed.  The commit must succeed, the result must open again,
+ * and every file that read before must read the same after (data items
+ * copied as stored or recompressed, items re-laid out).
+ *
+ * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
+ * driver replay.c for `meson test`.
+ */
+#include "savefs.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct walk {
+	struct sv_container *c;
+	int depth;
+};
+
+static int visit(void *arg, const char *name, const struct sv_stat *st, uint64_t next);
+
+static void walk_dir(struct walk *w, uint32_t dir)
+{
+	if (w->depth > 16)
+		return;
+	w->depth++;
+	sv_readdir(w->c, dir, 0, visit, w);
+	w->depth--;
+}
+
+static void read_file(struct sv_container *c, uint32_t n, uint64_t size)
+{
+	struct sv_err err;
+	struct sv_blob *b = NULL;
+	int rc = sv_content(c, n, &b, &err);
+	if (!rc) {
+		/* stat promised this size before the read */
+		if (b->len != size)
+			abort();
+		sv_blob_unref(b);
+	}
+	/* A second read comes from the cache (or fails the same way). */
+	uint8_t buf[67];
+	size_t got;
+	static const uint64_t offs[] = {0, 1, 7, 4093};
+	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++) {
+		int r2 = sv_read(c, n, offs[i], buf, sizeof buf, &got, &err);
+		if (!r2 != !rc)
+			abort();
+		if (!r2 && got > sizeof buf)
+			abort();
+	}
+	sv_read(c, n, size, buf, sizeof buf, &got, &err);
+	sv_read(c, n, UINT64_MAX, buf, sizeof buf, &got, &err);
+}
+
+static int visit(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct walk *w = arg;
+	struct sv_stat st2;
+	uint32_t found;
+	/* Every listed name is valid and looks up to the same node. */
+	if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
+		abort();
+	if (sv_stat(w->c, st->node, &st2))
+		abort();
+	struct sv_node *node = sv_node(w->c, st->node);
+	if (!node || sv_lookup(w->c, node->parent, name, &found) || found != st->node)
+		abort();
+	if (st->dir)
+		walk_dir(w, st->node);
+	else if (!st->volatile_)
+		read_file(w->c, st->node, st2.size);
+	(void)next;
+	return 0;
+}
+
+/* ---- write-back round trip ------------------------------------------- */
+
+static char dir[64], path[96];
+
+static void cleanup(void)
+{
+	unlink(path);
+	rmdir(dir);
+}
+
+static void make_dir(void)
+{
+	if (dir[0])
+		return;
+	const char *base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+	snprintf(dir, sizeof dir, "%s/savefs-fuzz-XXXXXX", base);
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(path, sizeof path, "%s/f.map", dir);
+	atexit(cleanup);
+}
+
+/* The first file under the directory at `sub` that reads (not bad). */
+static uint32_t first_good(struct sv_container *c, const char *sub, bool recurse)
+{
+	uint32_t d;
+	if (sv_resolve(c, sub, &d))
+		return SV_NONE;
+	const struct sv_node *dn = sv_node(c, d);
+	for (uint32_t k = 0; k < dn->nkids; k++) {
+		uint32_t n = dn->kids[k];
+		const struct sv_node *node = sv_node(c, n);
+		if (node->flags & SV_N_DIR) {
+			if (recurse) {
+				char p[512];
+				if (!sv_path(c, n, p, sizeof p)) {
+					uint32_t f = first_good(c, p, false);
+					if (f != SV_NONE)
+						return f;
+				}
+			}
+			continue;
+		}
+		struct sv_blob *b = NULL;
+		if (!sv_content(c, n, &b, NULL)) {
+			sv_blob_unref(b);
+			return n;
+		}
+	}
+	return SV_NONE;
+}
+
+/* Every file under the items and data directories of `old` that reads
+ * reads the same in `now` (a fresh open of the committed file). */
+static void compare(struct sv_container *old, struct sv_container *now)
+{
+	for (uint32_t n = 1; n < sv_node_count(old); n++) {
+		const struct sv_node *node = sv_node(old, n);
+		if (node->flags & (SV_N_DIR | SV_N_META | SV_N_GONE | SV_N_RO))
+			continue;
+		char p[512];
+		if (sv_path(old, n, p, sizeof p))
+			continue;
+		struct sv_blob *a = NULL, *b = NULL;
+		if (sv_content(old, n, &a, NULL))
+			continue;
+		uint32_t m;
+		if (sv_resolve(now, p, &m) || sv_content(now, m, &b, NULL) ||
+		    a->len != b->len || (a->len && memcmp(a->data, b->data, a->len))) {
+			fprintf(stderr, "fuzz_datafile: %s differs after a commit\n", p);
+			abort();
+		}
+		sv_blob_unref(a);
+		sv_blob_unref(b);
+	}
+}
+
+static void round_trip(const uint8_t *data, size_t size, struct sv_container *mem)
+{
+	make_dir();
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || sv_write_all(fd, data, size) || close(fd))
+		abort();
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.format = "datafile";
+	o.max_decode = 1 << 20;
+	o.cache_cap = 256 << 10;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	if (sv_container_open(path, &o, &c, &err)) {
+		fprintf(stderr, "fuzz_datafile: opens from memory, not from a file: %s\n", err.msg);
+		abort();
+	}
+	uint32_t targets[2] = {first_good(c, "items", true), first_good(c, "data", false)};
+	bool dirty = false;
+	for (int i = 0; i < 2; i++) {
+		if (targets[i] == SV_NONE)
+			continue;
+		struct sv_blob *b = NULL;
+		if (sv_content(c, targets[i], &b, &err))
+			abort();
+		/* Rewrite it whole (an empty file: truncate). */
+		int rc = b->len ? sv_write(c, targets[i], 0, b->data, b->len, &err)
+				: sv_truncate(c, targets[i], 0, &err);
+		sv_blob_unref(b);
+		if (rc) {
+			fprintf(stderr, "fuzz_datafile: edit refused: %s\n", err.msg);
+			abort();
+		}
+		dirty = true;
+	}
+	if (dirty && sv_commit(c, NULL, NULL, &err)) {
+		fprintf(stderr, "fuzz_datafile: commit failed: %s\n", err.msg);
+		abort();
+	}
+	sv_container_free(c);
+	if (!dirty)
+		return;
+	if (sv_container_open(path, &o, &c, &err)) {
+		fprintf(stderr, "fuzz_datafile: the committed file does not open: %s\n", err.msg);
+		abort();
+	}
+	compare(mem, c);
+	sv_container_free(c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.format = "datafile";
+	o.max_decode = 1 << 20;
+	o.max_edit = 1 << 20;
+	o.cache_cap = 256 << 10;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	if (sv_container_open_mem(data, size, &o, &c, &err)) {
+		/* A refused container always says why. */
+		if (!err.msg[0] || err.code >= 0)
+			abort();
+		return 0;
+	}
+	struct walk w = {.c = c};
+	walk_dir(&w, SV_ROOT);
+	/* The meta files, and a path that does not exist. */
+	uint32_t n;
+	struct sv_blob *b = NULL;
+	if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &b, &err))
+		sv_blob_unref(b);
+	if (!sv_resolve(c, ".savefs/log", &n) && !sv_content(c, n, &b, &err))
+		sv_blob_unref(b);
+	sv_resolve(c, "data/99999.bin", &n);
+	round_trip(data, size, c);
+	sv_container_free(c);
+	return 0;
+}

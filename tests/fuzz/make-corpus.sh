@@ -1,0 +1,61 @@
+#!/bin/sh
+# make-corpus.sh - writes the seed corpus for the datafile fuzz target
+# (tests/fuzz/corpus/datafile/): small valid files from the project's own
+# writer (mkdatafile), plus one built with Python's struct and zlib that has
+# the rarer item types: an unknown UUID type, an extended type without an
+# index item, a plain unknown type, a duplicate UUID index item, an empty
+# item and an empty data item.  The bad inputs (tests/data/bad/datafile)
+# are seeds too: run.sh and the replay test use them from there.  Files
+# named by a SHA-1 are small inputs the fuzzer found that add coverage,
+# kept with `build-fuzz/fuzz_datafile -merge=1 tests/fuzz/corpus/datafile
+# DIR...` (after tests/fuzz/run.sh); this script leaves them alone.
+#
+#   tests/fuzz/make-corpus.sh [BUILD]      BUILD defaults to build
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+m=${1:-$top/build}/tests/mkdatafile
+c=$top/tests/fuzz/corpus/datafile
+mkdir -p "$c"
+"$m" gen "$c/v4-small.map" --data 4 --payload 2K --items 3 --seed 1
+"$m" gen "$c/v3.map" --data 4 --payload 2K --items 3 --version 3 --seed 2
+"$m" gen "$c/atad.map" --data 4 --payload 2K --items 3 --magic ATAD --seed 3
+"$m" gen "$c/crude.map" --data 4 --payload 2K --items 3 --crude --seed 4
+"$m" gen "$c/dup-uuid.map" --data 4 --payload 2K --items 3 --dup-uuid --seed 5
+"$m" gen "$c/v3-atad.map" --data 3 --payload 1K --items 2 --version 3 --magic ATAD --seed 6
+"$m" gen "$c/no-data.map" --data 0 --items 1 --seed 7
+"$m" gen "$c/many-items.map" --data 2 --payload 512 --items 40 --seed 8
+python3 - "$c/ext-types.map" <<'PY'
+import struct, sys, zlib
+def ints(*v): return struct.pack('<%di' % len(v), *v)
+def uuid_ints(u):  # each int's big-endian bytes are 4 UUID bytes
+    return b''.join(struct.pack('<I', int.from_bytes(u[k:k + 4], 'big')) for k in range(0, 16, 4))
+items = sorted([
+    (0, 0, ints(1)), (5, 0, ints(3, 2, 0)), (5, 3, b''),
+    (200, 1, ints(7, 8)),
+    (0x8001, 0, ints(1, 2, 3)),            # named by an unknown UUID
+    (0x8002, 5, ints(4)),                  # extended, no index item
+    (0xFFFE, 0, ints(1, 0, 0, 0)),         # the automapper config type
+    (0xFFFF, 0x8001, uuid_ints(bytes(range(16)))),
+    (0xFFFF, 0xFFFE, uuid_ints(bytes.fromhex('3e1b2716178c39789bd9b11ae0410dd8'))),
+    (0xFFFF, 0xFFFE, uuid_ints(bytes.fromhex('3e1b2716178c39789bd9b11ae0410dd8'))),
+], key=lambda t: t[0])
+raw = [b'', b'some data', bytes(300)]
+z = [zlib.compress(r) for r in raw]
+types = []
+for t, _, _ in items:
+    if not types or types[-1][0] != t: types.append([t, 0])
+    types[-1][1] += 1
+tab, start = b'', 0
+for t, n in types:
+    tab += ints(t, start, n); start += n
+isec, ioffs = b'', []
+for t, i, p in items:
+    ioffs.append(len(isec)); isec += struct.pack('<Ii', t << 16 | i, len(p)) + p
+dsec, doffs = b'', []
+for x in z:
+    doffs.append(len(dsec)); dsec += x
+index = tab + ints(*ioffs) + ints(*doffs) + ints(*[len(r) for r in raw])
+size = 36 + len(index) + len(isec) + len(dsec) - 16
+hdr = b'DATA' + ints(4, size, size - len(dsec), len(types), len(items), len(raw), len(isec), len(dsec))
+open(sys.argv[1], 'wb').write(hdr + index + isec + dsec)
+PY

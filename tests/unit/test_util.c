@@ -1,0 +1,329 @@
+/*
+ * test_util.c - the shared helpers (core/util.c): size parsing, zlib
+ * inflation with its exact error messages, growable buffers, errors,
+ * options, and the I/O helpers.
+ */
+#include "savefs.h"
+#include "t.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static void parse_size(void)
+{
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} good[] = {
+		{"0", 0},
+		{"4096", 4096},
+		{"512K", 512ull << 10},
+		{"512k", 512ull << 10},
+		{"64M", 64ull << 20},
+		{"1G", 1ull << 30},
+		{"2T", 2ull << 40},
+		{"1MiB", 1ull << 20},
+		{"1MB", 1ull << 20},
+		{"3Gi", 3ull << 30},
+		{"18446744073709551615", UINT64_MAX},
+		{"17179869183G", 17179869183ull << 30},
+	};
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		uint64_t v = 12345;
+		int rc = sv_parse_size(good[i].s, &v);
+		if (rc)
+			fprintf(stderr, "  (parsing \"%s\")\n", good[i].s);
+		T_INT(0, rc);
+		T_UINT(good[i].v, v);
+	}
+	static const char *const bad[] = {
+		"", "-1", "12Q", "M", "K1", "1.5M", "64M ", "1iB", "1B", "1MiBx",
+		"18446744073709551616",       /* past UINT64_MAX */
+		"99999999999999999999999",    /* far past */
+		"17179869184G",               /* 2^64 once shifted */
+		"16777216T",                  /* 2^64 once shifted */
+		" -1", "\t-5M",               /* a minus sign after blanks */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		uint64_t v = 777;
+		int rc = sv_parse_size(bad[i], &v);
+		if (rc != -EINVAL)
+			fprintf(stderr, "  (parsing \"%s\" gave %llu)\n", bad[i],
+				(unsigned long long)v);
+		T_INT(-EINVAL, rc);
+		T_UINT(777, v); /* untouched on failure */
+	}
+	uint64_t v = 0;
+	T_INT(-EINVAL, sv_parse_size(NULL, &v));
+}
+
+/* ---- sv_inflate -------------------------------------------------------- */
+
+static uint8_t *compress_it(const uint8_t *p, size_t n, size_t *zn)
+{
+	uLongf bound = compressBound((uLong)n);
+	uint8_t *z = malloc(bound);
+	if (!z || compress2(z, &bound, p, (uLong)n, 6) != Z_OK) {
+		fprintf(stderr, "compress2 failed\n");
+		exit(1);
+	}
+	*zn = bound;
+	return z;
+}
+
+static void inflate_ok(void)
+{
+	enum { N = 10000 };
+	uint8_t *src = malloc(N), *dst = malloc(N + 16);
+	for (size_t i = 0; i < N; i++)
+		src[i] = (uint8_t)((i * 7) ^ (i >> 5));
+	size_t zn;
+	uint8_t *z = compress_it(src, N, &zn);
+	struct sv_err e;
+	sv_err_clear(&e);
+	T_INT(0, sv_inflate(z, zn, dst, N, &e));
+	T_MEM(src, dst, N);
+	T_STR("", e.msg);
+	T_INT(0, sv_inflate(z, zn, dst, N, NULL));
+
+	/* An empty payload round-trips too. */
+	size_t en;
+	uint8_t *ez = compress_it((const uint8_t *)"", 0, &en);
+	T_INT(0, sv_inflate(ez, en, dst, 0, &e));
+	free(ez);
+	free(z);
+	free(src);
+	free(dst);
+}
+
+static void inflate_sizes(void)
+{
+	enum { N = 5000 };
+	uint8_t *src = malloc(N), *dst = malloc(2 * N);
+	for (size_t i = 0; i < N; i++)
+		src[i] = (uint8_t)(i % 251);
+	size_t zn;
+	uint8_t *z = compress_it(src, N, &zn);
+	struct sv_err e;
+	char want[200];
+
+	/* Declared smaller than the stream: it would overrun. */
+	static const size_t smaller[] = {N - 1, N / 2, 1, 0};
+	for (size_t k = 0; k < sizeof smaller / sizeof *smaller; k++) {
+		sv_err_clear(&e);
+		T_INT(-EBADMSG, sv_inflate(z, zn, dst, smaller[k], &e));
+		T_INT(-EBADMSG, e.code);
+		snprintf(want, sizeof want, "inflates past its declared size of %zu bytes",
+			 smaller[k]);
+		T_STR(want, e.msg);
+	}
+
+	/* Declared larger: the stream ends first. */
+	static const size_t larger[] = {N + 1, 2 * N};
+	for (size_t k = 0; k < sizeof larger / sizeof *larger; k++) {
+		sv_err_clear(&e);
+		T_INT(-EBADMSG, sv_inflate(z, zn, dst, larger[k], &e));
+		snprintf(want, sizeof want, "inflates to %d bytes, not the declared %zu", N,
+			 larger[k]);
+		T_STR(want, e.msg);
+	}
+	free(z);
+	free(src);
+	free(dst);
+}
+
+static void inflate_bad(void)
+{
+	enum { N = 5000 };
+	uint8_t *src = malloc(N), *dst = malloc(N);
+	for (size_t i = 0; i < N; i++)
+		src[i] = (uint8_t)(i * i >> 3);
+	size_t zn;
+	uint8_t *z = compress_it(src, N, &zn);
+	struct sv_err e;
+
+	/* Not zlib at all. */
+	static const struct {
+		const char *p;
+		size_t n;
+	} notz[] = {
+		{"", 0},
+		{"\x78", 1},               /* too short for a header */
+		{"hello, world", 12},      /* method is not deflate */
+		{"\x1f\x8b\x08\x00", 4},   /* gzip, not zlib */
+		{"\x78\x9d\x00\x00", 4},   /* header check fails */
+		{"\x88\x98\x00\x00", 4},   /* window size 2^16: CINFO 8 */
+	};
+	for (size_t k = 0; k < sizeof notz / sizeof *notz; k++) {
+		sv_err_clear(&e);
+		T_INT(-EBADMSG, sv_inflate((const uint8_t *)notz[k].p, notz[k].n, dst, N, &e));
+		T_STR("not a zlib stream", e.msg);
+	}
+
+	/* Truncated: the stream stops before its end. */
+	sv_err_clear(&e);
+	T_INT(-EBADMSG, sv_inflate(z, zn / 2, dst, N, &e));
+	T_HAS(e.msg, "zlib stream ends early after ");
+	char tail[64];
+	snprintf(tail, sizeof tail, " of %d bytes", N);
+	T_HAS(e.msg, tail);
+	/* Only the header left. */
+	sv_err_clear(&e);
+	T_INT(-EBADMSG, sv_inflate(z, 2, dst, N, &e));
+	char exact[100];
+	snprintf(exact, sizeof exact, "zlib stream ends early after 0 of %d bytes", N);
+	T_STR(exact, e.msg);
+
+	/* Corrupt: a wrong checksum, an invalid block type, a dictionary. */
+	uint8_t *c = malloc(zn);
+	memcpy(c, z, zn);
+	c[zn - 1] ^= 0x55;
+	sv_err_clear(&e);
+	T_INT(-EBADMSG, sv_inflate(c, zn, dst, N, &e));
+	T_STR("corrupt zlib stream (incorrect data check)", e.msg);
+	static const uint8_t badblock[] = {0x78, 0x9c, 0x07, 0x00, 0x00, 0x00};
+	sv_err_clear(&e);
+	T_INT(-EBADMSG, sv_inflate(badblock, sizeof badblock, dst, N, &e));
+	T_STR("corrupt zlib stream (invalid block type)", e.msg);
+	static const uint8_t dict[] = {0x78, 0x20, 0x00, 0x00, 0x00, 0x01, 0x03, 0x00};
+	sv_err_clear(&e);
+	T_INT(-EBADMSG, sv_inflate(dict, sizeof dict, dst, N, &e));
+	T_HAS(e.msg, "corrupt zlib stream (");
+	/* Garbage in the middle of the deflate data never crashes and never
+	 * succeeds with the original bytes' checksum. */
+	int ok = 0;
+	for (size_t i = 2; i < zn - 4; i += 7) {
+		memcpy(c, z, zn);
+		c[i] ^= 0xa5;
+		sv_err_clear(&e);
+		int rc = sv_inflate(c, zn, dst, N, &e);
+		ok += rc == 0;
+		if (rc && rc != -EBADMSG)
+			T_INT(-EBADMSG, rc);
+	}
+	T_INT(0, ok);
+	free(c);
+	free(z);
+	free(src);
+	free(dst);
+}
+
+/* ---- sv_buf, errors, options ------------------------------------------- */
+
+static void bufs(void)
+{
+	struct sv_buf b;
+	sv_buf_init(&b);
+	T_OK(b.p == NULL);
+	T_UINT(0, b.len);
+	T_INT(0, sv_buf_add(&b, "abc", 3));
+	T_INT(0, sv_buf_add(&b, NULL, 0));
+	T_INT(0, sv_buf_printf(&b, "-%d-%s", 42, "x"));
+	T_UINT(8, b.len);
+	T_MEM("abc-42-x", b.p, 8);
+	/* printf keeps a NUL after the text, outside len. */
+	T_OK(b.cap > b.len && b.p[b.len] == '\0');
+	T_INT(0, sv_buf_printf(&b, "%s", ""));
+	T_UINT(8, b.len);
+	/* Growth keeps the content. */
+	for (int i = 0; i < 1000; i++)
+		T_INT(0, sv_buf_add(&b, "0123456789", 10));
+	T_UINT(10008, b.len);
+	T_OK(b.cap >= b.len);
+	T_MEM("abc-42-x0123456789", b.p, 18);
+	T_MEM("0123456789", b.p + b.len - 10, 10);
+	size_t cap = b.cap;
+	T_INT(0, sv_buf_reserve(&b, 0));
+	T_UINT(cap, b.cap);
+	/* A size that wraps around is refused, not allocated. */
+	T_INT(-ENOMEM, sv_buf_reserve(&b, SIZE_MAX));
+	T_INT(-ENOMEM, sv_buf_reserve(&b, SIZE_MAX - b.len + 1));
+	T_INT(-ENOMEM, sv_buf_add(&b, "x", SIZE_MAX));
+	T_UINT(10008, b.len);
+	sv_buf_fini(&b);
+	T_OK(b.p == NULL);
+	T_UINT(0, b.len);
+	T_UINT(0, b.cap);
+	sv_buf_fini(&b);
+	sv_buf_fini(NULL);
+}
+
+static void errs(void)
+{
+	struct sv_err e;
+	T_INT(-EBADMSG, sv_err_set(&e, -EBADMSG, "item %d at offset %llu", 7, 99ull));
+	T_INT(-EBADMSG, e.code);
+	T_STR("item 7 at offset 99", e.msg);
+	sv_err_clear(&e);
+	T_INT(0, e.code);
+	T_STR("", e.msg);
+	T_INT(-EIO, sv_err_set(NULL, -EIO, "nobody listens"));
+	sv_err_clear(NULL);
+	/* A long reason is cut, never overrun. */
+	char big[1000];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	sv_err_set(&e, -EINVAL, "%s", big);
+	T_UINT(SV_ERR_MAX - 1, strlen(e.msg));
+}
+
+static void opts(void)
+{
+	struct sv_opts o;
+	memset(&o, 0xab, sizeof o);
+	sv_opts_init(&o);
+	T_UINT(SV_DEFAULT_CACHE, o.cache_cap);
+	T_UINT(SV_DEFAULT_MAX_DECODE, o.max_decode);
+	T_UINT(SV_DEFAULT_MAX_EDIT, o.max_edit);
+	T_OK(o.format == NULL);
+	T_OK(!o.read_only);
+	T_UINT(64ull << 20, o.cache_cap);
+}
+
+static void io(void)
+{
+	char path[] = "/tmp/savefs-test-util-XXXXXX";
+	int fd = mkstemp(path);
+	T_OK(fd >= 0);
+	if (fd < 0)
+		return;
+	unlink(path);
+	enum { N = 3 << 20 }; /* more than sv_copy_range's 1 MiB chunk */
+	uint8_t *p = malloc(N), *q = malloc(N);
+	for (size_t i = 0; i < N; i++)
+		p[i] = (uint8_t)(i * 13 + (i >> 12));
+	T_INT(0, sv_write_all(fd, p, N));
+	T_INT(0, sv_write_all(fd, p, 0));
+	char path2[] = "/tmp/savefs-test-util-XXXXXX";
+	int out = mkstemp(path2);
+	unlink(path2);
+	T_INT(0, sv_copy_range(fd, 1, out, N - 2));
+	T_INT(0, sv_copy_range(fd, 5, out, 0));
+	T_INT((off_t)N - 2, lseek(out, 0, SEEK_CUR));
+	T_INT(N - 2, pread(out, q, N, 0));
+	T_MEM(p + 1, q, N - 2);
+	/* Past the end of the input: the host's short read is an error. */
+	T_INT(-EIO, sv_copy_range(fd, N - 10, out, 20));
+	T_INT(-EBADF, sv_write_all(-1, p, 1));
+	T_OK(sv_copy_range(-1, 0, out, 1) < 0);
+	close(out);
+	close(fd);
+	free(p);
+	free(q);
+}
+
+int main(void)
+{
+	parse_size();
+	inflate_ok();
+	inflate_sizes();
+	inflate_bad();
+	bufs();
+	errs();
+	opts();
+	io();
+	return t_done();
+}
