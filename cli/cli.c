@@ -49,6 +49,8 @@ void sv_cli_usage(void)
 	       "  -o format=NAME     skip sniffing (see --formats)\n"
 	       "  -o maxdecode=SIZE  largest entry decoded (default 1G)\n"
 	       "  -o maxedit=SIZE    largest file an edit may grow to (default 1G)\n"
+	       "  -o readahead=N     files decoded ahead of a reader going through a\n"
+	       "                     directory in order (default 8, 0 = off)\n"
 	       "  -o allow_other, -o default_permissions, ...  passed to FUSE\n"
 	       "  SIZE takes K, M, G suffixes.\n"
 	       "\n"
@@ -368,8 +370,11 @@ int sv_cli_main(int argc, char **argv)
 	struct sv_opts o;
 	sv_opts_init(&o);
 	o.read_only = true;
-	if (!strcmp(verb, "bench-inproc"))
+	if (!strcmp(verb, "bench-inproc")) {
+		/* One thread decoding one file after another: the baseline. */
 		o.cache_cap = 1 << 20;
+		o.readahead = 0;
+	}
 	struct sv_container *c = NULL;
 	int status = open_container(argv[argi], &o, &c);
 	if (status)

@@ -40,6 +40,7 @@ const struct sv_format *const sv_formats[] = {
 };
 
 #define LOG_LINES 256
+#define PF_QUEUE 64
 
 struct sv_container {
 	pthread_rwlock_t lock;
@@ -63,6 +64,20 @@ struct sv_container {
 
 	char **warnings;         /* owned strings, found while opening */
 	size_t nwarnings;
+
+	/* Read-ahead across files: when the files of a directory are read in
+	 * listing order, a worker decodes the next few into the cache on the
+	 * other core while the reader's requests travel.  pf_lock protects
+	 * the fields below; the worker reads nodes under the read lock. */
+	pthread_mutex_t pf_lock;
+	pthread_cond_t pf_cond;  /* work queued, stop, or a load done */
+	pthread_t pf_thread;
+	bool pf_started, pf_stop;
+	uint32_t pf_queue[PF_QUEUE];
+	unsigned pf_head, pf_count;
+	uint32_t pf_inflight;    /* node the worker is loading, or SV_NONE */
+	uint32_t pf_dir, pf_pos; /* the last file read: directory, position */
+	uint32_t pf_upto;        /* positions up to here are queued or read */
 
 	pthread_mutex_t log_lock; /* protects the ring below */
 	char *log[LOG_LINES];
@@ -210,16 +225,21 @@ static int kid_add(struct sv_node *d, uint32_t k)
 	return 0;
 }
 
-static void kid_remove(struct sv_node *d, uint32_t k)
+/* Keeps each child's kidpos equal to its index in the parent's list. */
+static void renumber_kids(struct sv_container *c, struct sv_node *d, uint32_t from)
 {
-	for (uint32_t i = 0; i < d->nkids; i++) {
-		if (d->kids[i] == k) {
-			memmove(&d->kids[i], &d->kids[i + 1],
-				(d->nkids - i - 1) * sizeof *d->kids);
-			d->nkids--;
-			return;
-		}
-	}
+	for (uint32_t i = from; i < d->nkids; i++)
+		c->nodes[d->kids[i]].kidpos = i;
+}
+
+static void kid_remove(struct sv_container *c, struct sv_node *d, uint32_t k)
+{
+	uint32_t i = c->nodes[k].kidpos;
+	if (i >= d->nkids || d->kids[i] != k)
+		return;
+	memmove(&d->kids[i], &d->kids[i + 1], (d->nkids - i - 1) * sizeof *d->kids);
+	d->nkids--;
+	renumber_kids(c, d, i);
 }
 
 static bool name_ok(const char *s)
@@ -262,6 +282,7 @@ static uint32_t node_new(struct sv_container *c, uint32_t parent,
 		free(n->name);
 		return SV_NONE;
 	}
+	n->kidpos = i != SV_ROOT ? c->nodes[parent].nkids - 1 : 0;
 	c->nnodes++;
 	if (i != SV_ROOT)
 		hash_insert(c, i);
@@ -351,7 +372,7 @@ static void node_drop(struct sv_container *c, uint32_t i)
 {
 	struct sv_node *n = &c->nodes[i];
 	hash_remove(c, i);
-	kid_remove(&c->nodes[n->parent], i);
+	kid_remove(c, &c->nodes[n->parent], i);
 	n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) | SV_N_GONE;
 	sv_buf_fini(&n->pending);
 	n->size = 0;
@@ -494,6 +515,9 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 		return NULL;
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->log_lock, NULL);
+	pthread_mutex_init(&c->pf_lock, NULL);
+	pthread_cond_init(&c->pf_cond, NULL);
+	c->pf_inflight = c->pf_dir = SV_NONE;
 	c->fd = -1;
 	c->opts = *opts;
 	c->opts.format = NULL;
@@ -627,6 +651,13 @@ void sv_container_free(struct sv_container *c)
 {
 	if (!c)
 		return;
+	if (c->pf_started) {
+		pthread_mutex_lock(&c->pf_lock);
+		c->pf_stop = true;
+		pthread_cond_broadcast(&c->pf_cond);
+		pthread_mutex_unlock(&c->pf_lock);
+		pthread_join(c->pf_thread, NULL);
+	}
 	if (c->fmt && c->fmt->close)
 		c->fmt->close(c);
 	for (uint32_t i = 0; i < c->nnodes; i++) {
@@ -646,6 +677,8 @@ void sv_container_free(struct sv_container *c)
 		close(c->fd);
 	free(c->path);
 	pthread_mutex_destroy(&c->log_lock);
+	pthread_mutex_destroy(&c->pf_lock);
+	pthread_cond_destroy(&c->pf_cond);
 	pthread_rwlock_destroy(&c->lock);
 	free(c);
 }
@@ -672,6 +705,7 @@ static void fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	st->dir = n->flags & SV_N_DIR;
 	st->writable = writable(c, n);
 	st->volatile_ = n->flags & SV_N_META;
+	st->bad = n->flags & SV_N_BAD;
 	st->gen = n->gen;
 	st->mtime = c->st.st_mtim;
 	if (st->dir) {
@@ -864,6 +898,94 @@ static void log_failure(struct sv_container *c, uint32_t i, const char *what,
 	sv_log(c, "%s %s: %s", what, path, err->msg[0] ? err->msg : strerror(-err->code));
 }
 
+/* ---- read-ahead across files ------------------------------------------- */
+
+/* A file whose content comes from the container through the cache. */
+static bool plain_file(struct sv_container *c, uint32_t i)
+{
+	return !(c->nodes[i].flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW |
+				      SV_N_TEMP | SV_N_BAD | SV_N_GONE));
+}
+
+static void *pf_main(void *arg)
+{
+	struct sv_container *c = arg;
+	pthread_mutex_lock(&c->pf_lock);
+	for (;;) {
+		while (!c->pf_count && !c->pf_stop)
+			pthread_cond_wait(&c->pf_cond, &c->pf_lock);
+		if (c->pf_stop)
+			break;
+		uint32_t n = c->pf_queue[c->pf_head];
+		c->pf_head = (c->pf_head + 1) % PF_QUEUE;
+		c->pf_count--;
+		c->pf_inflight = n;
+		pthread_mutex_unlock(&c->pf_lock);
+		pthread_rwlock_rdlock(&c->lock);
+		if (live(c, n) && plain_file(c, n)) {
+			struct sv_blob *b = NULL;
+			struct sv_err err;
+			/* Errors are not logged here: the reader meets them itself. */
+			if (!content_locked(c, n, &b, &err))
+				sv_blob_unref(b);
+		}
+		pthread_rwlock_unlock(&c->lock);
+		pthread_mutex_lock(&c->pf_lock);
+		c->pf_inflight = SV_NONE;
+		pthread_cond_broadcast(&c->pf_cond);
+	}
+	pthread_mutex_unlock(&c->pf_lock);
+	return NULL;
+}
+
+/* Waits while the worker is decoding node n (then it is in the cache). */
+static void pf_wait(struct sv_container *c, uint32_t n)
+{
+	pthread_mutex_lock(&c->pf_lock);
+	while (c->pf_inflight == n)
+		pthread_cond_wait(&c->pf_cond, &c->pf_lock);
+	pthread_mutex_unlock(&c->pf_lock);
+}
+
+/* Node n was read: if it follows the last file read in the same
+ * directory, queue the next files (at most opts.readahead ahead, each
+ * small enough to leave the cache room).  Read lock held. */
+static void pf_note_read(struct sv_container *c, uint32_t n)
+{
+	const struct sv_node *node = &c->nodes[n];
+	const struct sv_node *dir = &c->nodes[node->parent];
+	uint32_t pos = node->kidpos;
+	pthread_mutex_lock(&c->pf_lock);
+	bool same_dir = c->pf_dir == node->parent;
+	if (same_dir && pos == c->pf_pos) {
+		pthread_mutex_unlock(&c->pf_lock); /* the same file again */
+		return;
+	}
+	bool sequential = same_dir && pos == c->pf_pos + 1;
+	c->pf_dir = node->parent;
+	c->pf_pos = pos;
+	if (!sequential || c->pf_upto < pos || c->pf_upto == SV_NONE)
+		c->pf_upto = pos;
+	bool queued = false;
+	while (sequential && c->pf_upto < pos + c->opts.readahead &&
+	       c->pf_upto + 1 < dir->nkids && c->pf_count < PF_QUEUE) {
+		uint32_t k = dir->kids[++c->pf_upto];
+		if (!plain_file(c, k) || c->nodes[k].size > c->opts.cache_cap / 8)
+			continue;
+		c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = k;
+		c->pf_count++;
+		queued = true;
+	}
+	if (queued && !c->pf_started) {
+		c->pf_started = pthread_create(&c->pf_thread, NULL, pf_main, c) == 0;
+		if (!c->pf_started)
+			c->pf_count = 0; /* no worker: read without it */
+	}
+	if (queued)
+		pthread_cond_broadcast(&c->pf_cond);
+	pthread_mutex_unlock(&c->pf_lock);
+}
+
 int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	       struct sv_err *err)
 {
@@ -873,7 +995,12 @@ int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	sv_err_clear(err);
 	*out = NULL;
 	pthread_rwlock_rdlock(&c->lock);
+	bool plain = live(c, n) && plain_file(c, n);
+	if (plain && c->opts.readahead)
+		pf_wait(c, n);
 	int rc = live(c, n) ? content_locked(c, n, out, err) : -ENOENT;
+	if (!rc && plain && c->opts.readahead)
+		pf_note_read(c, n);
 	if (rc && rc != -ENOENT && rc != -EISDIR) {
 		err->code = rc;
 		log_failure(c, n, "read", err);
@@ -1332,7 +1459,7 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 	}
 	/* Gone from the tree now; the commit leaves it out of the container. */
 	hash_remove(c, i);
-	kid_remove(&c->nodes[n->parent], i);
+	kid_remove(c, &c->nodes[n->parent], i);
 	n->flags = (n->flags & ~SV_N_DIRTY) | SV_N_GONE | SV_N_STALE;
 	return 0;
 }
@@ -1358,12 +1485,15 @@ static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
 	if (!s)
 		return -ENOMEM;
 	hash_remove(c, i);
-	kid_remove(&c->nodes[n->parent], i);
+	kid_remove(c, &c->nodes[n->parent], i);
 	free(n->name);
 	n->name = s;
 	n->parent = dir;
 	hash_insert(c, i);
-	return kid_add(&c->nodes[dir], i);
+	int rc = kid_add(&c->nodes[dir], i);
+	if (!rc)
+		n->kidpos = c->nodes[dir].nkids - 1;
+	return rc;
 }
 
 /* Node i replaces node j: takes j's name and its place in the listing;
@@ -1376,11 +1506,12 @@ static int take_place(struct sv_container *c, uint32_t i, uint32_t j)
 		return -ENOMEM;
 	uint32_t dir = d->parent;
 	hash_remove(c, i);
-	kid_remove(&c->nodes[n->parent], i);
+	kid_remove(c, &c->nodes[n->parent], i);
 	struct sv_node *pd = &c->nodes[dir];
-	for (uint32_t k = 0; k < pd->nkids; k++)
-		if (pd->kids[k] == j)
-			pd->kids[k] = i;
+	if (d->kidpos < pd->nkids && pd->kids[d->kidpos] == j) {
+		pd->kids[d->kidpos] = i;
+		n->kidpos = d->kidpos;
+	}
 	hash_remove(c, j);
 	d->flags = (d->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) | SV_N_GONE;
 	sv_buf_fini(&d->pending);

@@ -126,6 +126,7 @@ struct sv_node {
 	uint64_t stored_size; /* size as stored in the container */
 	uint32_t hnext;    /* internal: next node in the same name-hash chain */
 	uint32_t dupnext;  /* internal: next "~N" suffix for a duplicate name */
+	uint32_t kidpos;   /* internal: index in the parent's kids */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
@@ -143,6 +144,8 @@ struct sv_opts {
 	uint64_t max_edit;    /* largest file an edit may grow to (default 1 GiB) */
 	const char *format;   /* skip sniffing: a format name, or NULL */
 	bool read_only;       /* refuse every write with EROFS */
+	unsigned readahead;   /* files decoded ahead of a sequential reader
+			       * (default 8; 0 = off) */
 };
 
 #define SV_DEFAULT_CACHE (64ull << 20)
@@ -265,6 +268,7 @@ struct sv_stat {
 	bool dir;
 	bool writable;  /* a write would not be refused up front */
 	bool volatile_; /* content may change without an edit (meta files) */
+	bool bad;       /* a malformed entry: reads fail with EIO */
 	uint32_t mode;  /* full st_mode */
 	uint32_t nlink;
 	uint64_t size;

@@ -23,7 +23,7 @@
 
 struct cmdline {
 	char *container;
-	char *cache, *format, *maxdecode, *maxedit;
+	char *cache, *format, *maxdecode, *maxedit, *readahead;
 	int ro, help, version;
 	int nonopt;
 };
@@ -34,6 +34,7 @@ static const struct fuse_opt savefs_opts[] = {
 	OPT("format=%s", format),
 	OPT("maxdecode=%s", maxdecode),
 	OPT("maxedit=%s", maxedit),
+	OPT("readahead=%s", readahead),
 	FUSE_OPT_KEY("ro", 1),
 	FUSE_OPT_END,
 };
@@ -105,6 +106,16 @@ int main(int argc, char **argv)
 	    parse_size_opt("maxedit", cl.maxedit, &o.max_edit))
 		goto out;
 	o.format = cl.format;
+	if (cl.readahead) {
+		char *end;
+		unsigned long v = strtoul(cl.readahead, &end, 10);
+		if (*end || end == cl.readahead || v > 64) {
+			fprintf(stderr, "savefs: -o readahead=%s: a number of files, 0 to 64\n",
+				cl.readahead);
+			goto out;
+		}
+		o.readahead = (unsigned)v;
+	}
 	o.read_only = cl.ro;
 
 	struct sv_err err;
@@ -164,6 +175,7 @@ out:
 	free(cl.format);
 	free(cl.maxdecode);
 	free(cl.maxedit);
+	free(cl.readahead);
 	fuse_opt_free_args(&args);
 	return status;
 }

@@ -500,7 +500,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, rc);
 		return;
 	}
-	if (s.volatile_) {
+	if (s.volatile_ || s.bad) {
+		/* Past the page cache: the size may change, or a bad entry's
+		 * stated size is 0 and the kernel would not ask for its EIO. */
 		fi->direct_io = 1;
 	} else {
 		fi->keep_cache = 1;

@@ -1,0 +1,53 @@
+#!/bin/bash
+# bad.sh - every malformed datafile of tests/data/bad/datafile, mounted for
+# real.  A header problem fails the mount: savefs exits 5 and prints
+# "savefs: <message>" (the NAME.msg line).  A bad entry mounts: the tree is
+# there, that one file reads EIO ("Input/output error") while the others
+# read, and /.savefs/log holds "read data/NNNNN.bin: <message>".  Neither
+# may crash the daemon or leave a sanitizer report.
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+need_fuse
+BAD="$SRC_ROOT/tests/data/bad/datafile"
+[ -d "$BAD" ] || die "no $BAD"
+
+for map in "$BAD"/*.map; do
+	name=$(basename "$map" .map)
+	msg=$(cat "$BAD/$name.msg")
+	how=$(cat "$BAD/$name.how")
+	cp "$map" "$TMP/$name.map"
+	m="$TMP/mnt-$name"
+	mkdir -p "$m"
+	case "$how" in
+	fails*)
+		err="$TMP/$name.err"
+		timeout 10 "$SAVEFS" -f "$TMP/$name.map" "$m" 2> "$err" < /dev/null
+		rc=$?
+		expect_eq "$name: mount exit code" 5 "$rc"
+		expect_eq "$name: mount message" "savefs: $msg" "$(cat "$err")"
+		san_check "savefs (mount of $name)" "$err"
+		is_mounted "$m" && fail "$name: mounted although its header is bad"
+		;;
+	mounts*)
+		file=$(printf '%s\n' "$how" | grep -o 'data/[0-9]*\.bin')
+		mount_sv "$TMP/$name.map" "$m" || continue
+		out=$(cat "$m/$file" 2>&1 > /dev/null)
+		expect_eq "$name: cat $file" "cat: $m/$file: Input/output error" "$out"
+		check "$name: the log names the file and the reason" \
+			grep -qF "read $file: $msg" "$m/.savefs/log"
+		for f in "$m"/data/*.bin; do
+			[ "data/$(basename "$f")" = "$file" ] && continue
+			check "$name: $(basename "$f") still reads" cat "$f"
+		done > /dev/null
+		check "$name: header.json reads" cat "$m/header.json" > /dev/null
+		umount_sv "$m"
+		cmp -s "$map" "$TMP/$name.map" || fail "$name: the container was changed"
+		;;
+	*)
+		fail "$name: unknown .how line: $how"
+		;;
+	esac
+done
+finish
