@@ -847,9 +847,12 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	return rc;
 }
 
+/* Cache keys: the node number, its generation, and a bit for edits. */
+#define EDIT_KEY (1ull << 63)
+
 static uint64_t cache_key(const struct sv_node *n, uint32_t i)
 {
-	return (uint64_t)n->gen << 32 | i;
+	return (uint64_t)(n->gen & 0x7fffffff) << 32 | i;
 }
 
 /* Content of node i; called with the lock held (read or write). */
@@ -865,8 +868,17 @@ static int content_locked(struct sv_container *c, uint32_t i,
 		return sv_err_set(err, -EIO, "the container could not be read again after "
 				  "a commit: remount it");
 	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) {
+		/* A copy of the edit, cached until the next write changes gen,
+		 * so that reading an edited file back is linear, not quadratic. */
+		uint64_t key = cache_key(n, i) | EDIT_KEY;
+		*out = sv_cache_get(c->cache, key);
+		if (*out)
+			return 0;
 		*out = sv_blob_dup(n->pending.p, n->pending.len);
-		return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+		if (!*out)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		sv_cache_put(c->cache, key, *out);
+		return 0;
 	}
 	if (n->flags & SV_N_BAD) {
 		struct sv_err e2;
@@ -1102,6 +1114,8 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 		rc = resize_pending(c, n, off + size, err);
 	if (!rc && size)
 		memcpy(n->pending.p + off, buf, size);
+	if (!rc)
+		n->gen++;
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
@@ -1121,6 +1135,8 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 	}
 	if (!rc)
 		rc = resize_pending(c, &c->nodes[i], size, err);
+	if (!rc)
+		c->nodes[i].gen++;
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
