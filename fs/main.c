@@ -19,10 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct cmdline {
-	char *container;
+	char *container, *mountpoint;
 	char *cache, *format, *maxdecode, *maxedit, *readahead;
 	int ro, help, version;
 	int nonopt;
@@ -46,8 +47,16 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		cl->ro = 1;
 		return 1; /* keep: the kernel marks the mount read-only too */
 	}
-	if (key == FUSE_OPT_KEY_NONOPT && cl->nonopt++ == 0) {
-		cl->container = strdup(arg);
+	if (key == FUSE_OPT_KEY_NONOPT) {
+		/* Both taken here: FUSE's parser would fail on a missing mount
+		 * point, which is a mount failure, not a usage error. */
+		if (cl->nonopt == 0)
+			cl->container = strdup(arg);
+		else if (cl->nonopt == 1)
+			cl->mountpoint = strdup(arg);
+		else
+			return 1;
+		cl->nonopt++;
 		return 0;
 	}
 	return 1;
@@ -97,7 +106,11 @@ int main(int argc, char **argv)
 		status = SV_EXIT_OK;
 		goto out;
 	}
-	if (!cl.container || !fo.mountpoint) {
+	if (fo.mountpoint || cl.nonopt > 2) {
+		fprintf(stderr, "savefs: too many arguments (see savefs --help)\n");
+		goto out;
+	}
+	if (!cl.container || !cl.mountpoint) {
 		fprintf(stderr, "savefs: need CONTAINER and MOUNTPOINT (see savefs --help)\n");
 		goto out;
 	}
@@ -140,13 +153,20 @@ int main(int argc, char **argv)
 	fs.cache_cap = o.cache_cap;
 	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, &fs);
 	status = SV_EXIT_MOUNT;
+	struct stat mst;
+	const char *why = stat(cl.mountpoint, &mst) ? strerror(errno)
+			  : !S_ISDIR(mst.st_mode) ? "not a directory" : NULL;
+	if (why) {
+		fprintf(stderr, "savefs: cannot mount on %s: %s\n", cl.mountpoint, why);
+		goto out;
+	}
 	if (!se)
 		goto out;
 	fs.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
-	if (fuse_session_mount(se, fo.mountpoint) != 0) {
-		fprintf(stderr, "savefs: cannot mount on %s\n", fo.mountpoint);
+	if (fuse_session_mount(se, cl.mountpoint) != 0) {
+		fprintf(stderr, "savefs: cannot mount on %s\n", cl.mountpoint);
 		goto out_signals;
 	}
 	fuse_daemonize(fo.foreground);
@@ -171,6 +191,7 @@ out:
 	sv_container_free(c);
 	free(fo.mountpoint);
 	free(cl.container);
+	free(cl.mountpoint);
 	free(cl.cache);
 	free(cl.format);
 	free(cl.maxdecode);

@@ -1,0 +1,89 @@
+#!/bin/bash
+# cli.sh - the command line's contract: one exit code per failure class,
+# for the mount and for ls/cat/extract/info, with their one-line messages;
+# --help, --version, --formats; and the FUSE-free verbs against a mount of
+# the same container (same listing, same bytes).
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+need_fuse
+[ -x "$MKDATAFILE" ] || die "MKDATAFILE=$MKDATAFILE is not an executable (build first)"
+c="$TMP/c.map"
+"$MKDATAFILE" gen "$c" --data 12 --payload 40K --items 3 --dup-uuid --seed 3 || die "mkdatafile"
+mkdir -p "$TMP/m" "$TMP/empty"
+printf 'not a save\n' > "$TMP/text"
+printf 'DATA\005\0\0\0' > "$TMP/v5.map"; head -c 40 /dev/zero >> "$TMP/v5.map"
+
+# expect_exit DESC CODE MESSAGE CMD...: exit code and the whole stderr.
+expect_exit()
+{
+	local desc=$1 code=$2 msg=$3
+	shift 3
+	"$@" > /dev/null 2> "$TMP/err" < /dev/null
+	expect_eq "$desc: exit code" "$code" "$?"
+	[ "$msg" = "-" ] || expect_eq "$desc: message" "$msg" "$(cat "$TMP/err")"
+	san_check "$desc" "$TMP/err"
+}
+
+S=$SAVEFS
+expect_exit "no arguments" 2 "savefs: need CONTAINER and MOUNTPOINT (see savefs --help)" "$S"
+expect_exit "bad size option" 2 "savefs: -o cache=lots: not a size (try 64M)" \
+	"$S" -o cache=lots "$c" "$TMP/m"
+expect_exit "bad readahead option" 2 "savefs: -o readahead=x: a number of files, 0 to 64" \
+	"$S" -o readahead=x "$c" "$TMP/m"
+expect_exit "missing container" 3 "savefs: $TMP/nope.map: No such file or directory" \
+	"$S" "$TMP/nope.map" "$TMP/m"
+expect_exit "unknown format" 4 "savefs: $TMP/text: not a container savefs knows (see --formats)" \
+	"$S" "$TMP/text" "$TMP/m"
+expect_exit "unknown format name" 2 "savefs: unknown format name \"zip\" (see --formats)" \
+	"$S" -o format=zip "$c" "$TMP/m"
+expect_exit "unsupported version" 5 \
+	"savefs: datafile: byte 4: version 5 is not supported (only 3 and 4)" "$S" "$TMP/v5.map" "$TMP/m"
+expect_exit "missing mount point" 6 "savefs: cannot mount on $TMP/none: No such file or directory" \
+	"$S" "$c" "$TMP/none"
+expect_exit "mount point is a file" 6 "savefs: cannot mount on $TMP/text: not a directory" \
+	"$S" "$c" "$TMP/text"
+expect_exit "ls of a missing path" 7 "savefs: items/9-nine: No such file or directory" \
+	"$S" ls "$c" items/9-nine
+expect_exit "cat of a directory" 7 "savefs: data: is a directory" "$S" cat "$c" data
+expect_exit "cat without a path" 2 "savefs: wrong number of arguments (see savefs --help)" \
+	"$S" cat "$c"
+expect_exit "ls with a bad flag" 2 "savefs: ls takes -l, -R and -a (see savefs --help)" \
+	"$S" ls -x "$c"
+expect_exit "info of a text file" 4 "-" "$S" info "$TMP/text"
+
+check "--help names every exit code" sh -c "'$S' --help | grep -c '^  [0-7]  ' | grep -qx 8"
+check "--version" sh -c "'$S' --version | grep -Eqx 'savefs [0-9]+\.[0-9]+\.[0-9]+'"
+expect_eq "--formats" "datafile   Teeworlds/DDNet map datafile (.map), versions 3 and 4" \
+	"$("$S" --formats)"
+
+# The FUSE-free verbs walk the mount's tree.
+mount_sv "$c" "$TMP/m" -o ro || die "mount failed"
+expect_eq "ls -R lists what find lists" \
+	"$(cd "$TMP/m" && find . -mindepth 1 -not -path './.savefs*' | sed 's|^\./||' | sort)" \
+	"$(sv ls -R "$c" | sed 's|/$||' | sort)"
+expect_eq "ls -a shows .savefs" ".savefs data header.json items" "$(sv ls -a "$c" | sort | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "ls of a type directory" "65534.bin 65534~2.bin" \
+	"$(sv ls "$c" items/65535-uuid-index | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "ls -l of one file" "-r--r--r--           16 65534~2.bin" \
+	"$(sv ls -l "$c" items/65535-uuid-index | tail -1)"
+for f in header.json data/00000.bin data/00011.bin items/65535-uuid-index/65534~2.bin; do
+	sv cat "$c" "$f" > "$TMP/catout"
+	expect_same_file "savefs cat $f = the mount's bytes" "$TMP/m/$f" "$TMP/catout"
+done
+sv extract "$c" "$TMP/x" 2> "$TMP/extract.err"
+expect_eq "extract prints nothing when stderr is not a terminal" "" "$(cat "$TMP/extract.err")"
+check "extract = the mount" diff -r --exclude=.savefs "$TMP/m" "$TMP/x"
+# On a terminal (script(1) gives it one) extract shows its progress.
+if command -v script > /dev/null; then
+	script -qec "'$S' extract '$c' '$TMP/x2'" /dev/null > "$TMP/tty.out" 2>&1
+	n=$(cd "$TMP/x2" && find . -type f | wc -l)
+	check "extract on a terminal shows the last count" \
+		grep -q "extract: $n/$n files" "$TMP/tty.out"
+fi
+sv info "$c" > "$TMP/info.json"
+check "info is the format's JSON" grep -q '"format": "datafile"' "$TMP/info.json"
+check "info counts the data items" grep -q '"data": 12,' "$TMP/info.json"
+umount_sv "$TMP/m"
+finish
