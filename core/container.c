@@ -1183,7 +1183,6 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 			*out = i;
 	}
 	pthread_rwlock_unlock(&c->lock);
-	(void)mode;
 	return rc;
 }
 

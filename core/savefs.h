@@ -320,7 +320,8 @@ int sv_write(struct sv_container *c, uint32_t n, uint64_t off, const void *buf,
 int sv_truncate(struct sv_container *c, uint32_t n, uint64_t size,
 		struct sv_err *err);
 /* Creates a regular file: a new container entry if the format takes the
- * name, else a temporary file.  -EEXIST if taken. */
+ * name, else a temporary file.  -EEXIST if taken.  mode is not kept:
+ * containers store no permissions (files show 0644, or 0444 read-only). */
 int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	      uint32_t mode, uint32_t *out, struct sv_err *err);
 /* Removes a file: a temporary file is dropped; a container entry is
