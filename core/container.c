@@ -41,6 +41,7 @@ const struct sv_format *const sv_formats[] = {
 
 #define LOG_LINES 256
 #define PF_QUEUE 64
+#define PF_MIN_SIZE 4096
 
 struct sv_container {
 	pthread_rwlock_t lock;
@@ -78,6 +79,7 @@ struct sv_container {
 	uint32_t pf_inflight;    /* node the worker is loading, or SV_NONE */
 	uint32_t pf_dir, pf_pos; /* the last file read: directory, position */
 	uint32_t pf_upto;        /* positions up to here are queued or read */
+	uint64_t pf_decoded;     /* files the worker decoded (for info) */
 
 	pthread_mutex_t log_lock; /* protects the ring below */
 	char *log[LOG_LINES];
@@ -455,6 +457,9 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_object_set_new(cj, "hits", json_integer((json_int_t)cs.hits));
 	json_object_set_new(cj, "misses", json_integer((json_int_t)cs.misses));
 	json_object_set_new(cj, "evictions", json_integer((json_int_t)cs.evictions));
+	pthread_mutex_lock(&c->pf_lock);
+	json_object_set_new(cj, "read_ahead", json_integer((json_int_t)c->pf_decoded));
+	pthread_mutex_unlock(&c->pf_lock);
 	json_object_set_new(o, "cache", cj);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(o);
@@ -934,15 +939,18 @@ static void *pf_main(void *arg)
 		c->pf_inflight = n;
 		pthread_mutex_unlock(&c->pf_lock);
 		pthread_rwlock_rdlock(&c->lock);
+		bool decoded = false;
 		if (live(c, n) && plain_file(c, n)) {
-			struct sv_blob *b = NULL;
+			struct sv_blob *b = sv_cache_get(c->cache, cache_key(&c->nodes[n], n));
 			struct sv_err err;
 			/* Errors are not logged here: the reader meets them itself. */
-			if (!content_locked(c, n, &b, &err))
-				sv_blob_unref(b);
+			if (!b && !content_locked(c, n, &b, &err))
+				decoded = true;
+			sv_blob_unref(b);
 		}
 		pthread_rwlock_unlock(&c->lock);
 		pthread_mutex_lock(&c->pf_lock);
+		c->pf_decoded += decoded;
 		c->pf_inflight = SV_NONE;
 		pthread_cond_broadcast(&c->pf_cond);
 	}
@@ -982,7 +990,9 @@ static void pf_note_read(struct sv_container *c, uint32_t n)
 	while (sequential && c->pf_upto < pos + c->opts.readahead &&
 	       c->pf_upto + 1 < dir->nkids && c->pf_count < PF_QUEUE) {
 		uint32_t k = dir->kids[++c->pf_upto];
-		if (!plain_file(c, k) || c->nodes[k].size > c->opts.cache_cap / 8)
+		/* Small files decode faster than the worker wakes up. */
+		if (!plain_file(c, k) || c->nodes[k].size < PF_MIN_SIZE ||
+		    c->nodes[k].size > c->opts.cache_cap / 8)
 			continue;
 		c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = k;
 		c->pf_count++;

@@ -15,7 +15,7 @@
 
 #define NDATA 200
 
-static uint8_t payload[NDATA][3000];
+static uint8_t payload[NDATA][6000]; /* over the read-ahead minimum */
 
 static struct sv_buf build(void)
 {
@@ -105,12 +105,48 @@ int main(void)
 		if (c) {
 			sv_container_cache_stats(c, &st);
 			T_OK(st.bytes <= st.cap);
+			/* /.savefs/info counts the files the worker decoded. */
+			uint32_t n;
+			struct sv_blob *info = NULL;
+			T_INT(0, sv_resolve(c, ".savefs/info", &n));
+			T_INT(0, sv_content(c, n, &info, NULL));
+			if (info) {
+				char *s = strndup((const char *)info->data, info->len);
+				if (!ra)
+					T_HAS(s, "\"read_ahead\": 0\n");
+				free(s);
+			}
+			sv_blob_unref(info);
 		}
 		sv_container_free(c);
 	}
 
-	/* Jumping around, then in order again, then backwards. */
+	/* Two files in order queue the next ones: the worker decodes them
+	 * (waited for, up to 10 s, so a busy machine cannot fail this). */
 	struct sv_container *c = open_with(&b, 8);
+	check_file(c, 0);
+	check_file(c, 1);
+	long decoded = 0;
+	for (int tries = 0; c && tries < 1000 && decoded == 0; tries++) {
+		uint32_t n;
+		struct sv_blob *info = NULL;
+		if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &info, NULL)) {
+			char *s = strndup((const char *)info->data, info->len);
+			const char *p = strstr(s, "\"read_ahead\": ");
+			decoded = p ? atol(p + 14) : -1;
+			free(s);
+		}
+		sv_blob_unref(info);
+		if (decoded == 0)
+			usleep(10000);
+	}
+	T_OK(decoded > 0);
+	for (int i = 2; c && i < NDATA; i++)
+		check_file(c, i);
+	sv_container_free(c);
+
+	/* Jumping around, then in order again, then backwards. */
+	c = open_with(&b, 8);
 	for (int i = 0; c && i < NDATA; i += 37)
 		check_file(c, i);
 	for (int i = 50; c && i < 120; i++)
