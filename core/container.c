@@ -313,13 +313,20 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 	if (i != SV_NONE && c->reindexing && (c->nodes[i].flags & SV_N_STALE)) {
 		/* Found again after a commit: keep the number. */
 		struct sv_node *n = &c->nodes[i];
-		bool changed = n->size != size || n->key != key ||
+		n->key = key;
+		n->dupnext = 0;
+		n->stored_size = size;
+		if ((n->flags & SV_N_DIRTY) && !(n->flags & SV_N_READY)) {
+			/* An edit still being written (its file is open): it stays
+			 * pending, on top of the new stored content. */
+			n->flags = flags | SV_N_DIRTY;
+			return i;
+		}
+		bool changed = n->size != size ||
 			       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED)) ||
 			       (flags & SV_N_DERIVED);
 		n->flags = flags;
-		n->size = n->stored_size = size;
-		n->key = key;
-		n->dupnext = 0;
+		n->size = size;
 		if (changed)
 			n->gen++;
 		sv_buf_fini(&n->pending);
@@ -366,7 +373,18 @@ const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n)
 	if (n >= c->nnodes)
 		return NULL;
 	struct sv_node *node = &c->nodes[n];
-	return node->flags & (SV_N_DIRTY | SV_N_NEW) ? &node->pending : NULL;
+	return (node->flags & (SV_N_DIRTY | SV_N_NEW)) && (node->flags & SV_N_READY)
+		       ? &node->pending : NULL;
+}
+
+bool sv_node_in_commit(struct sv_container *c, uint32_t n)
+{
+	if (n >= c->nnodes)
+		return false;
+	uint32_t f = c->nodes[n].flags;
+	if (f & (SV_N_GONE | SV_N_TEMP | SV_N_DIR | SV_N_META))
+		return false;
+	return !(f & SV_N_NEW) || (f & SV_N_READY);
 }
 
 /* Removes a node from its directory and the hash; the number stays used. */
@@ -1055,6 +1073,8 @@ void sv_container_cache_stats(struct sv_container *c, struct sv_cache_stats *st)
 
 /* ---- edits ------------------------------------------------------------- */
 
+static void discard_locked(struct sv_container *c, uint32_t i);
+
 /* Checks node i can be edited; called with the write lock held. */
 static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 {
@@ -1120,8 +1140,14 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	if (!rc && off + size < off)
 		rc = sv_err_set(err, -EFBIG, "offset too large");
 	struct sv_node *n = &c->nodes[i];
-	if (!rc && off + size > n->pending.len)
+	if (!rc && off + size > n->pending.len) {
 		rc = resize_pending(c, n, off + size, err);
+		if (rc && !(n->flags & SV_N_TEMP)) {
+			/* A file cut short by a limit must not be committed. */
+			log_failure(c, i, "refused", err);
+			discard_locked(c, i);
+		}
+	}
 	if (!rc && size)
 		memcpy(n->pending.p + off, buf, size);
 	if (!rc)
@@ -1286,7 +1312,8 @@ static int reindex(struct sv_container *c, struct changed_list *changed,
 {
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		struct sv_node *n = &c->nodes[i];
-		if (!(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && i != c->meta_dir)
+		if (!(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && i != c->meta_dir &&
+		    (!(n->flags & SV_N_NEW) || (n->flags & SV_N_READY)))
 			n->flags |= SV_N_STALE;
 	}
 	uint32_t old_count = c->nnodes;
@@ -1326,7 +1353,7 @@ static void discard_locked(struct sv_container *c, uint32_t i)
 		return;
 	}
 	if (n->flags & SV_N_DIRTY) {
-		n->flags &= ~SV_N_DIRTY;
+		n->flags &= ~(SV_N_DIRTY | SV_N_READY);
 		sv_buf_fini(&n->pending);
 		n->size = n->stored_size;
 		n->gen++;
@@ -1340,7 +1367,8 @@ static int validate(struct sv_container *c, struct changed_list *changed,
 	int rc = 0;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		struct sv_node *n = &c->nodes[i];
-		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !c->fmt->check)
+		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY) ||
+		    !c->fmt->check)
 			continue;
 		struct sv_err e;
 		sv_err_clear(&e);
@@ -1362,7 +1390,8 @@ static int validate(struct sv_container *c, struct changed_list *changed,
 static bool anything_pending(struct sv_container *c)
 {
 	for (uint32_t i = 1; i < c->nnodes; i++)
-		if (c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW) ||
+		if (((c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW)) &&
+		     (c->nodes[i].flags & SV_N_READY)) ||
 		    (c->nodes[i].flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE))
 			return true;
 	return false;
@@ -1424,17 +1453,27 @@ static int commit_and_notify(struct sv_container *c, sv_changed_fn fn, void *arg
 	return rc;
 }
 
+static int pre_commit_all(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		if (c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW) && !(c->nodes[i].flags & SV_N_GONE))
+			c->nodes[i].flags |= SV_N_READY;
+	return 0;
+}
+
 int sv_commit(struct sv_container *c, sv_changed_fn fn, void *arg,
 	      struct sv_err *err)
 {
-	return commit_and_notify(c, fn, arg, err, NULL, NULL);
+	return commit_and_notify(c, fn, arg, err, pre_commit_all, NULL);
 }
 
+/* Only this node's edit is ready: others may still be half-written. */
 static int pre_flush(struct sv_container *c, void *arg, struct sv_err *err)
 {
 	uint32_t i = *(uint32_t *)arg;
 	if (!live(c, i) || !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW)))
 		return 1;
+	c->nodes[i].flags |= SV_N_READY;
 	return 0;
 }
 
@@ -1455,6 +1494,7 @@ void sv_discard(struct sv_container *c, uint32_t n)
 struct unlink_arg {
 	uint32_t dir;
 	const char *name;
+	uint32_t node, pos, flags; /* what the removal changed, to undo it */
 };
 
 static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
@@ -1483,6 +1523,9 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 		return rc;
 	}
 	/* Gone from the tree now; the commit leaves it out of the container. */
+	a->node = i;
+	a->pos = n->kidpos;
+	a->flags = n->flags;
 	hash_remove(c, i);
 	kid_remove(c, &c->nodes[n->parent], i);
 	n->flags = (n->flags & ~SV_N_DIRTY) | SV_N_GONE | SV_N_STALE;
@@ -1492,8 +1535,28 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
 	      sv_changed_fn changed, void *arg, struct sv_err *err)
 {
-	struct unlink_arg a = {dir, name};
-	return commit_and_notify(c, changed, arg, err, pre_unlink, &a);
+	struct unlink_arg a = {dir, name, SV_NONE, 0, 0};
+	int rc = commit_and_notify(c, changed, arg, err, pre_unlink, &a);
+	if (rc && a.node != SV_NONE) {
+		/* The commit failed: the entry is still in the container, so it
+		 * comes back where it was. */
+		pthread_rwlock_wrlock(&c->lock);
+		struct sv_node *n = &c->nodes[a.node];
+		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
+			struct sv_node *d = &c->nodes[n->parent];
+			if (!kid_add(d, a.node)) {
+				uint32_t pos = a.pos < d->nkids ? a.pos : d->nkids - 1;
+				memmove(&d->kids[pos + 1], &d->kids[pos],
+					(d->nkids - 1 - pos) * sizeof *d->kids);
+				d->kids[pos] = a.node;
+				renumber_kids(c, d, pos);
+				n->flags = a.flags;
+				hash_insert(c, a.node);
+			}
+		}
+		pthread_rwlock_unlock(&c->lock);
+	}
+	return rc;
 }
 
 struct rename_arg {
@@ -1558,6 +1621,8 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 		return sv_err_set(err, -ENOENT, "no such directory");
 	if (!(c->nodes[a->newdir].flags & SV_N_DIR))
 		return sv_err_set(err, -ENOTDIR, "not a directory");
+	if (c->nodes[a->newdir].flags & SV_N_RO)
+		return sv_err_set(err, -EPERM, "files cannot be created here");
 	if (!name_ok(a->newname))
 		return sv_err_set(err, -EINVAL, "invalid file name");
 	uint32_t i = find_child(c, a->dir, a->name);
@@ -1585,7 +1650,7 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 			if (rc)
 				return sv_err_set(err, rc, "out of memory");
 			n->flags = (n->flags & ~(SV_N_TEMP | SV_N_NEW)) |
-				   (entry ? SV_N_NEW : SV_N_TEMP);
+				   (entry ? SV_N_NEW | SV_N_READY : SV_N_TEMP);
 			return entry ? 0 : 1;
 		}
 		int rc = can_edit(c, j, err);
@@ -1603,7 +1668,8 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 		 * over the entry's identity (its format key), j goes away. */
 		n->key = d->key;
 		n->stored_size = d->stored_size;
-		n->flags = (d->flags & ~(SV_N_BAD | SV_N_NEW | SV_N_TEMP)) | SV_N_DIRTY;
+		n->flags = (d->flags & ~(SV_N_BAD | SV_N_NEW | SV_N_TEMP)) | SV_N_DIRTY |
+			   SV_N_READY; /* a renamed file is a finished one */
 		n->size = n->pending.len;
 		rc = take_place(c, i, j);
 		return rc ? sv_err_set(err, rc, "out of memory") : 0;
@@ -1624,7 +1690,7 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 		n->flags = (n->flags & ~SV_N_NEW) | SV_N_TEMP;
 		return 1;
 	}
-	n->flags = (n->flags & ~SV_N_TEMP) | SV_N_NEW;
+	n->flags = (n->flags & ~SV_N_TEMP) | SV_N_NEW | SV_N_READY;
 	return 0;
 }
 

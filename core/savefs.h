@@ -114,6 +114,8 @@ enum {
 	SV_N_STALE = 1 << 8,/* internal: not seen again while re-indexing */
 	SV_N_DERIVED = 1 << 9, /* computed from the whole index: changes on
 				* every commit (header views) */
+	SV_N_READY = 1 << 10,  /* its edit is complete (closed): the next
+				* commit takes it; other edits stay pending */
 };
 
 struct sv_node {
@@ -257,9 +259,13 @@ void sv_warn(struct sv_container *c, const char *fmt, ...)
 /* Appends a line to /.savefs/log (thread-safe). */
 void sv_log(struct sv_container *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* The content a node will have once committed: its pending edit if dirty,
- * else NULL (the stored content is unchanged). */
+/* The content a node will have once committed: its pending edit if that
+ * edit is complete (SV_N_READY), else NULL: the stored content is written
+ * (an edit still being written stays pending for a later commit). */
 const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n);
+/* True if node n belongs in the container being written: not removed, not
+ * temporary, and not a new file still being written. */
+bool sv_node_in_commit(struct sv_container *c, uint32_t n);
 
 /* ---- for clients (fs/ and the command line); all thread-safe ------------ */
 

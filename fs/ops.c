@@ -263,6 +263,7 @@ static int reply_entry_for(fuse_req_t req, uint32_t n)
 struct fh {
 	uint32_t node;
 	bool wrote;
+	pid_t writer;          /* thread that wrote last: its close commits */
 	pthread_mutex_t lock;  /* protects big */
 	struct sv_blob *big;   /* content larger than the whole cache, kept by
 				* this open so that reading it stays linear */
@@ -285,9 +286,10 @@ static int fh_new(struct fuse_file_info *fi, uint32_t node)
 }
 
 /* This open changed the file: commit at its close; its kept copy is stale. */
-static void fh_wrote(struct fh *h)
+static void fh_wrote(struct fh *h, fuse_req_t req)
 {
 	h->wrote = true;
+	h->writer = fuse_req_ctx(req)->pid;
 	pthread_mutex_lock(&h->lock);
 	sv_blob_unref(h->big);
 	h->big = NULL;
@@ -369,7 +371,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
 		if (!rc && fi && fi->fh)
-			fh_wrote(FH(fi));
+			fh_wrote(FH(fi), req);
 		if (!rc && !fi) {
 			struct changes ch = {.fs = fs};
 			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
@@ -552,7 +554,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct sv_err err;
 	int rc = sv_write(FS(req)->c, NODE(ino), (uint64_t)off, buf, size, &err);
 	if (!rc && fi->fh)
-		fh_wrote(FH(fi));
+		fh_wrote(FH(fi), req);
 	if (rc)
 		reply_err(req, rc);
 	else
@@ -565,7 +567,10 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct sv_err err;
 	struct changes ch = {.fs = fs};
 	int rc = 0;
-	if (fi && fi->fh && FH(fi)->wrote) {
+	/* A close by another process (a child closing its inherited copy at
+	 * exec) must not commit a file its writer is still writing: that
+	 * edit is committed by the writer's close, or at release. */
+	if (fi && fi->fh && FH(fi)->wrote && FH(fi)->writer == fuse_req_ctx(req)->pid) {
 		FH(fi)->wrote = false;
 		rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
 		publish(&ch, true);

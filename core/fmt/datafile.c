@@ -714,18 +714,22 @@ static int check_df(struct sv_container *c, uint32_t n, const uint8_t *p, size_t
 	return 0;
 }
 
-/* Parses "NNNNN.bin" (exactly five digits); -1 if not. */
+/* Parses a name as this format writes it, "%05u.bin" (five digits, more
+ * past 99999, no other leading zeros); -1 if it is not one. */
 static long parse_name(const char *name)
 {
-	if (strlen(name) != 9 || strcmp(name + 5, ".bin"))
+	size_t n = strlen(name);
+	if (n < 9 || n > 14 || strcmp(name + n - 4, ".bin"))
 		return -1;
 	long v = 0;
-	for (int i = 0; i < 5; i++) {
+	for (size_t i = 0; i < n - 4; i++) {
 		if (name[i] < '0' || name[i] > '9')
 			return -1;
 		v = v * 10 + (name[i] - '0');
 	}
-	return v;
+	char canon[32];
+	snprintf(canon, sizeof canon, "%05ld.bin", v);
+	return strcmp(canon, name) ? -1 : v;
 }
 
 static int create_df(struct sv_container *c, uint32_t parent, const char *name,
@@ -738,15 +742,13 @@ static int create_df(struct sv_container *c, uint32_t parent, const char *name,
 	if (is_item_dir(d, c, parent))
 		return v <= 0xFFFF ? 0 : -ENOENT;
 	if (parent == d->data_dir) {
-		/* Only the next index: anything else would leave a gap. */
+		/* Only the next index, and one new data item at a time: anything
+		 * else would leave a gap or renumber a file still being written. */
 		const struct sv_node *dir = sv_node(c, parent);
-		long next = 0;
-		for (uint32_t k = 0; k < dir->nkids; k++) {
-			const struct sv_node *kid = sv_node(c, dir->kids[k]);
-			if (!(kid->flags & SV_N_TEMP) && parse_name(kid->name) >= next)
-				next = parse_name(kid->name) + 1;
-		}
-		return v == next ? 0 : -ENOENT;
+		for (uint32_t k = 0; k < dir->nkids; k++)
+			if (sv_node(c, dir->kids[k])->flags & SV_N_NEW)
+				return -ENOENT;
+		return v == d->num_data ? 0 : -ENOENT;
 	}
 	return -ENOENT;
 }
@@ -781,7 +783,7 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 		for (uint32_t k = 0; k < dir->nkids; k++) {
 			uint32_t n = dir->kids[k];
 			const struct sv_node *node = sv_node(c, n);
-			if (node->flags & (SV_N_TEMP | SV_N_GONE))
+			if (!sv_node_in_commit(c, n))
 				continue;
 			const struct sv_buf *edit = sv_node_edit(c, n);
 			struct sv_df_witem *w = &items[ni++];
@@ -838,17 +840,12 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 		w->raw_size = (int32_t)e->raw;
 	}
 	free(slot);
-	for (long want = d->num_data;; want++) {
-		uint32_t found = SV_NONE;
-		for (uint32_t k = 0; k < ddir->nkids && found == SV_NONE; k++) {
-			const struct sv_node *node = sv_node(c, ddir->kids[k]);
-			if ((node->flags & SV_N_NEW) && !(node->flags & SV_N_GONE) &&
-			    parse_name(node->name) == want)
-				found = ddir->kids[k];
-		}
-		if (found == SV_NONE)
-			break;
-		const struct sv_buf *edit = sv_node_edit(c, found);
+	/* A new data item (there is at most one) goes last. */
+	for (uint32_t k = 0; k < ddir->nkids; k++) {
+		uint32_t n = ddir->kids[k];
+		if (!(sv_node(c, n)->flags & SV_N_NEW) || !sv_node_in_commit(c, n))
+			continue;
+		const struct sv_buf *edit = sv_node_edit(c, n);
 		struct sv_df_wdata *w = &data[nd++];
 		w->raw = edit ? edit->p : NULL;
 		w->raw_len = edit ? (uint32_t)edit->len : 0;
