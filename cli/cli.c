@@ -212,7 +212,8 @@ static uint64_t count_files(struct sv_container *c, uint32_t dir)
 
 static int write_file(const char *path, const struct sv_blob *b)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Never through a link someone left in the target directory. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
 	int rc = sv_write_all(fd, b->data, b->len);
@@ -241,8 +242,12 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 		snprintf(path, plen, "%s/%s", out, e->name);
 		snprintf(rpath, rlen, "%s%s%s", rel, *rel ? "/" : "", e->name);
 		if (e->st.dir) {
-			if (mkdir(path, 0755) && errno != EEXIST) {
-				fprintf(stderr, "savefs: %s: %s\n", path, strerror(errno));
+			struct stat lst;
+			if (mkdir(path, 0755) && (errno != EEXIST || lstat(path, &lst) ||
+						  !S_ISDIR(lst.st_mode))) {
+				fprintf(stderr, "savefs: %s: %s\n", path,
+					errno == EEXIST ? "exists and is not a directory"
+							: strerror(errno));
 				x->status = SV_EXIT_FAIL;
 			} else {
 				ex_dir(x, e->st.node, path, rpath);

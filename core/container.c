@@ -25,6 +25,8 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,6 +550,54 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	return c;
 }
 
+/*
+ * Before a read-write mount: removes the temporary files a commit that
+ * crashed left beside the container (".NAME.savefs-XXXXXX" that nobody
+ * holds locked), and checks that a new file can be made there at all;
+ * if not, the container is mounted read-only (and the log says why).
+ */
+static void prepare_dir(struct sv_container *c)
+{
+	char *dup = strdup(c->path);
+	if (!dup)
+		return;
+	char *dir = dirname(dup);
+	const char *base = strrchr(c->path, '/') + 1;
+	size_t blen = strlen(base);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		const char *n = e->d_name;
+		if (n[0] != '.' || strncmp(n + 1, base, blen) || strncmp(n + 1 + blen, ".savefs-", 8) ||
+		    strlen(n + 1 + blen + 8) != 6)
+			continue;
+		int fd = openat(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!flock(fd, LOCK_EX | LOCK_NB) && !unlinkat(dirfd(d), n, 0))
+			sv_log(c, "removed %s/%s, left by a commit that did not finish", dir, n);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+	size_t tlen = strlen(c->path) + 32;
+	char *probe = malloc(tlen);
+	if (probe) {
+		snprintf(probe, tlen, "%s/.%s.savefs-XXXXXX", dir, base);
+		int fd = mkostemp(probe, O_CLOEXEC);
+		if (fd < 0) {
+			sv_warn(c, "cannot create files beside the container (%s): mounted read-only",
+				strerror(errno));
+			c->read_only = true;
+		} else {
+			close(fd);
+			unlink(probe);
+		}
+		free(probe);
+	}
+	free(dup);
+}
+
 int sv_container_open(const char *path, const struct sv_opts *opts,
 		      struct sv_container **out, struct sv_err *err)
 {
@@ -574,6 +624,8 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 	rc = open_common(c, path, opts, err);
 	if (rc)
 		goto fail;
+	if (!c->read_only)
+		prepare_dir(c);
 	*out = c;
 	return 0;
 fail:
@@ -1269,6 +1321,9 @@ static int write_new(struct sv_container *c, struct sv_err *err)
 				c->path, strerror(errno));
 		goto out;
 	}
+	/* Held until the file is renamed or removed: an open that finds a
+	 * temporary file it can lock knows that no commit is writing it. */
+	flock(fd, LOCK_EX | LOCK_NB);
 	if (fchmod(fd, c->st.st_mode & 07777) ||
 	    (fchown(fd, c->st.st_uid, c->st.st_gid) && errno != EPERM)) {
 		rc = sv_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
