@@ -45,6 +45,16 @@ const struct sv_format *const sv_formats[] = {
 #define PF_QUEUE 64
 #define PF_MIN_SIZE 4096
 
+struct loading {
+	uint64_t key;
+	struct loading *next;
+	unsigned refs;           /* the loader and each waiter */
+	bool done;
+	int rc;                  /* then: 0 and blob, or an error */
+	struct sv_blob *blob;
+	struct sv_err err;
+};
+
 struct sv_container {
 	pthread_rwlock_t lock;
 	const struct sv_format *fmt;
@@ -73,15 +83,21 @@ struct sv_container {
 	 * other core while the reader's requests travel.  pf_lock protects
 	 * the fields below; the worker reads nodes under the read lock. */
 	pthread_mutex_t pf_lock;
-	pthread_cond_t pf_cond;  /* work queued, stop, or a load done */
+	pthread_cond_t pf_cond;  /* work queued, or stop */
 	pthread_t pf_thread;
 	bool pf_started, pf_stop;
 	uint32_t pf_queue[PF_QUEUE];
 	unsigned pf_head, pf_count;
-	uint32_t pf_inflight;    /* node the worker is loading, or SV_NONE */
 	uint32_t pf_dir, pf_pos; /* the last file read: directory, position */
 	uint32_t pf_upto;        /* positions up to here are queued or read */
 	uint64_t pf_decoded;     /* files the worker decoded (for info) */
+
+	/* Loads under way, so that concurrent readers of one node (the
+	 * kernel's parallel read-ahead, several readers, the worker) share
+	 * one decode instead of each making one. */
+	pthread_mutex_t ld_lock;
+	pthread_cond_t ld_cond;
+	struct loading *loads;   /* protected by ld_lock */
 
 	pthread_mutex_t log_lock; /* protects the ring below */
 	char *log[LOG_LINES];
@@ -389,15 +405,46 @@ bool sv_node_in_commit(struct sv_container *c, uint32_t n)
 	return !(f & SV_N_NEW) || (f & SV_N_READY);
 }
 
+static int content_locked(struct sv_container *c, uint32_t i,
+			  struct sv_blob **out, struct sv_err *err);
+
+/*
+ * Node i has left the tree.  If files are open on it, it lives on as an
+ * orphan, as an unlinked file does: its content (the pending edit, or a
+ * copy of what it reads) stays in memory for those opens until the last
+ * is released.  Otherwise its memory goes.  Write lock held; must run
+ * before a commit replaces what the node's content is read from.
+ */
+static void orphan_or_free(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) && !(n->flags & SV_N_DIR)) {
+		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
+			struct sv_blob *b = NULL;
+			struct sv_err err;
+			sv_buf_fini(&n->pending);
+			if (!content_locked(c, i, &b, &err))
+				sv_buf_add(&n->pending, b->data, b->len);
+			sv_blob_unref(b);
+		}
+		n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_READY)) |
+			   SV_N_GONE | SV_N_ORPHAN;
+		n->size = n->pending.len;
+		return;
+	}
+	n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_READY |
+				 SV_N_ORPHAN)) | SV_N_GONE;
+	sv_buf_fini(&n->pending);
+	n->size = 0;
+}
+
 /* Removes a node from its directory and the hash; the number stays used. */
 static void node_drop(struct sv_container *c, uint32_t i)
 {
 	struct sv_node *n = &c->nodes[i];
 	hash_remove(c, i);
 	kid_remove(c, &c->nodes[n->parent], i);
-	n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) | SV_N_GONE;
-	sv_buf_fini(&n->pending);
-	n->size = 0;
+	orphan_or_free(c, i);
 }
 
 /* ---- accessors --------------------------------------------------------- */
@@ -542,7 +589,9 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	pthread_mutex_init(&c->log_lock, NULL);
 	pthread_mutex_init(&c->pf_lock, NULL);
 	pthread_cond_init(&c->pf_cond, NULL);
-	c->pf_inflight = c->pf_dir = SV_NONE;
+	pthread_mutex_init(&c->ld_lock, NULL);
+	pthread_cond_init(&c->ld_cond, NULL);
+	c->pf_dir = SV_NONE;
 	c->fd = -1;
 	c->opts = *opts;
 	c->opts.format = NULL;
@@ -754,6 +803,8 @@ void sv_container_free(struct sv_container *c)
 	pthread_mutex_destroy(&c->log_lock);
 	pthread_mutex_destroy(&c->pf_lock);
 	pthread_cond_destroy(&c->pf_cond);
+	pthread_mutex_destroy(&c->ld_lock);
+	pthread_cond_destroy(&c->ld_cond);
 	pthread_rwlock_destroy(&c->lock);
 	free(c);
 }
@@ -763,6 +814,38 @@ void sv_container_free(struct sv_container *c)
 static bool live(struct sv_container *c, uint32_t n)
 {
 	return n < c->nnodes && !(c->nodes[n].flags & SV_N_GONE);
+}
+
+/* Live, or an orphan still open: what stat, read and write accept. */
+static bool usable(struct sv_container *c, uint32_t n)
+{
+	return n < c->nnodes && (!(c->nodes[n].flags & SV_N_GONE) ||
+				 (c->nodes[n].flags & SV_N_ORPHAN));
+}
+
+int sv_open(struct sv_container *c, uint32_t n)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	int rc = usable(c, n) ? 0 : -ENOENT;
+	if (!rc)
+		__atomic_add_fetch(&c->nodes[n].opens, 1, __ATOMIC_ACQ_REL);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+void sv_release(struct sv_container *c, uint32_t n)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	if (n < c->nnodes) {
+		struct sv_node *node = &c->nodes[n];
+		if (__atomic_sub_fetch(&node->opens, 1, __ATOMIC_ACQ_REL) == 0 &&
+		    (node->flags & SV_N_ORPHAN)) {
+			node->flags &= ~SV_N_ORPHAN;
+			sv_buf_fini(&node->pending);
+			node->size = 0;
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
 }
 
 static bool writable(struct sv_container *c, const struct sv_node *n)
@@ -792,7 +875,7 @@ static void fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 				st->nlink++;
 	} else {
 		st->mode = S_IFREG | (st->writable ? 0644 : 0444);
-		st->nlink = 1;
+		st->nlink = n->flags & SV_N_ORPHAN ? 0 : 1;
 		st->size = n->size;
 	}
 }
@@ -844,7 +927,7 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 {
 	int rc = 0;
 	pthread_rwlock_rdlock(&c->lock);
-	if (!live(c, n)) {
+	if (!usable(c, n)) {
 		rc = -ENOENT;
 	} else {
 		fill_stat(c, n, st);
@@ -931,6 +1014,9 @@ static uint64_t cache_key(const struct sv_node *n, uint32_t i)
 }
 
 /* Content of node i; called with the lock held (read or write). */
+static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
+		       struct sv_blob **out, struct sv_err *err);
+
 static int content_locked(struct sv_container *c, uint32_t i,
 			  struct sv_blob **out, struct sv_err *err)
 {
@@ -942,7 +1028,7 @@ static int content_locked(struct sv_container *c, uint32_t i,
 	if (c->broken)
 		return sv_err_set(err, -EIO, "the container could not be read again after "
 				  "a commit: remount it");
-	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) {
+	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) {
 		/* A copy of the edit, cached until the next write changes gen,
 		 * so that reading an edited file back is linear, not quadratic. */
 		uint64_t key = cache_key(n, i) | EDIT_KEY;
@@ -967,13 +1053,72 @@ static int content_locked(struct sv_container *c, uint32_t i,
 	*out = sv_cache_get(c->cache, key);
 	if (*out)
 		return 0;
+	return load_shared(c, i, key, out, err);
+}
+
+static void loading_put(struct loading *l)
+{
+	if (--l->refs == 0) {
+		sv_blob_unref(l->blob);
+		free(l);
+	}
+}
+
+/* Loads node i, or waits for the thread already loading it and shares
+ * its result.  Read (or write) lock held. */
+static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
+		       struct sv_blob **out, struct sv_err *err)
+{
+	pthread_mutex_lock(&c->ld_lock);
+	struct loading *l = c->loads;
+	while (l && l->key != key)
+		l = l->next;
+	if (l) {
+		l->refs++;
+		while (!l->done)
+			pthread_cond_wait(&c->ld_cond, &c->ld_lock);
+		int rc = l->rc;
+		if (rc)
+			*err = l->err;
+		else
+			*out = sv_blob_ref(l->blob);
+		loading_put(l);
+		pthread_mutex_unlock(&c->ld_lock);
+		return rc;
+	}
+	l = calloc(1, sizeof *l);
+	if (!l) {
+		pthread_mutex_unlock(&c->ld_lock);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	l->key = key;
+	l->refs = 1;
+	l->next = c->loads;
+	c->loads = l;
+	pthread_mutex_unlock(&c->ld_lock);
+
 	int rc = c->fmt->load(c, i, out, err);
 	if (rc) {
 		*out = NULL;
-		return rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;
+		rc = rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;
+		err->code = rc;
+	} else {
+		sv_cache_put(c->cache, key, *out);
 	}
-	sv_cache_put(c->cache, key, *out);
-	return 0;
+
+	pthread_mutex_lock(&c->ld_lock);
+	struct loading **pp = &c->loads;
+	while (*pp != l)
+		pp = &(*pp)->next;
+	*pp = l->next;
+	l->done = true;
+	l->rc = rc;
+	l->err = *err;
+	l->blob = rc ? NULL : sv_blob_ref(*out);
+	loading_put(l);
+	pthread_cond_broadcast(&c->ld_cond);
+	pthread_mutex_unlock(&c->ld_lock);
+	return rc;
 }
 
 static void log_failure(struct sv_container *c, uint32_t i, const char *what,
@@ -991,7 +1136,7 @@ static void log_failure(struct sv_container *c, uint32_t i, const char *what,
 static bool plain_file(struct sv_container *c, uint32_t i)
 {
 	return !(c->nodes[i].flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW |
-				      SV_N_TEMP | SV_N_BAD | SV_N_GONE));
+				      SV_N_TEMP | SV_N_BAD | SV_N_GONE | SV_N_ORPHAN));
 }
 
 static void *pf_main(void *arg)
@@ -1006,7 +1151,6 @@ static void *pf_main(void *arg)
 		uint32_t n = c->pf_queue[c->pf_head];
 		c->pf_head = (c->pf_head + 1) % PF_QUEUE;
 		c->pf_count--;
-		c->pf_inflight = n;
 		pthread_mutex_unlock(&c->pf_lock);
 		pthread_rwlock_rdlock(&c->lock);
 		bool decoded = false;
@@ -1021,20 +1165,9 @@ static void *pf_main(void *arg)
 		pthread_rwlock_unlock(&c->lock);
 		pthread_mutex_lock(&c->pf_lock);
 		c->pf_decoded += decoded;
-		c->pf_inflight = SV_NONE;
-		pthread_cond_broadcast(&c->pf_cond);
 	}
 	pthread_mutex_unlock(&c->pf_lock);
 	return NULL;
-}
-
-/* Waits while the worker is decoding node n (then it is in the cache). */
-static void pf_wait(struct sv_container *c, uint32_t n)
-{
-	pthread_mutex_lock(&c->pf_lock);
-	while (c->pf_inflight == n)
-		pthread_cond_wait(&c->pf_cond, &c->pf_lock);
-	pthread_mutex_unlock(&c->pf_lock);
 }
 
 /* Node n was read: if it follows the last file read in the same
@@ -1088,9 +1221,7 @@ int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	*out = NULL;
 	pthread_rwlock_rdlock(&c->lock);
 	bool plain = live(c, n) && plain_file(c, n);
-	if (plain && c->opts.readahead)
-		pf_wait(c, n);
-	int rc = live(c, n) ? content_locked(c, n, out, err) : -ENOENT;
+	int rc = usable(c, n) ? content_locked(c, n, out, err) : -ENOENT;
 	if (!rc && plain && c->opts.readahead)
 		pf_note_read(c, n);
 	if (rc && rc != -ENOENT && rc != -EISDIR) {
@@ -1130,13 +1261,13 @@ static void discard_locked(struct sv_container *c, uint32_t i);
 /* Checks node i can be edited; called with the write lock held. */
 static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 {
-	if (!live(c, i))
+	if (!usable(c, i))
 		return sv_err_set(err, -ENOENT, "no such file");
 	struct sv_node *n = &c->nodes[i];
 	if (n->flags & SV_N_DIR)
 		return sv_err_set(err, -EISDIR, "is a directory");
-	if (n->flags & SV_N_TEMP)
-		return 0;
+	if (n->flags & (SV_N_TEMP | SV_N_ORPHAN))
+		return 0; /* in memory only */
 	if (c->read_only)
 		return sv_err_set(err, -EROFS, "the container is mounted read-only");
 	if (n->flags & (SV_N_RO | SV_N_META))
@@ -1148,7 +1279,7 @@ static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 static int begin_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 {
 	struct sv_node *n = &c->nodes[i];
-	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))
+	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))
 		return 0;
 	struct sv_blob *b = NULL;
 	int rc = content_locked(c, i, &b, err);
@@ -1194,7 +1325,7 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	struct sv_node *n = &c->nodes[i];
 	if (!rc && off + size > n->pending.len) {
 		rc = resize_pending(c, n, off + size, err);
-		if (rc && !(n->flags & SV_N_TEMP)) {
+		if (rc && !(n->flags & (SV_N_TEMP | SV_N_ORPHAN))) {
 			/* A file cut short by a limit must not be committed. */
 			log_failure(c, i, "refused", err);
 			discard_locked(c, i);
@@ -1214,7 +1345,8 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 	sv_err_clear(err);
 	pthread_rwlock_wrlock(&c->lock);
 	int rc = can_edit(c, i, err);
-	if (!rc && size == 0 && !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))) {
+	if (!rc && size == 0 &&
+	    !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
 		/* Emptying needs no load of the old content. */
 		c->nodes[i].flags |= SV_N_DIRTY;
 		c->nodes[i].pending.len = 0;
@@ -1583,6 +1715,8 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 	a->flags = n->flags;
 	hash_remove(c, i);
 	kid_remove(c, &c->nodes[n->parent], i);
+	if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE))
+		orphan_or_free(c, i); /* read it while the container still has it */
 	n->flags = (n->flags & ~SV_N_DIRTY) | SV_N_GONE | SV_N_STALE;
 	return 0;
 }
@@ -1606,6 +1740,10 @@ int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
 				d->kids[pos] = a.node;
 				renumber_kids(c, d, pos);
 				n->flags = a.flags;
+				if (!(a.flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))) {
+					sv_buf_fini(&n->pending); /* an orphan's copy */
+					n->size = n->stored_size;
+				}
 				hash_insert(c, a.node);
 			}
 		}
@@ -1656,9 +1794,7 @@ static int take_place(struct sv_container *c, uint32_t i, uint32_t j)
 		n->kidpos = d->kidpos;
 	}
 	hash_remove(c, j);
-	d->flags = (d->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP)) | SV_N_GONE;
-	sv_buf_fini(&d->pending);
-	d->size = 0;
+	orphan_or_free(c, j);
 	d->gen++;
 	free(n->name);
 	n->name = s;

@@ -116,6 +116,8 @@ enum {
 				* every commit (header views) */
 	SV_N_READY = 1 << 10,  /* its edit is complete (closed): the next
 				* commit takes it; other edits stay pending */
+	SV_N_ORPHAN = 1 << 11, /* removed or replaced while open: pending
+				* holds its content until the last release */
 };
 
 struct sv_node {
@@ -129,6 +131,7 @@ struct sv_node {
 	uint32_t hnext;    /* internal: next node in the same name-hash chain */
 	uint32_t dupnext;  /* internal: next "~N" suffix for a duplicate name */
 	uint32_t kidpos;   /* internal: index in the parent's kids */
+	uint32_t opens;    /* open files on it (atomic; sv_open/sv_release) */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
@@ -309,6 +312,11 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
  */
 int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	       struct sv_err *err);
+/* A file was opened / its last use by that open ended.  A node removed or
+ * replaced while open stays readable and writable for its opens (an
+ * orphan, like an unlinked file) until the last release. */
+int sv_open(struct sv_container *c, uint32_t n);
+void sv_release(struct sv_container *c, uint32_t n);
 /* Copies up to size bytes at off into buf; *got receives the count. */
 int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,
 	    size_t size, size_t *got, struct sv_err *err);

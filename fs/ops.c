@@ -498,6 +498,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = sv_truncate(fs->c, NODE(ino), 0, &err);
 	if (!rc)
 		rc = fh_new(fi, NODE(ino));
+	if (!rc && (rc = sv_open(fs->c, NODE(ino))))
+		fh_free(FH(fi));
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -599,6 +601,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		sv_flush(fs->c, h->node, on_changed, &ch, &err);
 		publish(&ch, false);
 	}
+	if (h)
+		sv_release(fs->c, h->node);
 	fh_free(h);
 	fuse_reply_err(req, 0);
 }
@@ -619,15 +623,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		reply_err(req, rc);
 		return;
 	}
-	if (fh_new(fi, n)) {
+	if (fh_new(fi, n) || sv_open(fs->c, n)) {
+		fh_free(FH(fi));
 		reply_err(req, -ENOMEM);
 		return;
 	}
 	struct fuse_entry_param e;
 	fill_entry(fs, &s, &e);
 	fi->keep_cache = 1;
-	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		sv_release(fs->c, n);
 		fh_free(FH(fi));
+	}
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

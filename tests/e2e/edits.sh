@@ -65,6 +65,48 @@ remount_sv "$m" || die "remount failed"
 expect_same_file "the data file is as it was" "$TMP/orig2" "$m/data/00002.bin"
 umount_sv "$m"
 
+# A file replaced by rename (sed -i, editors) or removed while open keeps
+# working for its open descriptors, as an unlinked file does.
+mount_sv "$c" "$m" || die "mount failed"
+out=$("$PYTHON" - "$m" <<'PY'
+import os, sys
+m = sys.argv[1]
+orig = open(m + '/data/00003.bin', 'rb').read()
+fd = os.open(m + '/data/00003.bin', os.O_RDONLY)
+head = os.pread(fd, 100, 0)
+open(m + '/tmp.new', 'wb').write(b'new content')
+os.rename(m + '/tmp.new', m + '/data/00003.bin')
+rest, off = b'', 100
+while True:
+    b = os.pread(fd, 65536, off)
+    if not b:
+        break
+    rest += b
+    off += len(b)
+st = os.fstat(fd)
+os.close(fd)
+r1 = head + rest == orig and st.st_size == len(orig) and st.st_nlink == 0
+t = os.open(m + '/scratch', os.O_RDWR | os.O_CREAT)
+os.write(t, b'hello')
+os.unlink(m + '/scratch')
+os.write(t, b' world')
+r2 = os.pread(t, 100, 0) == b'hello world' and os.fstat(t).st_size == 11
+os.close(t)
+fd = os.open(m + '/items/5-layer/00001.bin', os.O_RDONLY)
+before = os.pread(fd, 100, 0)
+os.unlink(m + '/items/5-layer/00001.bin')
+r3 = os.pread(fd, 100, 0) == before
+os.close(fd)
+print(r1, r2, r3, open(m + '/data/00003.bin', 'rb').read().decode())
+PY
+)
+expect_eq "old content for the open fd; temp and item usable after removal" \
+	"True True True new content" "$out"
+remount_sv "$m" || die "remount failed"
+expect_eq "the renamed file landed" "new content" "$(cat "$m/data/00003.bin")"
+check "the removed item is gone" test ! -e "$m/items/5-layer/00001.bin"
+umount_sv "$m"
+
 # Past 99999 data items, the next index still appends.
 h="$TMP/h.map"
 "$MKDATAFILE" gen "$h" --data 100000 --payload 400K --items 1 --seed 6 || die "mkdatafile"
