@@ -835,15 +835,21 @@ int sv_open(struct sv_container *c, uint32_t n)
 
 void sv_release(struct sv_container *c, uint32_t n)
 {
+	/* The read lock suffices to count; only the last release of an
+	 * orphan needs the write lock, to free its content. */
+	pthread_rwlock_rdlock(&c->lock);
+	bool last = n < c->nnodes &&
+		    __atomic_sub_fetch(&c->nodes[n].opens, 1, __ATOMIC_ACQ_REL) == 0 &&
+		    (c->nodes[n].flags & SV_N_ORPHAN);
+	pthread_rwlock_unlock(&c->lock);
+	if (!last)
+		return;
 	pthread_rwlock_wrlock(&c->lock);
-	if (n < c->nnodes) {
-		struct sv_node *node = &c->nodes[n];
-		if (__atomic_sub_fetch(&node->opens, 1, __ATOMIC_ACQ_REL) == 0 &&
-		    (node->flags & SV_N_ORPHAN)) {
-			node->flags &= ~SV_N_ORPHAN;
-			sv_buf_fini(&node->pending);
-			node->size = 0;
-		}
+	struct sv_node *node = &c->nodes[n];
+	if (!__atomic_load_n(&node->opens, __ATOMIC_ACQUIRE) && (node->flags & SV_N_ORPHAN)) {
+		node->flags &= ~SV_N_ORPHAN;
+		sv_buf_fini(&node->pending);
+		node->size = 0;
 	}
 	pthread_rwlock_unlock(&c->lock);
 }

@@ -184,10 +184,10 @@ static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *na
 
 /*
  * Tells the kernel what a commit changed.  Cached pages and attributes are
- * dropped at once when `sync` (FLUSH and FSYNC hold no inode lock, so the
- * writer's next read sees the committed state); names of removed nodes are
- * always dropped from the other thread, since the kernel may hold the
- * directory's lock while it waits for this request.
+ * dropped at once when `sync` (only after a refused edit: FLUSH and FSYNC
+ * hold no inode lock); otherwise, and for the names of removed nodes
+ * always, from the other thread, since the kernel may hold locks that
+ * this request's sender waits on.
  */
 static void publish(struct changes *ch, bool sync)
 {
@@ -575,7 +575,12 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fi && fi->fh && FH(fi)->wrote && FH(fi)->writer == fuse_req_ctx(req)->pid) {
 		FH(fi)->wrote = false;
 		rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-		publish(&ch, true);
+		/* A refused edit was dropped: the writer's next read must not
+		 * see it in the page cache, so that inode is invalidated before
+		 * close returns.  Otherwise all goes through the other thread:
+		 * invalidating here waits for pages other reads hold locked,
+		 * and those reads need a free worker to finish. */
+		publish(&ch, rc != 0);
 	}
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
@@ -587,7 +592,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct sv_err err;
 	struct changes ch = {.fs = fs};
 	int rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-	publish(&ch, true);
+	publish(&ch, rc != 0); /* as in op_flush */
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
 
