@@ -824,6 +824,19 @@ static void stored_same(const struct sv_buf *a, const struct sv_buf *b, int i)
 		T_MEM(p, q, n);
 }
 
+/* Frees c, then checks that every data item of the file on disk is still
+ * stored byte for byte as in orig (copied, not recompressed). */
+static void end_and_check_stored(struct sv_container *c, struct sv_buf *orig)
+{
+	sv_container_free(c);
+	struct sv_buf now = slurp(mappath);
+	for (int i = 0; i < (int)NDATA; i++)
+		stored_same(orig, &now, i);
+	sv_buf_fini(&now);
+	sv_buf_fini(orig);
+	dir_clean();
+}
+
 struct changes {
 	uint32_t node[64];
 	int n;
@@ -1017,13 +1030,7 @@ static void unlink_item(void)
 	T_INT(NITEMS - 2, jint(h, "num_items"));
 	T_INT(NDATA, jint(h, "num_data"));
 	json_decref(h);
-	sv_container_free(c);
-	struct sv_buf now = slurp(mappath);
-	for (int i = 0; i < (int)NDATA; i++)
-		stored_same(&orig, &now, i);
-	sv_buf_fini(&now);
-	sv_buf_fini(&orig);
-	dir_clean();
+	end_and_check_stored(c, &orig);
 }
 
 static void create_entries(void)
@@ -1067,13 +1074,7 @@ static void create_entries(void)
 	T_OK(sv_node(c, n)->flags & SV_N_NEW);
 	sv_discard(c, n);
 	T_INT(-ENOENT, sv_resolve(c, "data/00006.bin", &n));
-	sv_container_free(c);
-	struct sv_buf now = slurp(mappath);
-	for (int i = 0; i < (int)NDATA; i++)
-		stored_same(&orig, &now, i);
-	sv_buf_fini(&now);
-	sv_buf_fini(&orig);
-	dir_clean();
+	end_and_check_stored(c, &orig);
 }
 
 static void rename_onto_entry(void)
