@@ -129,10 +129,20 @@ static int ls_collect(void *arg, const char *name, const struct sv_stat *st, uin
 		l->v = v;
 		l->cap = cap;
 	}
-	l->v[l->n].name = strdup(name);
+	char *copy = strdup(name);
+	if (!copy)
+		return 1;
+	l->v[l->n].name = copy;
 	l->v[l->n].st = *st;
 	l->n++;
 	return 0;
+}
+
+static void ls_free(struct ls_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
 }
 
 static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
@@ -164,9 +174,7 @@ static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
 		}
 		free(path);
 	}
-	for (size_t i = 0; i < l.n; i++)
-		free(l.v[i].name);
-	free(l.v);
+	ls_free(&l);
 	return rc;
 }
 
@@ -202,11 +210,10 @@ static uint64_t count_files(struct sv_container *c, uint32_t dir)
 	uint64_t n = 0;
 	sv_readdir(c, dir, 0, ls_collect, &l);
 	for (size_t i = 0; i < l.n; i++) {
-		if (l.v[i].name[0] != '.' || strcmp(l.v[i].name, ".savefs"))
+		if (strcmp(l.v[i].name, ".savefs"))
 			n += l.v[i].st.dir ? count_files(c, l.v[i].st.node) : 1;
-		free(l.v[i].name);
 	}
-	free(l.v);
+	ls_free(&l);
 	return n;
 }
 
@@ -278,9 +285,7 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 		free(path);
 		free(rpath);
 	}
-	for (size_t i = 0; i < l.n; i++)
-		free(l.v[i].name);
-	free(l.v);
+	ls_free(&l);
 }
 
 /* ---- bench-inproc: decode every file in-process, for scripts/bench ----- */
@@ -310,9 +315,8 @@ static void bi_dir(struct bi_ctx *x, uint32_t dir)
 				sv_blob_unref(b);
 			}
 		}
-		free(e->name);
 	}
-	free(l.v);
+	ls_free(&l);
 }
 
 /* ---- main -------------------------------------------------------------- */

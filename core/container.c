@@ -231,7 +231,7 @@ static uint32_t find_child(struct sv_container *c, uint32_t parent,
 	return SV_NONE;
 }
 
-static int kid_add(struct sv_node *d, uint32_t k)
+static int kid_add(struct sv_container *c, struct sv_node *d, uint32_t k)
 {
 	if (d->nkids == d->capkids) {
 		uint32_t cap = d->capkids ? d->capkids * 2 : 8;
@@ -242,6 +242,7 @@ static int kid_add(struct sv_node *d, uint32_t k)
 		d->capkids = cap;
 	}
 	d->kids[d->nkids++] = k;
+	d->nsubdirs += (c->nodes[k].flags & SV_N_DIR) != 0;
 	return 0;
 }
 
@@ -259,6 +260,7 @@ static void kid_remove(struct sv_container *c, struct sv_node *d, uint32_t k)
 		return;
 	memmove(&d->kids[i], &d->kids[i + 1], (d->nkids - i - 1) * sizeof *d->kids);
 	d->nkids--;
+	d->nsubdirs -= (c->nodes[k].flags & SV_N_DIR) != 0;
 	renumber_kids(c, d, i);
 }
 
@@ -298,7 +300,7 @@ static uint32_t node_new(struct sv_container *c, uint32_t parent,
 	n->key = key;
 	n->hnext = SV_NONE;
 	sv_buf_init(&n->pending);
-	if (i != SV_ROOT && kid_add(&c->nodes[parent], i)) {
+	if (i != SV_ROOT && kid_add(c, &c->nodes[parent], i)) {
 		free(n->name);
 		return SV_NONE;
 	}
@@ -875,10 +877,7 @@ static void fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	if (st->dir) {
 		bool w = !c->read_only && !(n->flags & SV_N_RO);
 		st->mode = S_IFDIR | (w ? 0755 : 0555);
-		st->nlink = 2;
-		for (uint32_t k = 0; k < n->nkids; k++)
-			if (c->nodes[n->kids[k]].flags & SV_N_DIR)
-				st->nlink++;
+		st->nlink = 2 + n->nsubdirs;
 	} else {
 		st->mode = S_IFREG | (st->writable ? 0644 : 0444);
 		st->nlink = n->flags & SV_N_ORPHAN ? 0 : 1;
@@ -1739,7 +1738,7 @@ int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
 		struct sv_node *n = &c->nodes[a.node];
 		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
 			struct sv_node *d = &c->nodes[n->parent];
-			if (!kid_add(d, a.node)) {
+			if (!kid_add(c, d, a.node)) {
 				uint32_t pos = a.pos < d->nkids ? a.pos : d->nkids - 1;
 				memmove(&d->kids[pos + 1], &d->kids[pos],
 					(d->nkids - 1 - pos) * sizeof *d->kids);
@@ -1777,7 +1776,7 @@ static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
 	n->name = s;
 	n->parent = dir;
 	hash_insert(c, i);
-	int rc = kid_add(&c->nodes[dir], i);
+	int rc = kid_add(c, &c->nodes[dir], i);
 	if (!rc)
 		n->kidpos = c->nodes[dir].nkids - 1;
 	return rc;

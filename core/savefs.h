@@ -135,6 +135,7 @@ struct sv_node {
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
+	uint32_t nsubdirs; /* directories among kids (for nlink) */
 	struct sv_buf pending; /* SV_N_DIRTY / SV_N_TEMP / SV_N_NEW content */
 };
 

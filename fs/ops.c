@@ -57,6 +57,23 @@ struct note {
 	char *name; /* NULL: invalidate the inode's data; else the entry */
 };
 
+/* Appends a note (name copied); false if out of memory. */
+static bool note_push(struct note **v, size_t *n, size_t *cap, fuse_ino_t parent,
+		      fuse_ino_t ino, const char *name)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		struct note *p = realloc(*v, c * sizeof *p);
+		if (!p)
+			return false;
+		*v = p;
+		*cap = c;
+	}
+	(*v)[*n] = (struct note){parent, ino, name ? strdup(name) : NULL};
+	(*n)++;
+	return true;
+}
+
 struct fs_notify {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -139,21 +156,8 @@ static void enqueue(struct fs *fs, fuse_ino_t parent, fuse_ino_t ino, const char
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 16;
-		struct note *v = realloc(q->v, cap * sizeof *v);
-		if (!v) {
-			pthread_mutex_unlock(&q->lock);
-			return;
-		}
-		q->v = v;
-		q->cap = cap;
-	}
-	q->v[q->n].parent = parent;
-	q->v[q->n].ino = ino;
-	q->v[q->n].name = name ? strdup(name) : NULL;
-	q->n++;
-	pthread_cond_signal(&q->cond);
+	if (note_push(&q->v, &q->n, &q->cap, parent, ino, name))
+		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -168,18 +172,7 @@ static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *na
 		       bool gone)
 {
 	struct changes *ch = arg;
-	if (ch->n == ch->cap) {
-		size_t cap = ch->cap ? ch->cap * 2 : 16;
-		struct note *v = realloc(ch->v, cap * sizeof *v);
-		if (!v)
-			return;
-		ch->v = v;
-		ch->cap = cap;
-	}
-	ch->v[ch->n].ino = INO(node);
-	ch->v[ch->n].parent = INO(parent);
-	ch->v[ch->n].name = gone && name ? strdup(name) : NULL;
-	ch->n++;
+	note_push(&ch->v, &ch->n, &ch->cap, INO(parent), INO(node), gone ? name : NULL);
 }
 
 /*

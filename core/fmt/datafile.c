@@ -441,31 +441,26 @@ static int read_index(struct sv_container *c, struct df *d, struct sv_err *err)
 		sv_warn(c, "datafile: the item type table does not match the items; "
 			   "the items' own types are used");
 	/* Data: offsets, then (v4) sizes.  Problems mark the one item bad. */
-	size_t doff_at = ioff_at + (size_t)d->num_items * 4;
-	size_t dsize_at = doff_at + (size_t)d->num_data * 4;
-	const uint64_t limit = sv_container_opts(c)->max_decode;
-	/* An item ends where the next in-range offset begins: a broken offset
-	 * of a later item is that item's problem, not this one's. */
-	int32_t *next = malloc(((size_t)d->num_data + 1) * sizeof *next);
-	if (!next) {
+	/* The reader stands at the data offsets, then (v4) the sizes. */
+	int32_t *doffs = malloc(((size_t)d->num_data + 1) * 2 * sizeof *doffs);
+	if (!doffs) {
 		rc = sv_err_set(err, -ENOMEM, "datafile: out of memory reading the index");
 		goto out;
 	}
+	int32_t *next = doffs + d->num_data + 1;
+	for (int32_t i = 0; i < d->num_data; i++)
+		doffs[i] = sv_rd_i32le(&r);
+	/* An item ends where the next in-range offset begins: a broken offset
+	 * of a later item is that item's problem, not this one's. */
 	int32_t following = d->data_size;
 	for (int32_t i = d->num_data - 1; i >= 0; i--) {
-		struct sv_rd dr;
-		sv_rd_init(&dr, idx, ilen);
-		sv_rd_seek(&dr, doff_at + 4 * (size_t)i);
-		int32_t off = sv_rd_i32le(&dr);
 		next[i] = following;
-		if (off >= 0 && off <= d->data_size)
-			following = off;
+		if (doffs[i] >= 0 && doffs[i] <= d->data_size)
+			following = doffs[i];
 	}
+	const uint64_t limit = sv_container_opts(c)->max_decode;
 	for (int32_t i = 0; i < d->num_data; i++) {
-		struct sv_rd dr;
-		sv_rd_init(&dr, idx, ilen);
-		sv_rd_seek(&dr, doff_at + 4 * (size_t)i);
-		int32_t off = sv_rd_i32le(&dr);
+		int32_t off = doffs[i];
 		struct data *e = &d->data[i];
 		char why[200] = "";
 		if (off < 0 || off > d->data_size) {
@@ -480,8 +475,7 @@ static int read_index(struct sv_container *c, struct df *d, struct sv_err *err)
 			e->raw = e->len;
 		}
 		if (d->version == 4) {
-			sv_rd_seek(&dr, dsize_at + 4 * (size_t)i);
-			int32_t raw = sv_rd_i32le(&dr);
+			int32_t raw = sv_rd_i32le(&r);
 			if (raw < 0) {
 				if (!why[0])
 					snprintf(why, sizeof why, "uncompressed size %d is negative", raw);
@@ -500,7 +494,7 @@ static int read_index(struct sv_container *c, struct df *d, struct sv_err *err)
 			sv_warn(c, "%s", full);
 		}
 	}
-	free(next);
+	free(doffs);
 	rc = name_types(c, d) ? sv_err_set(err, -ENOMEM, "datafile: out of memory") : 0;
 out:
 	free(idx);

@@ -16,6 +16,7 @@
  *       0; `SAVEFS cat` of PATH exits N with "savefs: PATH: <msg>".
  * Exit 0 if all hold, 1 otherwise, 77 if DIR holds no variant.
  */
+#include "cli/cli.h"
 #include "savefs.h"
 #include "t.h"
 
@@ -86,17 +87,6 @@ static int run(char *const argv[], char **out, char **err)
 }
 
 /* The command line's exit code for an open error (cli/cli.c). */
-static int open_exit(int rc)
-{
-	switch (rc) {
-	case -EMEDIUMTYPE: return 4;
-	case -EBADMSG: case -ENOTSUP: case -EFBIG: return 5;
-	case -EINVAL: return 2;
-	case -ENOMEM: return 1;
-	default: return 3;
-	}
-}
-
 struct walk {
 	struct sv_container *c;
 	uint32_t bad;   /* the one file that must fail */
@@ -139,7 +129,7 @@ static void header_case(const char *file, const char *msg, int code, const char 
 	int rc = sv_container_open(file, &o, &c, &err);
 	T_OK(rc < 0);
 	T_OK(c == NULL);
-	T_INT(code, open_exit(rc));
+	T_INT(code, sv_cli_open_exit(rc));
 	T_STR(msg, err.msg);
 	sv_container_free(c);
 
@@ -149,7 +139,7 @@ static void header_case(const char *file, const char *msg, int code, const char 
 	sv_err_clear(&err);
 	o.format = "datafile";
 	rc = sv_container_open_mem(bytes, len, &o, &c, &err);
-	T_INT(code, open_exit(rc));
+	T_INT(code, sv_cli_open_exit(rc));
 	T_STR(msg, err.msg);
 	free(bytes);
 
