@@ -1,0 +1,2 @@
+/* doodle.c: being written. */
+#include "doodle.h"

@@ -1,0 +1,2 @@
+/* doodle_codec.c: being written. */
+#include "doodle.h"

@@ -1,0 +1,2 @@
+/* png.c: being written. */
+#include "doodle.h"

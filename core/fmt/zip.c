@@ -1,0 +1,2 @@
+/* zip.c: being written. */
+#include "doodle.h"

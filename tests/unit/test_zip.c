@@ -1,0 +1,3 @@
+/* being written */
+int main(void);
+int main(void) { return 77; }
