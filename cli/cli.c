@@ -51,6 +51,8 @@ void sv_cli_usage(void)
 	       "  -o maxedit=SIZE    largest file an edit may grow to (default 1G)\n"
 	       "  -o readahead=N     files decoded ahead of a reader going through a\n"
 	       "                     directory in order (default 8, 0 = off)\n"
+	       "  -o upgrade         commits write the newest container version (a v1/v2\n"
+	       "                     Sketchy Maze drawing becomes a zip with RLE chunks)\n"
 	       "  -o allow_other, -o default_permissions, ...  passed to FUSE\n"
 	       "  SIZE takes K, M, G suffixes.\n"
 	       "\n"

@@ -35,9 +35,11 @@
 #include <unistd.h>
 
 extern const struct sv_format sv_fmt_datafile;
+extern const struct sv_format sv_fmt_doodle;
 
 const struct sv_format *const sv_formats[] = {
 	&sv_fmt_datafile,
+	&sv_fmt_doodle,
 	NULL,
 };
 
@@ -152,8 +154,10 @@ void sv_warn(struct sv_container *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (c->reindexing) /* found before: already said */
+		return;
 	log_line(c, msg);
-	if (c->reindexing || c->nwarnings >= 1000)
+	if (c->nwarnings >= 1000)
 		return;
 	char **w = realloc(c->warnings, (c->nwarnings + 1) * sizeof *w);
 	if (!w)
@@ -343,8 +347,10 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 			return i;
 		}
 		bool changed = n->size != size ||
-			       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED)) ||
+			       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED |
+					    SV_N_TOUCHED)) ||
 			       (flags & SV_N_DERIVED);
+		__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
 		n->flags = flags;
 		n->size = size;
 		if (changed)
@@ -377,6 +383,14 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 	}
 	return node_new(c, parent, name, flags, size, key);
 }
+
+void sv_node_touch(struct sv_container *c, uint32_t n)
+{
+	if (n < c->nnodes)
+		c->nodes[n].flags |= SV_N_TOUCHED;
+}
+
+bool sv_container_reindexing(const struct sv_container *c) { return c->reindexing; }
 
 struct sv_node *sv_node(struct sv_container *c, uint32_t n)
 {
@@ -881,8 +895,57 @@ static void fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	} else {
 		st->mode = S_IFREG | (st->writable ? 0644 : 0444);
 		st->nlink = n->flags & SV_N_ORPHAN ? 0 : 1;
-		st->size = n->size;
+		st->size = __atomic_load_n(&n->size, __ATOMIC_RELAXED);
 	}
+}
+
+static void log_failure(struct sv_container *c, uint32_t i, const char *what,
+			const struct sv_err *e);
+
+/* Lets the format add the entries of a lazy directory; called with the
+ * read lock held, which is dropped and taken again.  0, or -EIO if the
+ * format failed (the directory then stays empty). */
+static int expand(struct sv_container *c, uint32_t dir)
+{
+	if (dir >= c->nnodes || !(c->nodes[dir].flags & SV_N_LAZYDIR))
+		return 0;
+	pthread_rwlock_unlock(&c->lock);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = 0;
+	struct sv_node *d = &c->nodes[dir];
+	if (live(c, dir) && (d->flags & SV_N_LAZYDIR)) {
+		struct sv_err e;
+		sv_err_clear(&e);
+		d->flags &= ~SV_N_LAZYDIR;
+		rc = c->fmt->expand ? c->fmt->expand(c, dir, &e) : 0;
+		if (rc) {
+			c->nodes[dir].flags |= SV_N_BAD;
+			log_failure(c, dir, "cannot list", &e);
+		}
+	}
+	if (dir < c->nnodes && (c->nodes[dir].flags & SV_N_BAD))
+		rc = -EIO;
+	pthread_rwlock_unlock(&c->lock);
+	pthread_rwlock_rdlock(&c->lock);
+	return rc;
+}
+
+/* Settles the size of an SV_N_LAZYSIZE node by loading it; read lock held. */
+static void settle_size(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (!(n->flags & SV_N_LAZYSIZE) || (n->flags & (SV_N_DIRTY | SV_N_NEW |
+	    SV_N_TEMP | SV_N_ORPHAN)) || __atomic_load_n(&n->sized, __ATOMIC_ACQUIRE))
+		return;
+	struct sv_blob *b = NULL;
+	struct sv_err e;
+	sv_err_clear(&e);
+	uint64_t size = 0;
+	if (!content_locked(c, i, &b, &e))
+		size = b->len;
+	sv_blob_unref(b);
+	__atomic_store_n(&n->size, size, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->sized, 1, __ATOMIC_RELEASE);
 }
 
 int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
@@ -890,7 +953,9 @@ int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
 {
 	int rc = 0;
 	pthread_rwlock_rdlock(&c->lock);
-	if (!live(c, dir))
+	if (expand(c, dir))
+		rc = -EIO;
+	else if (!live(c, dir))
 		rc = -ENOENT;
 	else if (!(c->nodes[dir].flags & SV_N_DIR))
 		rc = -ENOTDIR;
@@ -935,6 +1000,7 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 	if (!usable(c, n)) {
 		rc = -ENOENT;
 	} else {
+		settle_size(c, n);
 		fill_stat(c, n, st);
 		if (c->nodes[n].flags & SV_N_META) {
 			struct sv_blob *b = NULL;
@@ -986,7 +1052,9 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 {
 	int rc = 0;
 	pthread_rwlock_rdlock(&c->lock);
-	if (!live(c, dir)) {
+	if (expand(c, dir)) {
+		rc = -EIO;
+	} else if (!live(c, dir)) {
 		rc = -ENOENT;
 	} else if (!(c->nodes[dir].flags & SV_N_DIR)) {
 		rc = -ENOTDIR;
@@ -995,6 +1063,7 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 		for (uint64_t i = from; i < d->nkids; i++) {
 			struct sv_stat st;
 			uint32_t k = d->kids[i];
+			settle_size(c, k);
 			fill_stat(c, k, &st);
 			if (c->nodes[k].flags & SV_N_META) {
 				struct sv_blob *b = NULL;

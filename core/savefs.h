@@ -118,6 +118,12 @@ enum {
 				* commit takes it; other edits stay pending */
 	SV_N_ORPHAN = 1 << 11, /* removed or replaced while open: pending
 				* holds its content until the last release */
+	SV_N_LAZYSIZE = 1 << 12, /* size unknown until loaded: the first
+				  * stat loads it (and remembers the size) */
+	SV_N_LAZYDIR = 1 << 13,  /* a directory whose entries are added by
+				  * the format's expand() on first use */
+	SV_N_TOUCHED = 1 << 14,  /* internal: content changed by a commit
+				  * (sv_node_touch) */
 };
 
 struct sv_node {
@@ -132,6 +138,7 @@ struct sv_node {
 	uint32_t dupnext;  /* internal: next "~N" suffix for a duplicate name */
 	uint32_t kidpos;   /* internal: index in the parent's kids */
 	uint32_t opens;    /* open files on it (atomic; sv_open/sv_release) */
+	uint32_t sized;    /* SV_N_LAZYSIZE: size is known (atomic) */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
@@ -152,6 +159,8 @@ struct sv_opts {
 	bool read_only;       /* refuse every write with EROFS */
 	unsigned readahead;   /* files decoded ahead of a sequential reader
 			       * (default 8; 0 = off) */
+	bool upgrade;         /* a commit writes the format's newest container
+			       * version (formats that have several) */
 };
 
 #define SV_DEFAULT_CACHE (64ull << 20)
@@ -206,6 +215,9 @@ struct sv_format {
 	/* Adds format-specific fields to the /.savefs/info object (a jansson
 	 * json_t *, passed as void * to keep jansson out of this header). */
 	void (*info)(struct sv_container *c, void *json_object);
+	/* Adds the entries of an SV_N_LAZYDIR directory, on its first lookup
+	 * or listing (lock held exclusively).  NULL: no lazy directories. */
+	int (*expand)(struct sv_container *c, uint32_t dir, struct sv_err *err);
 };
 
 /* NULL-terminated list of every format. */
@@ -270,6 +282,13 @@ const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n);
 /* True if node n belongs in the container being written: not removed, not
  * temporary, and not a new file still being written. */
 bool sv_node_in_commit(struct sv_container *c, uint32_t n);
+/* Called by a format's commit for a node whose content the commit changes
+ * although it was not edited itself (another view of an edited entry): its
+ * readers see the new content once the commit is done. */
+void sv_node_touch(struct sv_container *c, uint32_t n);
+/* True while open() runs again after a commit (nodes are being found
+ * again; see sv_node_add). */
+bool sv_container_reindexing(const struct sv_container *c);
 
 /* ---- for clients (fs/ and the command line); all thread-safe ------------ */
 

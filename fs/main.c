@@ -25,7 +25,7 @@
 struct cmdline {
 	char *container, *mountpoint;
 	char *cache, *format, *maxdecode, *maxedit, *readahead;
-	int ro, help, version;
+	int ro, upgrade, help, version;
 	int nonopt;
 };
 
@@ -37,6 +37,7 @@ static const struct fuse_opt savefs_opts[] = {
 	OPT("maxedit=%s", maxedit),
 	OPT("readahead=%s", readahead),
 	FUSE_OPT_KEY("ro", 1),
+	{"upgrade", offsetof(struct cmdline, upgrade), 1},
 	FUSE_OPT_END,
 };
 
@@ -130,6 +131,7 @@ int main(int argc, char **argv)
 		o.readahead = (unsigned)v;
 	}
 	o.read_only = cl.ro;
+	o.upgrade = cl.upgrade;
 
 	struct sv_err err;
 	sv_err_clear(&err);
