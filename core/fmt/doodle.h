@@ -256,6 +256,7 @@ struct sv_zip_writer {
 	size_t n, cap;
 	bool descriptors;     /* write data descriptors (flag 8), as Go's
 			       * archive/zip does: for fixtures */
+	void *deflater;       /* owned z_stream, reset between members */
 };
 
 void sv_zip_writer_init(struct sv_zip_writer *w, int fd, struct sv_buf *mem);

@@ -497,6 +497,11 @@ void sv_zip_writer_fini(struct sv_zip_writer *w)
 	free(w->e);
 	w->e = NULL;
 	w->n = w->cap = 0;
+	if (w->deflater) {
+		deflateEnd(w->deflater);
+		free(w->deflater);
+		w->deflater = NULL;
+	}
 }
 
 static int emit(struct sv_zip_writer *w, const void *p, size_t n, struct sv_err *err)
@@ -597,33 +602,44 @@ static int put_member(struct sv_zip_writer *w, struct sv_zip_entry *e, const cha
 	return 0;
 }
 
-/* Raw deflate (no zlib header) of p[0..n), appended to out. */
-static int deflate_raw(const uint8_t *p, size_t n, struct sv_buf *out)
+/* Raw deflate (no zlib header) of p[0..n), appended to out.  The writer's
+ * deflate state is made once and reset between members: setting one up
+ * costs more than compressing a small member. */
+static int deflate_raw(struct sv_zip_writer *w, const uint8_t *p, size_t n,
+		       struct sv_buf *out)
 {
-	z_stream z;
-	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	if (!w->deflater) {
+		z_stream *zs = calloc(1, sizeof *zs);
+		if (!zs)
+			return -ENOMEM;
+		if (deflateInit2(zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8,
+				 Z_DEFAULT_STRATEGY) != Z_OK) {
+			free(zs);
+			return -ENOMEM;
+		}
+		w->deflater = zs;
+	} else if (deflateReset(w->deflater) != Z_OK) {
 		return -ENOMEM;
+	}
+	z_stream *z = w->deflater;
 	uint64_t in = n;
 	int rc = 0, zr;
-	z.next_in = (Bytef *)(uintptr_t)p;
+	z->next_in = (Bytef *)(uintptr_t)p;
 	do {
-		if (!z.avail_in)
-			take(&z.avail_in, &in);
+		if (!z->avail_in)
+			take(&z->avail_in, &in);
 		if (out->cap - out->len < 1024 &&
 		    (rc = sv_buf_reserve(out, out->len > 4096 ? out->len : 4096)))
 			break;
 		uint64_t room = out->cap - out->len;
-		z.next_out = out->p + out->len;
-		take(&z.avail_out, &room);
-		uInt before = z.avail_out;
-		zr = deflate(&z, in ? Z_NO_FLUSH : Z_FINISH);
-		out->len += before - z.avail_out;
+		z->next_out = out->p + out->len;
+		take(&z->avail_out, &room);
+		uInt before = z->avail_out;
+		zr = deflate(z, in ? Z_NO_FLUSH : Z_FINISH);
+		out->len += before - z->avail_out;
 	} while (zr == Z_OK || zr == Z_BUF_ERROR);
 	if (!rc && zr != Z_STREAM_END)
 		rc = -ENOMEM;
-	deflateEnd(&z);
 	return rc;
 }
 
@@ -644,7 +660,7 @@ int sv_zip_add_dated(struct sv_zip_writer *w, const char *name, const void *p,
 	sv_buf_init(&z);
 	const uint8_t *data = p;
 	if (!stored) {
-		if ((rc = deflate_raw(p, n, &z)))
+		if ((rc = deflate_raw(w, p, n, &z)))
 			return sv_err_set(err, rc, "zip: " NAME ": cannot compress: out of memory",
 					  name);
 		data = z.p;
