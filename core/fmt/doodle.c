@@ -33,8 +33,9 @@
  * A commit writes a complete new container of the same kind: a zip copies
  * every untouched member as stored; a v1/v2 file stays JSON (with -o
  * upgrade it becomes a zip with RLE chunks).  Zip members savefs does not
- * show are kept.  A levelpack is read-only; its nested containers are
- * opened when their directory is first visited (SV_N_LAZYDIR).
+ * show are kept.  A levelpack's nested containers are opened when their
+ * directory is first visited (SV_N_LAZYDIR) and held in memory; a commit
+ * writes the changed ones anew into the pack, copying the rest as stored.
  */
 #include "doodle.h"
 
@@ -698,8 +699,7 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 {
 	struct sv_container *c = d->c;
 	uint32_t id = d->id;
-	bool ro = d->mem != NULL; /* inside a levelpack */
-	uint32_t rof = ro ? SV_N_RO : 0;
+	const uint32_t rof = 0;
 	d->n_assets = sv_node_add(c, d->dir, "assets", SV_N_DIR | rof, 0, KEY(id, K_ADIR, 0));
 	d->n_chunks = sv_node_add(c, d->dir, "chunks", SV_N_DIR | rof, 0, KEY(id, K_DIR, 0));
 	d->n_json = sv_node_add(c, d->dir, root_name(d), rof, d->view_len, KEY(id, K_JSON, 0));
@@ -936,7 +936,7 @@ static int build_pack(struct drawing *d, struct sv_err *err)
 		d->nest[k] = (struct nested){(int64_t)m, SV_NONE, -1};
 		d->role[m] = R_NESTED;
 		d->role_i[m] = (uint32_t)k;
-		uint32_t n = sv_node_add(c, dirs[t], stem, SV_N_DIR | SV_N_RO | SV_N_LAZYDIR, 0,
+		uint32_t n = sv_node_add(c, dirs[t], stem, SV_N_DIR | SV_N_LAZYDIR, 0,
 					 KEY(d->id, K_NESTED, k));
 		if (n == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
@@ -1436,7 +1436,7 @@ static int create_doodle(struct sv_container *c, uint32_t parent, const char *na
 {
 	uint64_t key = sv_node(c, parent)->key;
 	struct drawing *d = node_drawing(c, key);
-	if (!d || d->mem || scratch_name(name))
+	if (!d || scratch_name(name))
 		return -ENOENT;
 	if (KEY_KIND(key) == K_ADIR)
 		return 0;
@@ -1454,8 +1454,8 @@ static int unlink_doodle(struct sv_container *c, uint32_t node, struct sv_err *e
 {
 	uint64_t key = sv_node(c, node)->key;
 	struct drawing *d = node_drawing(c, key);
-	if (!d || d->mem)
-		return sv_err_set(err, -EROFS, "a level inside a levelpack is read-only");
+	if (!d)
+		return sv_err_set(err, -EPERM, "not an entry of the drawing");
 	switch (KEY_KIND(key)) {
 	case K_TXT:
 	case K_BIN:
@@ -1836,10 +1836,12 @@ static int add_additions(struct drawing *d, struct plan *p, struct sv_zip_writer
 	return rc;
 }
 
-static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_err *err)
+/* A drawing's new container goes to fd, or (nested in a levelpack) to mem. */
+static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_buf *mem,
+		     struct sv_err *err)
 {
 	struct sv_zip_writer w;
-	sv_zip_writer_init(&w, fd, NULL);
+	sv_zip_writer_init(&w, mem ? -1 : fd, mem);
 	struct sv_buf b;
 	sv_buf_init(&b);
 	int rc = 0;
@@ -1896,7 +1898,8 @@ static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_err *e
 			uint64_t off;
 			rc = sv_zip_data_offset(e, src_read, d, d->size, &off, err);
 			if (!rc)
-				rc = sv_zip_add_raw(&w, e, off, sv_container_fd(d->c), NULL, err);
+				rc = sv_zip_add_raw(&w, e, off, d->mem ? -1 : sv_container_fd(d->c),
+						    d->mem ? d->mem->data : NULL, err);
 		}
 	}
 	if (!rc)
@@ -1948,7 +1951,8 @@ static json_t *with_map(json_t *chunks, json_t *map)
 	return c2;
 }
 
-static int write_json(struct drawing *d, struct plan *p, int fd, struct sv_err *err)
+static int write_json(struct drawing *d, struct plan *p, int fd, struct sv_buf *mem,
+		      struct sv_err *err)
 {
 	json_t *r = json_copy(p->root);
 	if (!r)
@@ -2010,30 +2014,48 @@ static int write_json(struct drawing *d, struct plan *p, int fd, struct sv_err *
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	else {
 		const struct sv_buf *out = d->ctype == C_GZIP ? &t : &b;
-		if (sv_write_all(fd, out->p, out->len))
+		if (mem) {
+			if (sv_buf_add(mem, out->p, out->len))
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+		} else if (sv_write_all(fd, out->p, out->len)) {
 			rc = sv_err_set(err, -errno, "write: %s", strerror(errno));
+		}
 	}
 	sv_buf_fini(&b);
 	sv_buf_fini(&t);
 	return rc;
 }
 
-static int commit_doodle(struct sv_container *c, int fd, struct sv_err *err)
+static bool plan_changes(const struct drawing *d, const struct plan *p)
 {
-	struct doodle *dd = sv_container_priv(c);
-	struct drawing *d = dd->d[0];
-	if (d->kind == D_PACK)
-		return sv_err_set(err, -EROFS, "a levelpack is read-only");
+	if (p->root_rewrite || p->nnc || p->nna)
+		return true;
+	for (size_t i = 0; i < d->nchunks; i++)
+		if (p->cstate[i] != S_KEEP || p->convert[i])
+			return true;
+	for (size_t i = 0; i < d->nassets; i++)
+		if (p->astate[i] != S_KEEP)
+			return true;
+	return false;
+}
+
+/* Writes drawing d anew (to fd, or to mem when nested), if anything in it
+ * changed (*changed).  Views of what changed are touched. */
+static int commit_drawing(struct drawing *d, int fd, struct sv_buf *mem, bool *changed,
+			  struct sv_err *err)
+{
+	struct sv_container *c = d->c;
 	struct plan p;
 	memset(&p, 0, sizeof p);
 	int rc = make_plan(d, &p, err);
-	if (!rc)
-		rc = d->ctype == C_ZIP || p.upgrade ? write_zip(d, &p, fd, err)
-						    : write_json(d, &p, fd, err);
+	*changed = !rc && (plan_changes(d, &p) || !mem);
+	if (!rc && *changed)
+		rc = d->ctype == C_ZIP || p.upgrade ? write_zip(d, &p, fd, mem, err)
+						    : write_json(d, &p, fd, mem, err);
 	if (!rc && p.dropped_bad)
-		sv_log(c, "%llu pixel(s) with an index past the palette were left out of "
-		       "re-encoded chunks", (unsigned long long)p.dropped_bad);
-	if (!rc) {
+		sv_log(c, "%s%llu pixel(s) with an index past the palette were left out of "
+		       "re-encoded chunks", d->prefix, (unsigned long long)p.dropped_bad);
+	if (!rc && *changed) {
 		/* Views of what changed show the new content afterwards. */
 		bool layer0 = p.nnc > 0, all = p.root_edited;
 		for (size_t i = 0; i < d->nchunks; i++) {
@@ -2051,6 +2073,53 @@ static int commit_doodle(struct sv_container *c, int fd, struct sv_err *err)
 	}
 	plan_fini(d, &p);
 	return rc;
+}
+
+/* A levelpack: nested drawings that changed are written anew and stored
+ * deflated; every other member is copied as stored. */
+static int commit_pack(struct drawing *pack, int fd, struct sv_err *err)
+{
+	struct doodle *dd = sv_container_priv(pack->c);
+	struct sv_buf *out = calloc(pack->nnest + 1, sizeof *out);
+	bool *changed = calloc(pack->nnest + 1, sizeof *changed);
+	int rc = out && changed ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+	for (size_t k = 0; k < pack->nnest && !rc; k++) {
+		sv_buf_init(&out[k]);
+		if (pack->nest[k].drawing >= 0)
+			rc = commit_drawing(dd->d[pack->nest[k].drawing], -1, &out[k], &changed[k],
+					    err);
+	}
+	struct sv_zip_writer w;
+	sv_zip_writer_init(&w, fd, NULL);
+	for (size_t m = 0; m < pack->zip.n && !rc; m++) {
+		const struct sv_zip_entry *e = &pack->zip.e[m];
+		uint32_t k = pack->role_i[m];
+		if (pack->role[m] == R_NESTED && changed[k]) {
+			rc = add_member(&w, e->name, out[k].p, out[k].len, err);
+			continue;
+		}
+		uint64_t off;
+		rc = sv_zip_data_offset(e, src_read, pack, pack->size, &off, err);
+		if (!rc)
+			rc = sv_zip_add_raw(&w, e, off, sv_container_fd(pack->c), NULL, err);
+	}
+	if (!rc)
+		rc = sv_zip_finish(&w, pack->zip.comment, pack->zip.comment_len, err);
+	sv_zip_writer_fini(&w);
+	for (size_t k = 0; out && k < pack->nnest; k++)
+		sv_buf_fini(&out[k]);
+	free(out);
+	free(changed);
+	return rc;
+}
+
+static int commit_doodle(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct doodle *dd = sv_container_priv(c);
+	struct drawing *d = dd->d[0];
+	bool changed;
+	return d->kind == D_PACK ? commit_pack(d, fd, err)
+				 : commit_drawing(d, fd, NULL, &changed, err);
 }
 
 static void info_doodle(struct sv_container *c, void *obj)
