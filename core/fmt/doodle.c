@@ -316,7 +316,7 @@ static int cmp_asset(const void *a, const void *b)
 static struct chunk *find_chunk(struct drawing *d, uint32_t layer, int64_t x, int64_t y)
 {
 	struct chunk key = {.layer = layer, .cx = x, .cy = y};
-	return bsearch(&key, d->chunks, d->nchunks, sizeof key, cmp_chunk);
+	return d->nchunks ? bsearch(&key, d->chunks, d->nchunks, sizeof key, cmp_chunk) : NULL;
 }
 
 static void free_drawing(struct drawing *d)
@@ -540,7 +540,8 @@ static int collect(struct drawing *d, struct sv_err *err)
 				return sv_err_set(err, -ENOMEM, "out of memory");
 		}
 	}
-	qsort(d->chunks, d->nchunks, sizeof *d->chunks, cmp_chunk);
+	if (d->nchunks)
+		qsort(d->chunks, d->nchunks, sizeof *d->chunks, cmp_chunk);
 	/* One chunk from its sources: a .bin member before a .json member
 	 * before an inline chunk (the game's preference). */
 	size_t w = 0;
@@ -601,7 +602,8 @@ static int collect(struct drawing *d, struct sv_err *err)
 		if (add_asset(d, k, -1, data))
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
-	qsort(d->assets, d->nassets, sizeof *d->assets, cmp_asset);
+	if (d->nassets)
+		qsort(d->assets, d->nassets, sizeof *d->assets, cmp_asset);
 	for (size_t i = 0; i < d->nassets; i++)
 		if (d->assets[i].member >= 0)
 			d->role_i[d->assets[i].member] = (uint32_t)i;
@@ -1228,7 +1230,7 @@ static int check_chunks(json_t *ch, uint32_t size, const char *where, struct sv_
 	if (rc)
 		return rc;
 	json_t *sz = jget(ch, "size");
-	if (json_is_integer(sz) && json_integer_value(sz) != (json_int_t)size)
+	if (!json_is_integer(sz) || json_integer_value(sz) != (json_int_t)size)
 		return sv_err_set(err, -EINVAL, "%s\"size\" must stay %u: the chunks are "
 				  "stored at that size", where, size);
 	if (json_object_size(jget(ch, "chunks")))
@@ -1305,6 +1307,9 @@ static int check_root(struct drawing *d, const uint8_t *p, size_t n, json_t **ou
 	if (d->kind == D_LEVEL) {
 		snprintf(where, sizeof where, "%s: chunks: ", root_name(d));
 		rc = check_chunks(jget(r, "chunks"), d->layers[0].size, where, err);
+		if (!rc && !json_is_object(jget(r, "chunks")))
+			rc = sv_err_set(err, -EINVAL, "%s: \"chunks\" must stay, with its "
+					"\"size\" of %u", root_name(d), d->layers[0].size);
 	} else {
 		json_t *ls = jget(r, "layers");
 		for (const char *o = "size hitbox", *e; !rc && *o; o = *e ? e + 1 : e) {
@@ -1358,8 +1363,11 @@ static int grid_from_edit(struct drawing *d, uint32_t layer, int64_t x, int64_t 
 		struct sv_doodle_quirks q;
 		memset(&q, 0, sizeof q);
 		rc = sv_doodle_bin_decode(p, n, d->pal.n, g, &q, err);
-		if (rc)
-			rc = sv_err_set(err, -EINVAL, "%s", err->msg);
+		if (rc) {
+			char m[SV_ERR_MAX];
+			snprintf(m, sizeof m, "%s", err->msg);
+			rc = sv_err_set(err, -EINVAL, "%s", m);
+		}
 		else if (q.run_clamped || q.outside || q.bad_index || q.partial)
 			rc = sv_err_set(err, -EINVAL, "%s",
 					q.run_clamped ? "RLE runs go past the end of the chunk"
@@ -1777,11 +1785,56 @@ static int asset_bytes(struct drawing *d, struct plan *p, size_t i, struct sv_bu
 				err);
 }
 
-/* The root as written into a zip: the plan's root with its maps emptied. */
+/* Is inline chunk entry (k, v) of layer l written as a member by a root
+ * rewrite?  What savefs does not show stays inline, as it was. */
+static bool inline_moves(struct drawing *d, struct plan *p, uint32_t l, const char *k,
+			 json_t *v)
+{
+	int64_t x, y;
+	struct chunk *ch = sv_doodle_parse_xy(k, &x, &y) ? find_chunk(d, l, x, y) : NULL;
+	if (!ch || ch->inl != v)
+		return false;
+	return !(ch->bin >= 0 || ch->json >= 0) || p->cstate[ch - d->chunks] != S_KEEP;
+}
+
+/* The root as a zip stores it after a rewrite: the plan's root with its
+ * maps emptied of what became members. */
+static json_t *zip_root(struct drawing *d, struct plan *p)
+{
+	json_t *r = strip_root(p->root, d->kind);
+	if (!r)
+		return NULL;
+	const char *k;
+	json_t *v;
+	json_t *files = jget(r, "files");
+	json_object_foreach(jget(d->root, "files"), k, v) {
+		struct asset key = {.path = (char *)k};
+		struct asset *a = d->nassets ? bsearch(&key, d->assets, d->nassets, sizeof key,
+						       cmp_asset) : NULL;
+		if (a && a->inl)
+			continue;
+		if (!json_is_object(files)) {
+			files = json_object();
+			jset(r, "files", files);
+		}
+		json_object_set(files, k, v);
+	}
+	for (uint32_t l = 0; l < d->nlayers; l++) {
+		json_t *holder = d->kind == D_LEVEL ? r : json_array_get(jget(r, "layers"), l);
+		json_t *map = jget(jget(holder, "chunks"), "chunks");
+		json_object_foreach(d->layers[l].map, k, v) {
+			if (!inline_moves(d, p, l, k, v) && json_is_object(map))
+				json_object_set(map, k, v);
+		}
+	}
+	return r;
+}
+
+/* The root as written into a zip. */
 static int add_root_member(struct drawing *d, struct plan *p, struct sv_zip_writer *w,
 			   struct sv_err *err)
 {
-	json_t *r = strip_root(p->root, d->kind);
+	json_t *r = zip_root(d, p);
 	struct sv_buf b;
 	sv_buf_init(&b);
 	int rc = r ? json_to_buf(r, JSON_COMPACT, &b) : -ENOMEM;
@@ -1805,7 +1858,7 @@ static int add_additions(struct drawing *d, struct plan *p, struct sv_zip_writer
 	for (size_t i = 0; i < d->nchunks && !rc; i++) {
 		struct chunk *ch = &d->chunks[i];
 		bool member = ch->bin >= 0 || ch->json >= 0;
-		if (p->cstate[i] == S_GONE || (member && !all) || (!member && !all && !ch->inl) ||
+		if (p->cstate[i] == S_GONE || (member && !all) ||
 		    (!member && !p->root_rewrite && !all))
 			continue;
 		b.len = 0;
@@ -1861,8 +1914,13 @@ static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_buf *m
 		bool raw = true;
 		switch (d->role[m]) {
 		case R_CHUNK:
-			if (p->cstate[i] == S_KEEP && !p->convert[i])
+			if (p->cstate[i] == S_KEEP && !p->convert[i]) {
+				/* Upgraded, a chunk is one RLE member: a .json
+				 * behind a .bin goes. */
+				raw = !(p->upgrade && (int64_t)m == d->chunks[i].json &&
+					d->chunks[i].bin >= 0);
 				break;
+			}
 			raw = false;
 			if (p->cstate[i] == S_GONE || done[i])
 				break;
@@ -1978,7 +2036,8 @@ static int write_json(struct drawing *d, struct plan *p, int fd, struct sv_buf *
 	sv_buf_init(&t);
 	json_object_foreach(orig, k, v) {
 		struct asset key = {.path = (char *)k};
-		struct asset *a = bsearch(&key, d->assets, d->nassets, sizeof key, cmp_asset);
+		struct asset *a = d->nassets ? bsearch(&key, d->assets, d->nassets, sizeof key,
+							       cmp_asset) : NULL;
 		size_t i = a ? (size_t)(a - d->assets) : 0;
 		if (!a || a->inl == NULL || p->astate[i] == S_KEEP) {
 			json_object_set(files, k, v);
