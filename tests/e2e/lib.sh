@@ -436,3 +436,60 @@ make_generated()
 	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-atad.map" --magic ATAD || return 1
 	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-crude.map" --crude || return 1
 }
+
+# ---- Sketchy Maze (doodle) helpers ------------------------------------------
+
+: "${MKDOODLE:=$SRC_ROOT/build/tests/mkdoodle}"
+: "${DDECODE:=$SRC_ROOT/tests/tools/ddecode.py}"
+
+# check_golden_in FMT NAME LISTING: compares with $GOLDEN/FMT/NAME.tree
+# (check_golden is check_golden_in datafile).
+check_golden_in()
+{
+	local g="$GOLDEN/$1/$2.tree"
+	if [ ! -f "$g" ]; then
+		fail "no golden listing $g (run tests/golden/update.sh)"
+		return 1
+	fi
+	expect_same_text "$2: the mounted tree differs from its golden listing $g" "$g" "$3"
+}
+
+# The text grids of a tree: chunks/<layer>/<x>,<y>.txt, and in a levelpack
+# the same under levels/<name>/ and doodads/<name>/.
+DOODLE_TXT_RE='^(levels/[^/]+/|doodads/[^/]+/)?chunks/[0-9]+/-?[0-9]+,-?[0-9]+\.txt$'
+
+# check_ddecode CONTAINER DIR [LISTING [DECODED]]: every text grid under
+# DIR (a mount or an extracted tree) equals what the independent decoder
+# (tests/tools/ddecode.py) writes for CONTAINER, byte for byte, and neither
+# has a chunk the other lacks.  LISTING, a tree_listing of DIR just made,
+# saves reading the files again.  DECODED, a directory where the decoder
+# has already written CONTAINER's grids (without an error), saves running
+# it; otherwise its output is left in $TMP/ddecoded.
+check_ddecode()
+{
+	local c=$1 dir=$2 listing=${3:-} dec=${4:-$TMP/ddecoded}
+	CHECKS=$((CHECKS + 1))
+	if [ -z "${4:-}" ]; then
+		rm -rf -- "$dec"
+		mkdir -p -- "$dec"
+		if ! "$PYTHON" "$DDECODE" "$c" "$dec" > "$TMP/ddecode.err" 2>&1; then
+			fail "the independent decoder rejects $c: $(cat "$TMP/ddecode.err")"
+			return 1
+		fi
+	fi
+	# "SHA256  PATH" lines, sorted by path.
+	if [ -n "$listing" ]; then
+		awk '$1 == "f" { print $3 "  " substr($0, length($1) + length($2) + length($3) + 4) }' "$listing"
+	else
+		(cd -- "$dir" && find . -path ./.savefs -prune -o -type f -name '*.txt' -printf '%P\0' |
+			xargs -0 -r sha256sum)
+	fi | awk -v re="$DOODLE_TXT_RE" '{ p = substr($0, 67) } p ~ re' | sort -k 2 > "$TMP/dd.mount"
+	(cd -- "$dec" && find . -type f -printf '%P\0' | xargs -0 -r sha256sum) |
+		sort -k 2 > "$TMP/dd.want"
+	if ! diff -u "$TMP/dd.want" "$TMP/dd.mount" > "$TMP/diff.out"; then
+		fail "$c: text grids under $dir differ from the independent decoder's (--- decoder, +++ $dir):"
+		head -n 40 "$TMP/diff.out" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}

@@ -1,29 +1,36 @@
 #!/bin/bash
-# update.sh - regenerates the golden listings in tests/golden/datafile/.
+# update.sh - regenerates the golden listings in tests/golden/datafile/
+# and tests/golden/doodle/.
 #
 #   tests/golden/update.sh            (after ninja -C build)
 #
-# For every real sample in ../shared/samples/teeworlds/*.map and every
-# generated fixture (tests/e2e/lib.sh: make_generated), the tree is written
-# out with `savefs extract` and listed as the end-to-end tests list a mount:
-# one line per node, "d - - PATH" or "f SIZE SHA256 PATH", sorted by path,
-# without .savefs.  The listings hold sizes and checksums only, never the
-# samples' bytes.  A tree whose items/ or data/ files disagree with the
-# independent decoder (tests/tools/dfdecode.py) is not written.
+# For every real sample in ../shared/samples/teeworlds/*.map, every
+# generated map (tests/e2e/lib.sh: make_generated) and every generated
+# Sketchy Maze fixture (tests/golden/doodle/fixtures.sh: make_doodles), the
+# tree is written out with `savefs extract` and listed as the end-to-end
+# tests list a mount: one line per node, "d - - PATH" or "f SIZE SHA256
+# PATH", sorted by path, without .savefs.  The listings hold sizes and
+# checksums only, never the samples' bytes.  A tree whose files disagree
+# with the independent decoder (tests/tools/dfdecode.py for items/ and
+# data/, tests/tools/ddecode.py for the chunks' text grids) is not written.
 #
 # Review the diff before committing: a changed listing means savefs shows
 # a container differently than before.
 
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/../e2e/lib.sh"
+# shellcheck source=tests/golden/doodle/fixtures.sh
+. "$(dirname "$0")/doodle/fixtures.sh"
 
 [ -x "$SAVEFS" ] || die "SAVEFS=$SAVEFS is not an executable (build first)"
 [ -x "$MKDATAFILE" ] || die "MKDATAFILE=$MKDATAFILE is not an executable (build first)"
+[ -x "$MKDOODLE" ] || die "MKDOODLE=$MKDOODLE is not an executable (build first)"
 need_python
 out="$GOLDEN/datafile"
 mkdir -p -- "$out"
+decoder=check_decoder
 
-# golden NAME CONTAINER
+# golden NAME CONTAINER: writes $out/NAME.tree if the tree passes $decoder.
 golden()
 {
 	local x="$TMP/x/$1"
@@ -33,7 +40,7 @@ golden()
 		fail "$1: savefs extract failed"
 		return
 	fi
-	check_decoder "$2" "$x" || return
+	"$decoder" "$2" "$x" || return
 	tree_listing "$x" > "$TMP/new.tree" || {
 		fail "$1: cannot list $x"
 		return
@@ -58,5 +65,12 @@ fi
 make_generated "$TMP/gen" || die "mkdatafile failed"
 for g in $GEN_FIXTURES; do
 	golden "$g" "$TMP/gen/$g.map"
+done
+
+out="$GOLDEN/doodle"
+decoder=check_ddecode
+make_doodles "$TMP/doodle" || die "mkdoodle failed"
+for g in $DOODLE_FIXTURES; do
+	golden "$g" "$(doodle_file "$TMP/doodle" "$g")"
 done
 finish
