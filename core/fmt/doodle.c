@@ -313,6 +313,20 @@ static int cmp_asset(const void *a, const void *b)
 	return strcmp(((const struct asset *)a)->path, ((const struct asset *)b)->path);
 }
 
+struct named {
+	size_t i;
+	uint32_t layer;
+	char name[48];
+};
+
+static int cmp_named(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	if (x->layer != y->layer)
+		return x->layer < y->layer ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
 static struct chunk *find_chunk(struct drawing *d, uint32_t layer, int64_t x, int64_t y)
 {
 	struct chunk key = {.layer = layer, .cx = x, .cy = y};
@@ -722,7 +736,22 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 		if (d->layers[l].dir == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
+	/* Listed in name order (as `ls` and a shell's glob sort them in the C
+	 * locale), so that `cat *.txt` reads in listing order and read-ahead
+	 * can follow it. */
+	struct named *ord = calloc(d->nchunks + 1, sizeof *ord);
+	if (!ord)
+		return sv_err_set(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < d->nchunks; i++) {
+		ord[i].i = i;
+		ord[i].layer = d->chunks[i].layer;
+		snprintf(ord[i].name, sizeof ord[i].name, "%lld,%lld",
+			 (long long)d->chunks[i].cx, (long long)d->chunks[i].cy);
+	}
+	if (d->nchunks)
+		qsort(ord, d->nchunks, sizeof *ord, cmp_named);
+	for (size_t o = 0; o < d->nchunks; o++) {
+		size_t i = ord[o].i;
 		struct chunk *ch = &d->chunks[i];
 		uint32_t dir = d->layers[ch->layer].dir, size = d->layers[ch->layer].size;
 		char name[64];
@@ -742,9 +771,12 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 		ch->n_txt = sv_node_add(c, dir, name, rof,
 					sv_doodle_text_size(&d->pal, ch->layer, ch->cx, ch->cy, size),
 					KEY(id, K_TXT, i));
-		if (ch->n_bin == SV_NONE || ch->n_png == SV_NONE || ch->n_txt == SV_NONE)
+		if (ch->n_bin == SV_NONE || ch->n_png == SV_NONE || ch->n_txt == SV_NONE) {
+			free(ord);
 			return sv_err_set(err, -ENOMEM, "out of memory");
+		}
 	}
+	free(ord);
 	struct dirstack *s = calloc(1, sizeof *s);
 	if (!s)
 		return sv_err_set(err, -ENOMEM, "out of memory");

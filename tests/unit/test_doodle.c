@@ -993,9 +993,11 @@ static int cmp_fchunk(const void *a, const void *b)
 	const struct fchunk *x = a, *y = b;
 	if (x->layer != y->layer)
 		return x->layer < y->layer ? -1 : 1;
-	if (x->cy != y->cy)
-		return x->cy < y->cy ? -1 : 1;
-	return x->cx < y->cx ? -1 : x->cx > y->cx;
+	/* Listed in name order, as the C locale sorts them. */
+	char a1[32], b1[32];
+	snprintf(a1, sizeof a1, "%d,%d", x->cx, x->cy);
+	snprintf(b1, sizeof b1, "%d,%d", y->cx, y->cy);
+	return strcmp(a1, b1);
 }
 
 static char *cat(char *dst, size_t n, const char *a, const char *b)
@@ -1278,9 +1280,9 @@ static void read_all_kinds(void)
 		    "      true,\n      2.5\n    ]\n  }\n}\n");
 	free(view);
 	sv_blob_unref(b);
-	/* Sorted by row, then column: -1,-1 and 1,-1 before 0,0 and 2,0. */
+	/* In name order ("-" sorts before digits in the C locale). */
 	struct listing l;
-	T_STR("-1,-1.bin -1,-1.png -1,-1.txt 1,-1.bin 1,-1.png 1,-1.txt 0,0.bin 0,0.png 0,0.txt "
+	T_STR("-1,-1.bin -1,-1.png -1,-1.txt 0,0.bin 0,0.png 0,0.txt 1,-1.bin 1,-1.png 1,-1.txt "
 	      "2,0.bin 2,0.png 2,0.txt", ls(c, "chunks/0", &l));
 	T_STR("large.png", ls(c, "assets/screenshots", &l));
 	sv_container_free(c);
