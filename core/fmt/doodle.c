@@ -313,6 +313,32 @@ static int cmp_asset(const void *a, const void *b)
 	return strcmp(((const struct asset *)a)->path, ((const struct asset *)b)->path);
 }
 
+/* Writes "x,y" into buf (at least 24 bytes); returns its length.  By hand:
+ * an index of 10,000 chunks names 30,000 files, and snprintf would be most
+ * of the time spent opening it. */
+static size_t xy_name(char *buf, int64_t x, int64_t y)
+{
+	char tmp[48];
+	size_t n = 0;
+	int64_t v[2] = {y, x};
+	for (int k = 0; k < 2; k++) {
+		/* Coordinates come from int32 keys: no INT64_MIN here. */
+		uint64_t u = v[k] < 0 ? (uint64_t)-v[k] : (uint64_t)v[k];
+		do {
+			tmp[n++] = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		if (v[k] < 0)
+			tmp[n++] = '-';
+		if (k == 0)
+			tmp[n++] = ',';
+	}
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return n;
+}
+
 struct named {
 	size_t i;
 	uint32_t layer;
@@ -745,8 +771,7 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 	for (size_t i = 0; i < d->nchunks; i++) {
 		ord[i].i = i;
 		ord[i].layer = d->chunks[i].layer;
-		snprintf(ord[i].name, sizeof ord[i].name, "%lld,%lld",
-			 (long long)d->chunks[i].cx, (long long)d->chunks[i].cy);
+		xy_name(ord[i].name, d->chunks[i].cx, d->chunks[i].cy);
 	}
 	if (d->nchunks)
 		qsort(ord, d->nchunks, sizeof *ord, cmp_named);
@@ -755,8 +780,8 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 		struct chunk *ch = &d->chunks[i];
 		uint32_t dir = d->layers[ch->layer].dir, size = d->layers[ch->layer].size;
 		char name[64];
-		int k = snprintf(name, sizeof name, "%lld,%lld.", (long long)ch->cx,
-				 (long long)ch->cy);
+		size_t k = xy_name(name, ch->cx, ch->cy);
+		name[k++] = '.';
 		strcpy(name + k, "bin");
 		if (ch->bin >= 0)
 			ch->n_bin = sv_node_add(c, dir, name, rof, d->zip.e[ch->bin].usize,
@@ -1940,21 +1965,38 @@ static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_buf *m
 		if (!rc)
 			rc = add_root_member(d, p, &w, err);
 	}
-	for (size_t m = 0; m < d->zip.n && !rc; m++) {
+	size_t run = SIZE_MAX; /* the first of a run of members copied as stored */
+	int src_fd = d->mem ? -1 : sv_container_fd(d->c);
+	const uint8_t *src_mem = d->mem ? d->mem->data : NULL;
+	for (size_t m = 0; m <= d->zip.n && !rc; m++) {
+		uint32_t i = m < d->zip.n ? d->role_i[m] : 0;
+		int role = m < d->zip.n ? d->role[m] : -1;
+		/* Copied as stored?  Upgraded, a chunk is one RLE member: a .json
+		 * behind a .bin goes. */
+		bool raw = role == R_CHUNK ? p->cstate[i] == S_KEEP && !p->convert[i] &&
+						     !(p->upgrade && (int64_t)m == d->chunks[i].json &&
+						       d->chunks[i].bin >= 0)
+			 : role == R_ASSET ? p->astate[i] == S_KEEP
+			 : role == R_ROOT ? false
+			 : role >= 0;
+		if (raw) {
+			if (run == SIZE_MAX)
+				run = m;
+			continue;
+		}
+		/* Untouched members go across in runs, as stored. */
+		if (run != SIZE_MAX) {
+			rc = sv_zip_add_members(&w, &d->zip, run, m, src_read, d, d->size, src_fd,
+						src_mem, err);
+			run = SIZE_MAX;
+		}
+		if (rc || role < 0)
+			break;
 		const struct sv_zip_entry *e = &d->zip.e[m];
-		uint32_t i = d->role_i[m];
-		bool raw = true;
-		switch (d->role[m]) {
+		switch (role) {
 		case R_CHUNK:
-			if (p->cstate[i] == S_KEEP && !p->convert[i]) {
-				/* Upgraded, a chunk is one RLE member: a .json
-				 * behind a .bin goes. */
-				raw = !(p->upgrade && (int64_t)m == d->chunks[i].json &&
-					d->chunks[i].bin >= 0);
-				break;
-			}
-			raw = false;
-			if (p->cstate[i] == S_GONE || done[i])
+			if (p->cstate[i] == S_GONE || done[i] ||
+			    (p->cstate[i] == S_KEEP && !p->convert[i]))
 				break;
 			done[i] = true;
 			b.len = 0;
@@ -1964,9 +2006,6 @@ static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_buf *m
 						      d->chunks[i].cy, &b, err);
 			break;
 		case R_ASSET:
-			if (p->astate[i] == S_KEEP)
-				break;
-			raw = false;
 			if (p->astate[i] == S_GONE)
 				break;
 			b.len = 0;
@@ -1975,21 +2014,15 @@ static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_buf *m
 				rc = add_member(&w, e->name, b.p, b.len, err);
 			break;
 		case R_ROOT:
+			/* New members go just before the root, which the game
+			 * writes last. */
 			rc = add_additions(d, p, &w, false, err);
-			if (!rc && p->root_rewrite) {
-				raw = false;
+			if (!rc && p->root_rewrite)
 				rc = add_root_member(d, p, &w, err);
-			}
+			else if (!rc)
+				rc = sv_zip_add_members(&w, &d->zip, m, m + 1, src_read, d, d->size,
+							src_fd, src_mem, err);
 			break;
-		default:
-			break;
-		}
-		if (raw && !rc) {
-			uint64_t off;
-			rc = sv_zip_data_offset(e, src_read, d, d->size, &off, err);
-			if (!rc)
-				rc = sv_zip_add_raw(&w, e, off, d->mem ? -1 : sv_container_fd(d->c),
-						    d->mem ? d->mem->data : NULL, err);
 		}
 	}
 	if (!rc)
@@ -2182,17 +2215,18 @@ static int commit_pack(struct drawing *pack, int fd, struct sv_err *err)
 	}
 	struct sv_zip_writer w;
 	sv_zip_writer_init(&w, fd, NULL);
-	for (size_t m = 0; m < pack->zip.n && !rc; m++) {
-		const struct sv_zip_entry *e = &pack->zip.e[m];
-		uint32_t k = pack->role_i[m];
-		if (pack->role[m] == R_NESTED && changed[k]) {
-			rc = add_member(&w, e->name, out[k].p, out[k].len, err);
-			continue;
-		}
-		uint64_t off;
-		rc = sv_zip_data_offset(e, src_read, pack, pack->size, &off, err);
-		if (!rc)
-			rc = sv_zip_add_raw(&w, e, off, sv_container_fd(pack->c), NULL, err);
+	size_t run = 0;
+	for (size_t m = 0; m <= pack->zip.n && !rc; m++) {
+		bool redo = m < pack->zip.n && pack->role[m] == R_NESTED &&
+			    changed[pack->role_i[m]];
+		if ((redo || m == pack->zip.n) && m > run)
+			rc = sv_zip_add_members(&w, &pack->zip, run, m, src_read, pack, pack->size,
+						sv_container_fd(pack->c), NULL, err);
+		if (redo && !rc)
+			rc = add_member(&w, pack->zip.e[m].name, out[pack->role_i[m]].p,
+					out[pack->role_i[m]].len, err);
+		if (redo || m == pack->zip.n)
+			run = m + 1;
 	}
 	if (!rc)
 		rc = sv_zip_finish(&w, pack->zip.comment, pack->zip.comment_len, err);

@@ -212,6 +212,8 @@ struct sv_zip_entry {
 	uint64_t csize, usize; /* compressed, uncompressed (zip64 resolved) */
 	uint64_t lho;        /* offset of the local header */
 	uint64_t cd_off;     /* offset of its central directory record */
+	uint64_t span_end;   /* where what follows it begins: the next local
+			      * header in the file, or the central directory */
 };
 
 struct sv_zip {
@@ -278,6 +280,17 @@ int sv_zip_add_dated(struct sv_zip_writer *w, const char *name, const void *p,
 int sv_zip_add_raw(struct sv_zip_writer *w, const struct sv_zip_entry *src,
 		   uint64_t data_off, int src_fd, const uint8_t *src_mem,
 		   struct sv_err *err);
+/*
+ * Adds members z->e[i..j) as stored, copying their bytes as they lie in
+ * the source (local header, data, data descriptor): members that follow
+ * one another in the file go across in one copy (copy_file_range between
+ * files).  A member whose data runs past the next local header is added
+ * alone, as by sv_zip_add_raw.  rd/arg/size read the source for that
+ * check; src_fd or src_mem give its bytes.
+ */
+int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i,
+		       size_t j, sv_zip_read_fn rd, void *arg, uint64_t size,
+		       int src_fd, const uint8_t *src_mem, struct sv_err *err);
 /* Writes the central directory and end records (zip64 records when more
  * than 65534 entries or offsets past 4 GiB), with comment if not NULL. */
 int sv_zip_finish(struct sv_zip_writer *w, const char *comment, size_t comment_len,

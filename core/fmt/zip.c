@@ -229,6 +229,34 @@ static int read_end(sv_zip_read_fn rd, void *arg, uint64_t size, const uint8_t *
 	return 0;
 }
 
+static int cmp_lho(const void *a, const void *b)
+{
+	const struct sv_zip_entry *x = *(const struct sv_zip_entry *const *)a;
+	const struct sv_zip_entry *y = *(const struct sv_zip_entry *const *)b;
+	return x->lho < y->lho ? -1 : x->lho > y->lho;
+}
+
+/* Sets each entry's span_end: the next local header, or the directory. */
+static int find_spans(struct sv_zip *z, struct sv_err *err)
+{
+	if (!z->n)
+		return 0;
+	struct sv_zip_entry **by = malloc(z->n * sizeof *by);
+	if (!by)
+		return sv_err_set(err, -ENOMEM, "zip: out of memory");
+	for (size_t i = 0; i < z->n; i++)
+		by[i] = &z->e[i];
+	qsort(by, z->n, sizeof *by, cmp_lho);
+	for (size_t i = 0; i < z->n; i++) {
+		size_t k = i + 1;
+		while (k < z->n && by[k]->lho == by[i]->lho)
+			k++;
+		by[i]->span_end = k < z->n ? by[k]->lho : z->cd_off;
+	}
+	free(by);
+	return 0;
+}
+
 int sv_zip_open(struct sv_zip *z, sv_zip_read_fn rd, void *arg, uint64_t size,
 		uint64_t max_entries, struct sv_err *err)
 {
@@ -285,6 +313,7 @@ int sv_zip_open(struct sv_zip *z, sv_zip_read_fn rd, void *arg, uint64_t size,
 	for (; z->n < d.n; z->n++)
 		if ((rc = parse_central(&r, d.off, z->n, &z->e[z->n], err)))
 			goto out; /* its name is allocated last: nothing to free */
+	rc = find_spans(z, err);
 out:
 	free(cd);
 	free(tail);
@@ -701,6 +730,86 @@ int sv_zip_add_raw(struct sv_zip_writer *w, const struct sv_zip_entry *src,
 		e.version_needed = need;
 	return put_member(w, &e, src->name, src_mem ? src_mem + data_off : NULL, src_fd,
 			  data_off, err);
+}
+
+/* Copies source bytes [start, end) to the output as they are. */
+static int copy_bytes(struct sv_zip_writer *w, uint64_t start, uint64_t end, int src_fd,
+		      const uint8_t *src_mem, struct sv_err *err)
+{
+	uint64_t n = end - start;
+	if (src_mem) {
+		if (n > SIZE_MAX)
+			return sv_err_set(err, -EFBIG, "zip: too large");
+		return emit(w, src_mem + start, (size_t)n, err);
+	}
+	if (w->fd >= 0) {
+		int rc = sv_copy_range(src_fd, start, w->fd, n);
+		if (rc)
+			return sv_err_set(err, rc, "zip: cannot copy: %s", strerror(-rc));
+		w->off += n;
+		return 0;
+	}
+	size_t before = w->mem->len;
+	if (n > SIZE_MAX || pread_buf(src_fd, start, (size_t)n, w->mem))
+		return sv_err_set(err, -EIO, "zip: cannot read the source");
+	w->off += w->mem->len - before;
+	return 0;
+}
+
+static int record(struct sv_zip_writer *w, const struct sv_zip_entry *src, uint64_t lho,
+		  struct sv_err *err)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		struct sv_zip_entry *v = realloc(w->e, cap * sizeof *v);
+		if (!v)
+			return sv_err_set(err, -ENOMEM, "zip: out of memory");
+		w->e = v;
+		w->cap = cap;
+	}
+	struct sv_zip_entry e = *src;
+	if (!(e.name = strdup(src->name)))
+		return sv_err_set(err, -ENOMEM, "zip: out of memory");
+	e.lho = lho;
+	w->e[w->n++] = e;
+	return 0;
+}
+
+int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i,
+		       size_t j, sv_zip_read_fn rd, void *arg, uint64_t size,
+		       int src_fd, const uint8_t *src_mem, struct sv_err *err)
+{
+	int rc = 0;
+	while (i < j && !rc) {
+		size_t last = i;
+		while (last + 1 < j && z->e[last].span_end == z->e[last + 1].lho &&
+		       z->e[last + 1].lho > z->e[last].lho)
+			last++;
+		for (size_t k = i; k <= last && !rc; k++)
+			rc = check_name(z->e[k].name, err);
+		/* Copied whole, each member keeps its place within the run; only
+		 * the last must end where the run does. */
+		const struct sv_zip_entry *t = &z->e[last];
+		uint64_t data = 0;
+		if (!rc)
+			rc = sv_zip_data_offset(t, rd, arg, size, &data, err);
+		if (rc)
+			break;
+		bool fits = t->span_end >= data && t->span_end - data >= t->csize &&
+			    t->span_end <= size;
+		size_t upto = fits ? last + 1 : last;
+		if (upto > i) {
+			uint64_t start = z->e[i].lho, end = fits ? t->span_end : t->lho;
+			uint64_t base = w->off;
+			rc = copy_bytes(w, start, end, src_fd, src_mem, err);
+			for (size_t k = i; k < upto && !rc; k++)
+				rc = record(w, &z->e[k], base + (z->e[k].lho - start), err);
+		}
+		if (!rc && !fits)
+			rc = sv_zip_add_raw(w, t, data, src_fd, src_mem, err);
+		i = last + 1;
+	}
+	return rc;
 }
 
 int sv_zip_finish(struct sv_zip_writer *w, const char *comment, size_t comment_len,
