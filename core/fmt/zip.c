@@ -333,13 +333,15 @@ void sv_zip_fini(struct sv_zip *z)
 	memset(z, 0, sizeof *z);
 }
 
-int sv_zip_data_offset(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *arg,
-		       uint64_t size, uint64_t *off, struct sv_err *err)
+/* sv_zip_data_offset, reading want (>= LOCAL_LEN) bytes at the local
+ * header into h. */
+static int sv_zip_data_offset_in(const struct sv_zip_entry *e, sv_zip_read_fn rd,
+				 void *arg, uint64_t size, uint8_t *h, size_t want,
+				 uint64_t *off, struct sv_err *err)
 {
-	uint8_t h[LOCAL_LEN];
-	if (e->lho > size || size - e->lho < LOCAL_LEN)
+	if (e->lho > size || size - e->lho < LOCAL_LEN || want > size - e->lho)
 		return bad(err, e->lho, NAME ": local header lies outside the file", e->name);
-	int rc = rd(arg, e->lho, h, LOCAL_LEN, err);
+	int rc = rd(arg, e->lho, h, want, err);
 	if (rc)
 		return rc;
 	struct sv_rd r;
@@ -355,6 +357,13 @@ int sv_zip_data_offset(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *ar
 			   e->name, e->csize);
 	*off = data;
 	return 0;
+}
+
+int sv_zip_data_offset(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *arg,
+		       uint64_t size, uint64_t *off, struct sv_err *err)
+{
+	uint8_t h[LOCAL_LEN];
+	return sv_zip_data_offset_in(e, rd, arg, size, h, LOCAL_LEN, off, err);
 }
 
 /* Moves up to UINT_MAX of *left into *avail: zlib counts in uInt. */
@@ -436,25 +445,44 @@ int sv_zip_extract(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *arg,
 		return sv_err_set(err, -EBADMSG, "zip: " NAME ": %" PRIu64
 				  " compressed bytes cannot inflate to %" PRIu64, e->name,
 				  e->csize, e->usize);
-	uint64_t off;
-	int rc = sv_zip_data_offset(e, rd, arg, size, &off, err);
-	if (rc)
-		return rc;
-	if (e->csize > SIZE_MAX)
+	if (e->csize > SIZE_MAX - 1024)
 		return sv_err_set(err, -EFBIG, "zip: " NAME ": too large for memory", e->name);
+	/* One read for the local header and the data: the header is almost
+	 * always the name from the directory and no extra field (else read
+	 * again where the data really is). */
+	size_t name_len = strlen(e->name);
+	uint64_t guess = LOCAL_LEN + name_len;
+	uint64_t want = guess + e->csize;
+	if (e->lho > size || size - e->lho < LOCAL_LEN)
+		want = LOCAL_LEN; /* fails below, with the reason */
+	else if (want > size - e->lho)
+		want = size - e->lho;
 	uint8_t *src = NULL;
+	uint64_t off = 0;
+	int rc = 0;
 	struct sv_blob *b = sv_blob_new((size_t)e->usize);
-	if (!b) {
+	if (!b || !(src = malloc((size_t)want))) {
 		rc = sv_err_set(err, -ENOMEM, "zip: out of memory");
 		goto out;
 	}
-	if (e->method == METHOD_STORED) {
-		rc = rd(arg, off, b->data, b->len, err);
-	} else if (!(src = malloc(e->csize ? (size_t)e->csize : 1))) {
-		rc = sv_err_set(err, -ENOMEM, "zip: out of memory");
-	} else if (!(rc = rd(arg, off, src, (size_t)e->csize, err))) {
-		rc = inflate_exact(e, src, b->data, err);
+	if ((rc = sv_zip_data_offset_in(e, rd, arg, size, src, (size_t)want, &off, err)))
+		goto out;
+	const uint8_t *data = src + (off - e->lho);
+	if (off - e->lho + e->csize > want) {
+		/* An extra field, or a name other than the directory's. */
+		free(src);
+		if (!(src = malloc(e->csize ? (size_t)e->csize : 1))) {
+			rc = sv_err_set(err, -ENOMEM, "zip: out of memory");
+			goto out;
+		}
+		if ((rc = rd(arg, off, src, (size_t)e->csize, err)))
+			goto out;
+		data = src;
 	}
+	if (e->method == METHOD_STORED)
+		memcpy(b->data, data, b->len);
+	else
+		rc = inflate_exact(e, data, b->data, err);
 	if (rc)
 		goto out;
 	uint32_t crc = (uint32_t)crc32_z(0, b->data, b->len);
