@@ -109,6 +109,7 @@ static void mode_str(const struct sv_stat *st, char *out)
 }
 
 static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix);
+static void path_error(struct sv_container *c, const char *path, int rc);
 
 struct ls_ent {
 	char *name;
@@ -151,6 +152,13 @@ static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
 {
 	struct ls_list l = {0};
 	int rc = sv_readdir(x->c, dir, 0, ls_collect, &l);
+	if (rc) {
+		char shown[4096];
+		snprintf(shown, sizeof shown, "%s",
+			 *prefix ? prefix : x->prefix && *x->prefix ? x->prefix : ".");
+		path_error(x->c, shown, rc);
+		x->status = SV_EXIT_PATH;
+	}
 	for (size_t i = 0; i < l.n; i++) {
 		struct ls_ent *e = &l.v[i];
 		if (!x->all && e->name[0] == '.')
@@ -329,11 +337,47 @@ static int usage_error(const char *msg)
 	return SV_EXIT_USAGE;
 }
 
+/* The reason for an EIO the core logged: the last line of /.savefs/log,
+ * without its time stamp; "" if there is none. */
+static void logged_reason(struct sv_container *c, char *out, size_t size)
+{
+	uint32_t n;
+	struct sv_blob *b = NULL;
+	struct sv_err err;
+	out[0] = '\0';
+	if (sv_resolve(c, ".savefs/log", &n) || sv_content(c, n, &b, &err))
+		return;
+	size_t end = b->len;
+	while (end && b->data[end - 1] == '\n')
+		end--;
+	size_t start = end;
+	while (start && b->data[start - 1] != '\n')
+		start--;
+	const uint8_t *sp = memchr(b->data + start, ' ', end - start);
+	if (sp)
+		start = (size_t)(sp - b->data) + 1;
+	snprintf(out, size, "%.*s", (int)(end - start), (const char *)b->data + start);
+	sv_blob_unref(b);
+}
+
+static void path_error(struct sv_container *c, const char *path, int rc)
+{
+	char why[SV_ERR_MAX];
+	if (rc == -EIO)
+		logged_reason(c, why, sizeof why);
+	else
+		why[0] = '\0';
+	if (why[0])
+		fprintf(stderr, "savefs: %s: %s (%s)\n", path, strerror(-rc), why);
+	else
+		fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
+}
+
 static int resolve_or_fail(struct sv_container *c, const char *path, uint32_t *n)
 {
 	int rc = sv_resolve(c, path, n);
 	if (rc) {
-		fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
+		path_error(c, path, rc);
 		return SV_EXIT_PATH;
 	}
 	return SV_EXIT_OK;
@@ -401,7 +445,9 @@ int sv_cli_main(int argc, char **argv)
 			if (!st.dir) {
 				printf("%s\n", path);
 			} else {
+				lx.prefix = path;
 				ls_dir(&lx, n, "");
+				status = lx.status;
 			}
 		}
 	} else if (!strcmp(verb, "cat")) {

@@ -908,7 +908,11 @@ static void log_failure(struct sv_container *c, uint32_t i, const char *what,
  * format failed (the directory then stays empty). */
 static int expand(struct sv_container *c, uint32_t dir)
 {
-	if (dir >= c->nnodes || !(c->nodes[dir].flags & SV_N_LAZYDIR))
+	if (dir >= c->nnodes)
+		return 0;
+	if ((c->nodes[dir].flags & (SV_N_DIR | SV_N_BAD)) == (SV_N_DIR | SV_N_BAD))
+		return -EIO; /* its entries could not be read */
+	if (!(c->nodes[dir].flags & SV_N_LAZYDIR))
 		return 0;
 	pthread_rwlock_unlock(&c->lock);
 	pthread_rwlock_wrlock(&c->lock);

@@ -317,7 +317,10 @@ int sv_path(struct sv_container *c, uint32_t n, char *buf, size_t size);
 /*
  * Calls fn for each child of dir from position `from` on, in listing order,
  * until fn returns non-zero; *next receives the position after the last
- * child passed.  The stat is filled as by sv_stat.
+ * child passed.  The stat is filled as by sv_stat.  fn runs with the
+ * container's lock held: it must not call into the container (collect the
+ * names, then walk them).  -EIO if dir is a lazy directory whose entries
+ * could not be read (the reason is logged).
  */
 typedef int (*sv_dir_fn)(void *arg, const char *name, const struct sv_stat *st,
 			 uint64_t next);

@@ -1215,6 +1215,11 @@ static int load_doodle(struct sv_container *c, uint32_t node, struct sv_blob **o
 	case K_TXT:
 	case K_PNG: {
 		struct chunk *ch = &d->chunks[i];
+		uint32_t size = d->layers[ch->layer].size;
+		if (sv_png_size(size, size, d->pal.n) > max_decode(d) ||
+		    sv_doodle_text_size(&d->pal, ch->layer, ch->cx, ch->cy, size) > max_decode(d))
+			return sv_err_set(err, -EFBIG, "a %ux%u chunk's views are larger than "
+					  "-o maxdecode", size, size);
 		rc = chunk_grid(d, ch, &g, err);
 		if (rc)
 			return rc;
@@ -2064,8 +2069,14 @@ static json_t *json_chunk_map(struct drawing *d, struct plan *p, uint32_t l)
 	return map;
 }
 
+/* chunks with its map replaced; a map that was not there and stays empty
+ * is not added (the root is written as it was). */
 static json_t *with_map(json_t *chunks, json_t *map)
 {
+	if (json_is_object(chunks) && !jget(chunks, "chunks") && !json_object_size(map)) {
+		json_decref(map);
+		return json_incref(chunks);
+	}
 	json_t *c2 = json_is_object(chunks) ? json_copy(chunks) : json_object();
 	if (c2)
 		jset(c2, "chunks", map);
@@ -2081,13 +2092,21 @@ static int write_json(struct drawing *d, struct plan *p, int fd, struct sv_buf *
 	if (!r)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	if (d->kind == D_LEVEL) {
-		jset(r, "chunks", with_map(jget(r, "chunks"), json_chunk_map(d, p, 0)));
+		json_t *map = json_chunk_map(d, p, 0);
+		if (jget(r, "chunks") || json_object_size(map))
+			jset(r, "chunks", with_map(jget(r, "chunks"), map));
+		else
+			json_decref(map);
 	} else {
 		json_t *ls = jget(r, "layers"), *l2 = json_array();
 		for (uint32_t l = 0; l < d->nlayers; l++) {
 			json_t *lo = json_array_get(ls, l);
 			json_t *lc = json_is_object(lo) ? json_copy(lo) : json_object();
-			jset(lc, "chunks", with_map(jget(lc, "chunks"), json_chunk_map(d, p, l)));
+			json_t *map = json_chunk_map(d, p, l);
+			if (jget(lc, "chunks") || json_object_size(map))
+				jset(lc, "chunks", with_map(jget(lc, "chunks"), map));
+			else
+				json_decref(map);
 			json_array_append_new(l2, lc);
 		}
 		jset(r, "layers", l2);

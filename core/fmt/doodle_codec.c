@@ -304,7 +304,8 @@ static json_t *jget(json_t *obj, const char *key)
 	return NULL;
 }
 
-bool sv_doodle_parse_xy(const char *s, int64_t *x, int64_t *y)
+/* "x,y" with each part within +-limit (at most 2^60: no overflow). */
+static bool parse_xy_within(const char *s, int64_t limit, int64_t *x, int64_t *y)
 {
 	int64_t v[2];
 	for (int k = 0; k < 2; k++) {
@@ -315,7 +316,7 @@ bool sv_doodle_parse_xy(const char *s, int64_t *x, int64_t *y)
 		int64_t a = 0;
 		for (; *s >= '0' && *s <= '9'; s++) {
 			a = a * 10 + (*s - '0');
-			if (a > (int64_t)INT32_MAX + neg)
+			if (a > limit + neg)
 				return false;
 		}
 		v[k] = neg ? -a : a;
@@ -325,6 +326,18 @@ bool sv_doodle_parse_xy(const char *s, int64_t *x, int64_t *y)
 	*x = v[0];
 	*y = v[1];
 	return true;
+}
+
+bool sv_doodle_parse_xy(const char *s, int64_t *x, int64_t *y)
+{
+	return parse_xy_within(s, INT32_MAX, x, y);
+}
+
+/* Pixel keys: a chunk at an int32 coordinate with a size up to 4096 puts
+ * its pixels past int32. */
+static bool parse_pixel_xy(const char *s, int64_t *x, int64_t *y)
+{
+	return parse_xy_within(s, (int64_t)1 << 50, x, y);
 }
 
 int sv_doodle_json_decode(json_t *chunk, uint32_t npal, struct sv_doodle_grid *g,
@@ -356,7 +369,7 @@ int sv_doodle_json_decode(json_t *chunk, uint32_t npal, struct sv_doodle_grid *g
 	json_t *v;
 	json_object_foreach(data, key, v) {
 		int64_t x, y;
-		if (!sv_doodle_parse_xy(key, &x, &y) || !json_is_integer(v) ||
+		if (!parse_pixel_xy(key, &x, &y) || !json_is_integer(v) ||
 		    json_integer_value(v) < 0) {
 			q->bad_key++;
 		} else if (x < g->x0 || y < g->y0 ||
@@ -434,12 +447,12 @@ int sv_doodle_palette_from_json(json_t *palette, struct sv_doodle_palette *pal,
 	if (!palette || json_is_null(palette))
 		return 0;
 	if (!json_is_object(palette))
-		return sv_err_set(err, -EBADMSG, "palette is not an object");
+		return sv_err_set(err, -EBADMSG, "not an object");
 	json_t *sw = jget(palette, "swatches");
 	if (!sw || json_is_null(sw))
 		return 0;
 	if (!json_is_array(sw))
-		return sv_err_set(err, -EBADMSG, "palette swatches is not an array");
+		return sv_err_set(err, -EBADMSG, "\"swatches\" is not an array");
 	size_t n = json_array_size(sw);
 	if (n > SV_DOODLE_MAX_PALETTE)
 		return sv_err_set(err, -EBADMSG, "palette has %zu colours, more than %u", n,
@@ -772,6 +785,8 @@ int sv_base64_encode(const uint8_t *p, size_t n, struct sv_buf *out)
 {
 	if (n / 3 >= SIZE_MAX / 4 - 1)
 		return -ENOMEM;
+	if (!n)
+		return 0;
 	int rc = sv_buf_reserve(out, (n + 2) / 3 * 4);
 	if (rc)
 		return rc;

@@ -509,7 +509,7 @@ static void colours(void)
 	T_UINT(0, pal.n);
 	json_object_set_new(j, "swatches", json_string("x"));
 	T_INT(-EBADMSG, sv_doodle_palette_from_json(j, &pal, NULL, &err));
-	T_STR("palette swatches is not an array", err.msg);
+	T_STR("\"swatches\" is not an array", err.msg);
 	json_t *many = json_array();
 	for (unsigned i = 0; i <= SV_DOODLE_MAX_PALETTE; i++)
 		json_array_append_new(many, json_null());
@@ -524,7 +524,7 @@ static void colours(void)
 	json_decref(j);
 	j = json_array();
 	T_INT(-EBADMSG, sv_doodle_palette_from_json(j, &pal, NULL, &err));
-	T_STR("palette is not an object", err.msg);
+	T_STR("not an object", err.msg);
 	json_decref(j);
 }
 
