@@ -2,11 +2,22 @@
  * floorfs: the performance floor for the benchmarks.
  *
  * A minimal read-only low-level FUSE filesystem that loads a whole
- * directory tree into memory at startup and serves it from there. It does
- * no decoding and no I/O after startup, so its timings are the best any
- * FUSE filesystem can reach on this machine; savefs is measured against it.
+ * directory tree, or every member of a zip file, into memory at startup
+ * and serves it from there. It does no decoding and no I/O after startup,
+ * so its timings are the best any FUSE filesystem can reach on this
+ * machine; savefs is measured against it.
  *
- *   floorfs SRCDIR MOUNTPOINT [-f] [-o opt,...]
+ *   floorfs [--load-time] [--no-open] SRC MOUNTPOINT [-f] [-o opt,...]
+ *
+ * SRC is a directory (its tree is served) or a zip file (its members are
+ * served inflated, directories made from the member names, as fuse-zip
+ * shows them). Options:
+ *   --load-time  print "floorfs: loaded N files, B bytes in S seconds" on
+ *                stdout once everything is in memory (before mounting), S
+ *                counted from the start of main (CLOCK_MONOTONIC): the
+ *                benchmark subtracts it to time the mount alone.
+ *   --no-open    answer open with ENOSYS when the kernel supports that
+ *                (no open and no release requests are sent from then on).
  *
  * Inode numbers are indexes into a flat node array (index 1 is the root,
  * FUSE_ROOT_ID). The children of a directory are contiguous in the array
@@ -19,6 +30,7 @@
 #endif
 
 #include <fuse_lowlevel.h>
+#include <zip.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,13 +41,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TIMEOUT 3600.0
 
+struct tnode;
+
 struct node {
 	char *name;
 	char *path;          /* source path; only used while loading */
+	struct tnode *t;     /* zip source entry; only used while loading */
 	fuse_ino_t parent;
 	fuse_ino_t first;    /* first child (directories) */
 	size_t nchild;
@@ -45,6 +61,9 @@ struct node {
 
 static struct node *nodes;
 static size_t nnodes, cap;
+static size_t nfiles;
+static unsigned long long nbytes;
+static int no_open;
 
 static void die(const char *what, const char *path)
 {
@@ -108,6 +127,8 @@ static void load_file(struct node *n)
 	}
 	n->st.st_size = done;
 	close(fd);
+	nfiles++;
+	nbytes += done;
 }
 
 static void load_dir(fuse_ino_t ino)
@@ -185,6 +206,197 @@ static void load_tree(const char *src)
 	}
 }
 
+/* ---- zip source: members inflated with libzip --------------------------- */
+
+/* The tree of member names, built before the flat node array. */
+struct tnode {
+	char *name;
+	int dir;
+	struct tnode **kids;
+	size_t nkids, ncap;
+	zip_uint64_t index;  /* files: member index */
+	zip_uint64_t size;
+	time_t mtime;
+};
+
+static zip_t *zsrc;
+
+static void *xmalloc0(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+	if (!p) {
+		fprintf(stderr, "floorfs: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+/* The child `name` of dir: a directory found or made (dir_wanted), or a
+ * new file. NULL if the directory's name is taken by a file (the member is
+ * skipped). Files are not searched for (a directory can hold many):
+ * duplicate names are dropped after sorting. */
+static struct tnode *tchild(struct tnode *dir, const char *name, size_t len,
+			    int dir_wanted)
+{
+	if (dir_wanted) {
+		for (size_t i = dir->nkids; i-- > 0;) {
+			struct tnode *k = dir->kids[i];
+			if (strlen(k->name) == len && !memcmp(k->name, name, len))
+				return k->dir ? k : NULL;
+		}
+	}
+	if (dir->nkids == dir->ncap) {
+		dir->ncap = dir->ncap ? dir->ncap * 2 : 16;
+		dir->kids = xrealloc(dir->kids, dir->ncap * sizeof *dir->kids);
+	}
+	struct tnode *k = xmalloc0(sizeof *k);
+	k->name = xmalloc0(len + 1);
+	memcpy(k->name, name, len);
+	k->dir = dir_wanted;
+	dir->kids[dir->nkids++] = k;
+	return k;
+}
+
+static int cmp_tnode(const void *a, const void *b)
+{
+	return strcmp((*(struct tnode *const *)a)->name,
+		      (*(struct tnode *const *)b)->name);
+}
+
+static void tnode_stat(const struct tnode *t, struct stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->st_mode = t->dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+	st->st_nlink = t->dir ? 2 : 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_size = t->dir ? 0 : (off_t)t->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_mtime = st->st_ctime = st->st_atime = t->mtime;
+}
+
+static struct tnode *read_zip_index(const char *src)
+{
+	int zerr = 0;
+	zsrc = zip_open(src, ZIP_RDONLY, &zerr);
+	if (!zsrc) {
+		zip_error_t e;
+		zip_error_init_with_code(&e, zerr);
+		fprintf(stderr, "floorfs: %s: %s\n", src, zip_error_strerror(&e));
+		exit(1);
+	}
+	struct tnode *root = xmalloc0(sizeof *root);
+	root->dir = 1;
+	root->name = xmalloc0(1);
+	root->mtime = time(NULL);
+	zip_int64_t n = zip_get_num_entries(zsrc, 0);
+	for (zip_int64_t i = 0; i < n; i++) {
+		zip_stat_t zs;
+		if (zip_stat_index(zsrc, (zip_uint64_t)i, 0, &zs) != 0 ||
+		    !(zs.valid & ZIP_STAT_NAME)) {
+			fprintf(stderr, "floorfs: %s: member %lld: %s\n", src,
+				(long long)i, zip_strerror(zsrc));
+			exit(1);
+		}
+		const char *p = zs.name;
+		struct tnode *dir = root;
+		while (dir) {
+			while (*p == '/')
+				p++;
+			if (!*p)
+				break; /* "a/b/": a directory, made already */
+			const char *slash = strchr(p, '/');
+			size_t len = slash ? (size_t)(slash - p) : strlen(p);
+			if ((len == 1 && p[0] == '.') ||
+			    (len == 2 && p[0] == '.' && p[1] == '.')) {
+				dir = NULL; /* not served */
+				break;
+			}
+			struct tnode *k = tchild(dir, p, len, slash != NULL);
+			if (!k || !slash) {
+				if (k && !slash) {
+					k->index = (zip_uint64_t)i;
+					k->size = zs.valid & ZIP_STAT_SIZE ? zs.size : 0;
+					k->mtime = zs.valid & ZIP_STAT_MTIME ? zs.mtime
+									     : root->mtime;
+				}
+				break;
+			}
+			if (!k->mtime)
+				k->mtime = root->mtime;
+			dir = k;
+			p = slash + 1;
+		}
+	}
+	return root;
+}
+
+static void load_member(struct node *n)
+{
+	size_t size = n->st.st_size, done = 0;
+	n->data = xrealloc(NULL, size ? size : 1);
+	zip_file_t *f = zip_fopen_index(zsrc, n->t->index, 0);
+	if (!f) {
+		fprintf(stderr, "floorfs: %s: %s\n", n->name, zip_strerror(zsrc));
+		exit(1);
+	}
+	while (done < size) {
+		zip_int64_t r = zip_fread(f, n->data + done, size - done);
+		if (r < 0) {
+			fprintf(stderr, "floorfs: %s: %s\n", n->name,
+				zip_file_strerror(f));
+			exit(1);
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	zip_fclose(f);
+	n->st.st_size = done;
+	nfiles++;
+	nbytes += done;
+}
+
+/* Breadth first, as load_tree. */
+static void load_zip(const char *src)
+{
+	struct tnode *root = read_zip_index(src);
+	struct stat none, st;
+	memset(&none, 0, sizeof none);
+	add_node("", NULL, 0, &none);
+	tnode_stat(root, &st);
+	fuse_ino_t r = add_node("", NULL, FUSE_ROOT_ID, &st);
+	nodes[r].t = root; /* not in one expression: add_node moves nodes */
+	for (fuse_ino_t i = FUSE_ROOT_ID; i < nnodes; i++) {
+		struct tnode *t = nodes[i].t;
+		if (t->dir) {
+			qsort(t->kids, t->nkids, sizeof *t->kids, cmp_tnode);
+			size_t w = 0;
+			for (size_t k = 0; k < t->nkids; k++)
+				if (!w || strcmp(t->kids[k]->name, t->kids[w - 1]->name))
+					t->kids[w++] = t->kids[k];
+			t->nkids = w; /* a name stored twice: one of them */
+			fuse_ino_t first = nnodes;
+			for (size_t k = 0; k < t->nkids; k++) {
+				tnode_stat(t->kids[k], &st);
+				fuse_ino_t c = add_node(t->kids[k]->name, NULL, i, &st);
+				nodes[c].t = t->kids[k];
+			}
+			nodes[i].first = first;
+			nodes[i].nchild = nnodes - first;
+		} else {
+			load_member(&nodes[i]);
+		}
+	}
+	/* The temporary tree is left to the exit: freeing it costs time and
+	 * saves nothing that matters here. */
+	for (fuse_ino_t i = FUSE_ROOT_ID; i < nnodes; i++)
+		nodes[i].t = NULL;
+	zip_discard(zsrc);
+	zsrc = NULL;
+}
+
 static struct node *get(fuse_ino_t ino)
 {
 	return ino >= FUSE_ROOT_ID && ino < nnodes ? &nodes[ino] : NULL;
@@ -211,6 +423,10 @@ static void fl_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	/* With --no-open, open is answered ENOSYS: the kernel then sends no
+	 * open and no release for files. */
+	if (!(conn->capable & FUSE_CAP_NO_OPEN_SUPPORT))
+		no_open = 0;
 	/* Nothing ever changes: no need to revalidate cached pages. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->max_readahead < (1u << 20))
@@ -352,6 +568,10 @@ static void fl_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	if (no_open) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -419,21 +639,36 @@ static const struct fuse_lowlevel_ops ops = {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: floorfs SRCDIR MOUNTPOINT [-f] [-o opt,...]\n");
+	fprintf(stderr, "usage: floorfs [--load-time] [--no-open] SRC MOUNTPOINT "
+		"[-f] [-o opt,...]\n");
 	exit(2);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)
 {
-	/* Take SRCDIR (the first non-option) out; libfuse parses the rest. */
+	double t0 = now();
+	/* Take our options and SRC (the first non-option) out; libfuse
+	 * parses the rest. */
 	char *src = NULL;
+	int load_time = 0;
 	char **rest = calloc(argc + 1, sizeof *rest);
 	int nrest = 0;
 	if (!rest)
 		return 1;
 	rest[nrest++] = argv[0];
 	for (int i = 1; i < argc; i++) {
-		if (!src && argv[i][0] != '-' &&
+		if (!strcmp(argv[i], "--load-time"))
+			load_time = 1;
+		else if (!strcmp(argv[i], "--no-open"))
+			no_open = 1;
+		else if (!src && argv[i][0] != '-' &&
 		    !(i > 1 && !strcmp(argv[i - 1], "-o")))
 			src = argv[i];
 		else
@@ -457,7 +692,18 @@ int main(int argc, char **argv)
 	if (!opts.mountpoint)
 		usage();
 
-	load_tree(src);
+	struct stat sst;
+	if (stat(src, &sst) < 0)
+		die("stat", src);
+	if (S_ISREG(sst.st_mode))
+		load_zip(src);
+	else
+		load_tree(src);
+	if (load_time) {
+		printf("floorfs: loaded %zu files, %llu bytes in %.6f seconds\n",
+		       nfiles, nbytes, now() - t0);
+		fflush(stdout);
+	}
 	if (fuse_opt_add_arg(&args, "-oro") != 0)
 		return 1;
 
