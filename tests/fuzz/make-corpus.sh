@@ -1,5 +1,6 @@
 #!/bin/sh
-# make-corpus.sh - writes the seed corpus for the datafile fuzz target
+# make-corpus.sh - writes the seed corpora for the datafile and doodle fuzz
+# targets; first the datafile one
 # (tests/fuzz/corpus/datafile/): small valid files from the project's own
 # writer (mkdatafile), plus one built with Python's struct and zlib that has
 # the rarer item types: an unknown UUID type, an extended type without an
@@ -59,3 +60,35 @@ size = 36 + len(index) + len(isec) + len(dsec) - 16
 hdr = b'DATA' + ints(4, size, size - len(dsec), len(types), len(items), len(raw), len(isec), len(dsec))
 open(sys.argv[1], 'wb').write(hdr + index + isec + dsec)
 PY
+
+# The doodle target's seeds (tests/fuzz/corpus/doodle/): one small drawing
+# of each container version and chunk encoding, from mkdoodle.  The
+# doodle_chunk target's seeds are single chunk encodings, text grids and
+# JSON chunks written by hand; they are kept as they are.
+d=${1:-$top/build}/tests/mkdoodle
+c=$top/tests/fuzz/corpus/doodle
+mkdir -p "$c"
+o="--size 8 --palette 6"
+"$d" level "$c/v1-json.level" --container json --chunks json --count 3 --negative $o
+"$d" level "$c/v1-map64.level" --container json --chunks map --count 2 --palette 64 --size 8
+"$d" level "$c/v1-odd.level" --container json --count 2 --odd-palette --bad-pixels --size 8
+"$d" level "$c/v2-mixed.level" --container gzip --chunks mixed --count 3 $o
+"$d" level "$c/zip-rle.level" --chunks rle --count 3 $o
+"$d" level "$c/zip-map.level" --chunks map --count 3 $o
+"$d" level "$c/zip-json.level" --chunks json --count 3 $o
+"$d" level "$c/zip-dense.level" --chunks rle --count 2 --dense-every 1 $o
+"$d" level "$c/zip-descriptors.level" --chunks mixed --count 3 --descriptors $o
+"$d" level "$c/zip-inline.level" --inline --chunks json --count 2 $o
+"$d" level "$c/zip-odd.level" --count 2 --odd-palette --bad-pixels --short-rle $o
+"$d" level "$c/zip-palette-100.level" --count 2 --palette 100 --size 8
+"$d" level "$c/zip-size-1.level" --count 4 --size 1 --palette 3
+"$d" level "$c/zip-mixed-negative-assets.level" --chunks mixed --count 4 --negative \
+	--assets 2 $o
+"$d" doodad "$c/doodad-zip.doodad" --layers 2 --size 8 --palette 4
+"$d" doodad "$c/doodad-zip-3-map.doodad" --layers 3 --chunks map --size 8 --palette 4
+"$d" doodad "$c/doodad-json.doodad" --container json --layers 2 --size 8 --palette 4
+"$d" doodad "$c/doodad-gzip-map.doodad" --container gzip --chunks map --layers 2 --size 8 \
+	--palette 4
+"$d" pack "$c/pack.levelpack" "$c/zip-rle.level" "$c/v2-mixed.level" \
+	--doodad "$c/doodad-zip.doodad"
+"$d" pack "$c/pack-descriptors.levelpack" "$c/zip-map.level" --descriptors
