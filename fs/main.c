@@ -184,6 +184,9 @@ int main(int argc, char **argv)
 		fuse_loop_cfg_destroy(lc);
 	}
 	status = rc == 0 ? SV_EXIT_OK : SV_EXIT_MOUNT;
+	/* The invalidation thread writes to the session's device: done with it
+	 * before the unmount closes that. */
+	fs_notify_stop(&fs);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
