@@ -72,6 +72,9 @@ struct sv_container {
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
 	uint32_t hsize;          /* power of two */
 	bool reindexing;         /* open() runs again after a commit */
+	struct sv_blob **snap;   /* during a commit: the content of each open
+				  * file as it was, for those that go away */
+	uint32_t nsnap;
 	bool broken;             /* that failed: reads fail until a remount */
 
 	uint32_t meta_dir, meta_info, meta_log;
@@ -440,7 +443,13 @@ static void orphan_or_free(struct sv_container *c, uint32_t i)
 			struct sv_blob *b = NULL;
 			struct sv_err err;
 			sv_buf_fini(&n->pending);
-			if (!content_locked(c, i, &b, &err))
+			/* While re-indexing, the format's state is the new
+			 * container's: the old content was kept before. */
+			if (c->snap)
+				b = i < c->nsnap ? sv_blob_ref(c->snap[i]) : NULL;
+			else if (content_locked(c, i, &b, &err))
+				b = NULL;
+			if (b)
 				sv_buf_add(&n->pending, b->data, b->len);
 			sv_blob_unref(b);
 		}
@@ -1631,6 +1640,7 @@ static void discard_locked(struct sv_container *c, uint32_t i)
 		n->flags &= ~(SV_N_DIRTY | SV_N_READY);
 		sv_buf_fini(&n->pending);
 		n->size = n->stored_size;
+		__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE); /* a lazy size is found again */
 		n->gen++;
 	}
 }
@@ -1688,18 +1698,39 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		return rc;
 	if (!anything_pending(c))
 		return 0;
-	rc = write_new(c, err);
-	if (rc) {
-		sv_log(c, "commit failed: %s", err->msg);
-		return rc;
+	/* Open files the commit may remove keep the content they had: read it
+	 * now, while the format can still read the old file. */
+	uint32_t count = c->nnodes;
+	c->snap = calloc(count ? count : 1, sizeof *c->snap);
+	if (!c->snap)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	c->nsnap = count;
+	for (uint32_t i = 1; i < count; i++) {
+		struct sv_node *n = &c->nodes[i];
+		struct sv_err e;
+		if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) &&
+		    !(n->flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
+				  SV_N_ORPHAN | SV_N_GONE)) &&
+		    content_locked(c, i, &c->snap[i], &e))
+			c->snap[i] = NULL;
 	}
-	rc = reindex(c, changed, err);
-	if (rc) {
+	rc = write_new(c, err);
+	bool written = rc == 0;
+	if (!written)
+		sv_log(c, "commit failed: %s", err->msg);
+	else
+		rc = reindex(c, changed, err);
+	for (uint32_t i = 1; i < count; i++)
+		sv_blob_unref(c->snap[i]);
+	free(c->snap);
+	c->snap = NULL;
+	c->nsnap = 0;
+	if (written && rc) {
 		c->broken = true;
 		sv_log(c, "re-reading the committed container failed: %s", err->msg);
-	}
-	else
+	} else if (written) {
 		sv_log(c, "committed %s", c->path);
+	}
 	return rc;
 }
 
@@ -1831,6 +1862,7 @@ int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
 				if (!(a.flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))) {
 					sv_buf_fini(&n->pending); /* an orphan's copy */
 					n->size = n->stored_size;
+					__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
 				}
 				hash_insert(c, a.node);
 			}

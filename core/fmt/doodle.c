@@ -107,6 +107,7 @@ struct drawing {
 	uint32_t *role_i;     /* per member: index into chunks/assets/nested */
 	int64_t root_member;
 	struct sv_doodle_palette pal;
+	uint64_t legend;      /* bytes of the palette's legend in a text grid */
 	struct layer *layers;
 	uint32_t nlayers;
 	struct chunk *chunks;
@@ -624,6 +625,8 @@ static int collect(struct drawing *d, struct sv_err *err)
 	const char *k;
 	json_t *v;
 	size_t members = d->nassets;
+	if (members)
+		qsort(d->assets, members, sizeof *d->assets, cmp_asset);
 	json_object_foreach(jget(d->root, "files"), k, v) {
 		json_t *data = jget(v, "data");
 		if (!json_is_string(data) || strncmp(k, "assets/", 7) || !k[7]) {
@@ -631,10 +634,8 @@ static int collect(struct drawing *d, struct sv_err *err)
 				"assets/: kept, not shown", d->prefix, k);
 			continue;
 		}
-		bool taken = false;
-		for (size_t i = 0; i < members && !taken; i++)
-			taken = !strcmp(d->assets[i].path, k);
-		if (taken) {
+		struct asset key = {.path = (char *)k};
+		if (members && bsearch(&key, d->assets, members, sizeof key, cmp_asset)) {
 			sv_warn(c, "%sinline file \"%.80s\" is also a zip member: the member is "
 				"shown", d->prefix, k);
 			continue;
@@ -794,7 +795,8 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 					KEY(id, K_PNG, i));
 		strcpy(name + k, "txt");
 		ch->n_txt = sv_node_add(c, dir, name, rof,
-					sv_doodle_text_size(&d->pal, ch->layer, ch->cx, ch->cy, size),
+					sv_doodle_text_size_with(&d->pal, d->legend, ch->layer,
+								 ch->cx, ch->cy, size),
 					KEY(id, K_TXT, i));
 		if (ch->n_bin == SV_NONE || ch->n_png == SV_NONE || ch->n_txt == SV_NONE) {
 			free(ord);
@@ -932,6 +934,7 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 	if (bad_colours)
 		sv_warn(d->c, "%s%s: %u palette colour(s) do not parse: shown black", d->prefix,
 			root_name(d), bad_colours);
+	d->legend = sv_doodle_legend_size(&d->pal);
 	rc = read_layers(d, err);
 	if (!rc)
 		rc = collect(d, err);
@@ -1002,8 +1005,11 @@ static int build_pack(struct drawing *d, struct sv_err *err)
 		d->nest[k].node = n;
 		/* Visited before a commit: visit it again now. */
 		if (sv_container_reindexing(c) && sv_node(c, n)->nkids) {
+			struct sv_err e;
+			sv_err_clear(&e);
 			sv_node(c, n)->flags &= ~SV_N_LAZYDIR;
-			expand_doodle(c, n, err);
+			if (expand_doodle(c, n, &e))
+				sv_node(c, n)->flags |= SV_N_BAD;
 		}
 	}
 	return 0;
@@ -1039,10 +1045,13 @@ static int expand_doodle(struct sv_container *c, uint32_t dir, struct sv_err *er
 	d->mem = b;
 	d->size = b->len;
 	d->dir = dir;
-	ne->drawing = (int32_t)d->id;
 	rc = open_drawing(d, err);
 	if (!rc && d->kind == D_PACK)
 		rc = sv_err_set(err, -EBADMSG, "doodle: a levelpack inside a levelpack");
+	/* A drawing that failed is never written: the pack keeps its member as
+	 * stored, and the directory reads EIO. */
+	if (!rc)
+		ne->drawing = (int32_t)d->id;
 	return rc;
 }
 
@@ -1217,7 +1226,8 @@ static int load_doodle(struct sv_container *c, uint32_t node, struct sv_blob **o
 		struct chunk *ch = &d->chunks[i];
 		uint32_t size = d->layers[ch->layer].size;
 		if (sv_png_size(size, size, d->pal.n) > max_decode(d) ||
-		    sv_doodle_text_size(&d->pal, ch->layer, ch->cx, ch->cy, size) > max_decode(d))
+		    sv_doodle_text_size_with(&d->pal, d->legend, ch->layer, ch->cx, ch->cy, size) >
+			    max_decode(d))
 			return sv_err_set(err, -EFBIG, "a %ux%u chunk's views are larger than "
 					  "-o maxdecode", size, size);
 		rc = chunk_grid(d, ch, &g, err);
@@ -1286,12 +1296,20 @@ static int want_all(json_t *o, const char *spec, const char *where, struct sv_er
 
 /* The chunks object of a level or of a doodad layer, as edited: its size
  * must stay, its map must stay empty (chunks are edited as files). */
-static int check_chunks(json_t *ch, uint32_t size, const char *where, struct sv_err *err)
+static int check_chunks(json_t *ch, uint32_t size, bool had_size, const char *where,
+			struct sv_err *err)
 {
 	int rc = want_all(ch, "size:i chunks:o", where, err);
 	if (rc)
 		return rc;
 	json_t *sz = jget(ch, "size");
+	/* A root that never said its size (128 by default) may go on not
+	 * saying it. */
+	if (!had_size && !sz)
+		return json_object_size(jget(ch, "chunks"))
+			       ? sv_err_set(err, -EINVAL, "%s\"chunks\" must stay {}: edit chunks "
+					    "as the files in chunks/", where)
+			       : 0;
 	if (!json_is_integer(sz) || json_integer_value(sz) != (json_int_t)size)
 		return sv_err_set(err, -EINVAL, "%s\"size\" must stay %u: the chunks are "
 				  "stored at that size", where, size);
@@ -1368,8 +1386,9 @@ static int check_root(struct drawing *d, const uint8_t *p, size_t n, json_t **ou
 		goto out;
 	if (d->kind == D_LEVEL) {
 		snprintf(where, sizeof where, "%s: chunks: ", root_name(d));
-		rc = check_chunks(jget(r, "chunks"), d->layers[0].size, where, err);
-		if (!rc && !json_is_object(jget(r, "chunks")))
+		bool had = jget(jget(d->root, "chunks"), "size") != NULL;
+		rc = check_chunks(jget(r, "chunks"), d->layers[0].size, had, where, err);
+		if (!rc && had && !json_is_object(jget(r, "chunks")))
 			rc = sv_err_set(err, -EINVAL, "%s: \"chunks\" must stay, with its "
 					"\"size\" of %u", root_name(d), d->layers[0].size);
 	} else {
@@ -1395,7 +1414,10 @@ static int check_root(struct drawing *d, const uint8_t *p, size_t n, json_t **ou
 			else
 				rc = want_all(v, "name:s chunks:o", where, err);
 			if (!rc)
-				rc = check_chunks(jget(v, "chunks"), d->layers[i].size, where, err);
+				rc = check_chunks(jget(v, "chunks"), d->layers[i].size,
+						  jget(jget(json_array_get(jget(d->root, "layers"), i),
+							    "chunks"), "size") != NULL,
+						  where, err);
 		}
 		json_object_foreach(jget(r, "data"), k, v) {
 			if (!rc && !json_is_string(v))
@@ -1495,7 +1517,9 @@ static bool scratch_name(const char *name)
 	size_t n = strlen(name);
 	if (name[0] == '.' || name[0] == '#' || name[n - 1] == '~')
 		return true;
-	if (n == 9 && !strncmp(name, "sed", 3))
+	/* sed -i's sedXXXXXX; mktemp's tmp.XXXXXXXXXX; Python's tempfile and
+	 * many others: tmpXXXXXXXX. */
+	if ((n == 9 && !strncmp(name, "sed", 3)) || !strncmp(name, "tmp", 3))
 		return true;
 	return n > 4 && (!strcmp(name + n - 4, ".swp") || !strcmp(name + n - 4, ".swx") ||
 			 !strcmp(name + n - 4, ".tmp"));
@@ -1563,6 +1587,9 @@ struct plan {
 	uint32_t *anode;             /* per asset: its node now, or SV_NONE */
 	uint32_t jnode;              /* the root JSON's node now */
 	uint8_t *astate;             /* per asset */
+	bool *cstay, *astay;         /* inline entries that do not decode: when
+				      * the root is rewritten they stay inline,
+				      * as they were */
 	struct newasset *na;
 	size_t nna;
 	uint64_t dropped_bad;        /* pixels past the palette left out */
@@ -1581,6 +1608,8 @@ static void plan_fini(struct drawing *d, struct plan *p)
 		sv_doodle_grid_fini(&p->nc[i].g);
 	free(p->nc);
 	free(p->astate);
+	free(p->cstay);
+	free(p->astay);
 	free(p->tnode);
 	free(p->bnode);
 	free(p->anode);
@@ -1773,6 +1802,37 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	if (p->nna && d->ctype != C_ZIP)
 		p->root_rewrite = true;
+	p->cstay = calloc(nch, sizeof *p->cstay);
+	p->astay = calloc(d->nassets ? d->nassets : 1, sizeof *p->astay);
+	if (!p->cstay || !p->astay)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	if (!p->root_rewrite && !p->upgrade)
+		return 0;
+	/* An inline entry that cannot be decoded is not moved into a member
+	 * (nor dropped): it stays in the root as it was. */
+	for (size_t i = 0; i < d->nchunks; i++) {
+		struct chunk *ch = &d->chunks[i];
+		if (!ch->inl || ch->bin >= 0 || ch->json >= 0 || p->cstate[i] != S_KEEP)
+			continue;
+		struct sv_doodle_grid g;
+		struct sv_err why;
+		sv_err_clear(&why);
+		if (chunk_grid(d, ch, &g, &why)) {
+			if (why.code == -ENOMEM)
+				return sv_err_set(err, -ENOMEM, "out of memory");
+			p->cstay[i] = true;
+			sv_log(c, "%schunks/%u/%lld,%lld: cannot be decoded (%s): kept inline",
+			       d->prefix, ch->layer, (long long)ch->cx, (long long)ch->cy, why.msg);
+		} else {
+			sv_doodle_grid_fini(&g);
+		}
+	}
+	for (size_t i = 0; i < d->nassets; i++) {
+		struct asset *a = &d->assets[i];
+		if (a->inl && p->astate[i] == S_KEEP &&
+		    sv_base64_decoded_size(json_string_value(a->inl), json_string_length(a->inl)) < 0)
+			p->astay[i] = true;
+	}
 	return 0;
 }
 
@@ -1854,7 +1914,7 @@ static bool inline_moves(struct drawing *d, struct plan *p, uint32_t l, const ch
 {
 	int64_t x, y;
 	struct chunk *ch = sv_doodle_parse_xy(k, &x, &y) ? find_chunk(d, l, x, y) : NULL;
-	if (!ch || ch->inl != v)
+	if (!ch || ch->inl != v || p->cstay[ch - d->chunks])
 		return false;
 	return !(ch->bin >= 0 || ch->json >= 0) || p->cstate[ch - d->chunks] != S_KEEP;
 }
@@ -1873,7 +1933,7 @@ static json_t *zip_root(struct drawing *d, struct plan *p)
 		struct asset key = {.path = (char *)k};
 		struct asset *a = d->nassets ? bsearch(&key, d->assets, d->nassets, sizeof key,
 						       cmp_asset) : NULL;
-		if (a && a->inl)
+		if (a && a->inl && !p->astay[a - d->assets])
 			continue;
 		if (!json_is_object(files)) {
 			files = json_object();
@@ -1920,7 +1980,7 @@ static int add_additions(struct drawing *d, struct plan *p, struct sv_zip_writer
 	for (size_t i = 0; i < d->nchunks && !rc; i++) {
 		struct chunk *ch = &d->chunks[i];
 		bool member = ch->bin >= 0 || ch->json >= 0;
-		if (p->cstate[i] == S_GONE || (member && !all) ||
+		if (p->cstate[i] == S_GONE || (member && !all) || p->cstay[i] ||
 		    (!member && !p->root_rewrite && !all))
 			continue;
 		b.len = 0;
@@ -1937,7 +1997,7 @@ static int add_additions(struct drawing *d, struct plan *p, struct sv_zip_writer
 	}
 	for (size_t i = 0; i < d->nassets && !rc; i++) {
 		struct asset *a = &d->assets[i];
-		if (p->astate[i] == S_GONE || (a->member >= 0 && !all) ||
+		if (p->astate[i] == S_GONE || (a->member >= 0 && !all) || p->astay[i] ||
 		    (a->member < 0 && !p->root_rewrite && !all))
 			continue;
 		b.len = 0;

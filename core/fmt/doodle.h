@@ -155,6 +155,11 @@ unsigned sv_doodle_cell_width(uint32_t npal);
 /* Exact byte size of the rendering (depends only on its arguments). */
 uint64_t sv_doodle_text_size(const struct sv_doodle_palette *pal, unsigned layer,
 			     int64_t cx, int64_t cy, uint32_t size);
+/* The same, given legend = sv_doodle_legend_size(pal): for sizing many
+ * chunks of one palette without measuring its legend each time. */
+uint64_t sv_doodle_legend_size(const struct sv_doodle_palette *pal);
+uint64_t sv_doodle_text_size_with(const struct sv_doodle_palette *pal, uint64_t legend,
+				  unsigned layer, int64_t cx, int64_t cy, uint32_t size);
 int sv_doodle_text_render(const struct sv_doodle_palette *pal, unsigned layer,
 			  int64_t cx, int64_t cy, const struct sv_doodle_grid *g,
 			  struct sv_buf *out);

@@ -540,16 +540,30 @@ static uint64_t legend_len(const struct sv_doodle_swatch *s, unsigned w)
 	return 2 + w + 2 + (s->rgba[3] == 0xFF ? 7 : 9) + (name ? 2 + name : 0) + 1;
 }
 
-uint64_t sv_doodle_text_size(const struct sv_doodle_palette *pal, unsigned layer,
-			     int64_t cx, int64_t cy, uint32_t size)
+uint64_t sv_doodle_legend_size(const struct sv_doodle_palette *pal)
+{
+	uint32_t npal = pal ? pal->n : 0;
+	unsigned w = sv_doodle_cell_width(npal);
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < npal; i++)
+		n += legend_len(&pal->v[i], w);
+	return n;
+}
+
+uint64_t sv_doodle_text_size_with(const struct sv_doodle_palette *pal, uint64_t legend,
+				  unsigned layer, int64_t cx, int64_t cy, uint32_t size)
 {
 	uint32_t npal = pal ? pal->n : 0;
 	unsigned w = sv_doodle_cell_width(npal);
 	uint64_t n = (uint64_t)text_header(NULL, 0, pal, layer, cx, cy, size);
 	n += w + 10; /* "# .  empty\n" */
-	for (uint32_t i = 0; i < npal; i++)
-		n += legend_len(&pal->v[i], w);
-	return n + (uint64_t)size * ((uint64_t)size * w + 1);
+	return n + legend + (uint64_t)size * ((uint64_t)size * w + 1);
+}
+
+uint64_t sv_doodle_text_size(const struct sv_doodle_palette *pal, unsigned layer,
+			     int64_t cx, int64_t cy, uint32_t size)
+{
+	return sv_doodle_text_size_with(pal, sv_doodle_legend_size(pal), layer, cx, cy, size);
 }
 
 int sv_doodle_text_render(const struct sv_doodle_palette *pal, unsigned layer,

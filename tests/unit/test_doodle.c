@@ -3188,6 +3188,38 @@ const char *__ubsan_default_options(void)
 	return "print_stacktrace=1:halt_on_error=1";
 }
 
+/* A view held open while a commit removes its chunk keeps the content it
+ * had (an orphan), read before the old file went away. */
+static void open_view_of_removed_chunk(void)
+{
+	fprintf(stderr, "- an open view of a removed chunk\n");
+	struct sv_buf orig = fresh(&s_v4);
+	struct sv_container *c = open_file(dpath);
+	uint32_t png = node_of(c, "chunks/0/0,0.png"), txt = node_of(c, "chunks/0/0,0.txt");
+	uint32_t dir = node_of(c, "chunks/0");
+	struct sv_blob *before = NULL, *after = NULL;
+	struct sv_err err;
+	sv_err_clear(&err);
+	T_INT(0, sv_content(c, png, &before, &err));
+	T_INT(0, sv_open(c, png));
+	T_INT(0, sv_open(c, txt));
+	T_INT(0, sv_unlink(c, dir, "0,0.bin", NULL, NULL, &err));
+	T_INT(-ENOENT, sv_resolve(c, "chunks/0/0,0.png", &(uint32_t){0}));
+	T_INT(0, sv_content(c, png, &after, &err));
+	T_OK(before && after && before->len == after->len &&
+	     !memcmp(before->data, after->data, before->len));
+	sv_blob_unref(after);
+	after = NULL;
+	T_INT(0, sv_content(c, txt, &after, &err));
+	T_OK(after && after->len > 0);
+	sv_release(c, png);
+	sv_release(c, txt);
+	sv_blob_unref(before);
+	sv_blob_unref(after);
+	sv_container_free(c);
+	sv_buf_fini(&orig);
+}
+
 int main(void)
 {
 	fixture_init();
@@ -3204,6 +3236,7 @@ int main(void)
 	edit_json_member();
 	edit_mixed();
 	create_and_remove_chunks();
+	open_view_of_removed_chunk();
 	assets_zip();
 	edit_root_json();
 	refused_txt();
