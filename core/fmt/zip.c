@@ -803,40 +803,89 @@ static int record(struct sv_zip_writer *w, const struct sv_zip_entry *src, uint6
 	return 0;
 }
 
+/* A window of source bytes, so that the local headers of a run of small
+ * members cost one read for many. */
+struct hdr_window {
+	uint64_t off;
+	size_t len;
+	uint8_t buf[1 << 16];
+};
+
+/* The offset of e's data, read through the window (sv_zip_data_offset
+ * gives the reason when the header is not right). */
+static int window_data_offset(struct hdr_window *wn, const struct sv_zip_entry *e,
+			      sv_zip_read_fn rd, void *arg, uint64_t size, uint64_t *off,
+			      struct sv_err *err)
+{
+	if (e->lho > size || size - e->lho < LOCAL_LEN)
+		return sv_zip_data_offset(e, rd, arg, size, off, err);
+	if (e->lho < wn->off || e->lho - wn->off > wn->len || wn->len - (e->lho - wn->off) < LOCAL_LEN) {
+		size_t n = size - e->lho < sizeof wn->buf ? (size_t)(size - e->lho) : sizeof wn->buf;
+		int rc = rd(arg, e->lho, wn->buf, n, err);
+		if (rc)
+			return rc;
+		wn->off = e->lho;
+		wn->len = n;
+	}
+	const uint8_t *h = wn->buf + (e->lho - wn->off);
+	uint32_t sig = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+		       (uint32_t)h[3] << 24;
+	uint64_t data = e->lho + LOCAL_LEN + (uint64_t)(h[26] | h[27] << 8) +
+			(uint64_t)(h[28] | h[29] << 8);
+	if (sig != SIG_LOCAL || data > size || e->csize > size - data)
+		return sv_zip_data_offset(e, rd, arg, size, off, err);
+	*off = data;
+	return 0;
+}
+
 int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i,
 		       size_t j, sv_zip_read_fn rd, void *arg, uint64_t size,
 		       int src_fd, const uint8_t *src_mem, struct sv_err *err)
 {
+	struct hdr_window *wn = malloc(sizeof *wn);
+	if (!wn)
+		return sv_err_set(err, -ENOMEM, "zip: out of memory");
+	wn->off = wn->len = 0;
 	int rc = 0;
-	while (i < j && !rc) {
-		size_t last = i;
-		while (last + 1 < j && z->e[last].span_end == z->e[last + 1].lho &&
-		       z->e[last + 1].lho > z->e[last].lho)
-			last++;
-		for (size_t k = i; k <= last && !rc; k++)
-			rc = check_name(z->e[k].name, err);
-		/* Copied whole, each member keeps its place within the run; only
-		 * the last must end where the run does. */
-		const struct sv_zip_entry *t = &z->e[last];
+	size_t run = SIZE_MAX; /* the first member of the run being gathered */
+	for (size_t k = i; k < j && !rc; k++) {
+		const struct sv_zip_entry *t = &z->e[k];
 		uint64_t data = 0;
-		if (!rc)
-			rc = sv_zip_data_offset(t, rd, arg, size, &data, err);
+		if ((rc = check_name(t->name, err)) ||
+		    (rc = window_data_offset(wn, t, rd, arg, size, &data, err)))
+			break;
+		/* A member goes across as it lies only if its data (and
+		 * descriptor) end before whatever follows it: crafted archives
+		 * overlap members, and a copy must not. */
+		uint64_t desc = t->flags & FLAG_DESCRIPTOR
+					? (t->csize >= MARK32 || t->usize >= MARK32 ? 24 : 16) : 0;
+		bool clean = t->span_end <= size && data <= t->span_end &&
+			     t->span_end - data >= t->csize &&
+			     t->span_end - data - t->csize >= desc;
+		bool joins = run != SIZE_MAX && clean && z->e[k - 1].span_end == t->lho &&
+			     t->lho > z->e[k - 1].lho;
+		if (run != SIZE_MAX && !joins) {
+			/* The run so far goes across in one copy. */
+			uint64_t start = z->e[run].lho, base = w->off;
+			rc = copy_bytes(w, start, z->e[k - 1].span_end, src_fd, src_mem, err);
+			for (size_t q = run; q < k && !rc; q++)
+				rc = record(w, &z->e[q], base + (z->e[q].lho - start), err);
+			run = SIZE_MAX;
+		}
 		if (rc)
 			break;
-		bool fits = t->span_end >= data && t->span_end - data >= t->csize &&
-			    t->span_end <= size;
-		size_t upto = fits ? last + 1 : last;
-		if (upto > i) {
-			uint64_t start = z->e[i].lho, end = fits ? t->span_end : t->lho;
-			uint64_t base = w->off;
-			rc = copy_bytes(w, start, end, src_fd, src_mem, err);
-			for (size_t k = i; k < upto && !rc; k++)
-				rc = record(w, &z->e[k], base + (z->e[k].lho - start), err);
-		}
-		if (!rc && !fits)
+		if (clean && run == SIZE_MAX)
+			run = k;
+		else if (!clean)
 			rc = sv_zip_add_raw(w, t, data, src_fd, src_mem, err);
-		i = last + 1;
 	}
+	if (!rc && run != SIZE_MAX) {
+		uint64_t start = z->e[run].lho, base = w->off;
+		rc = copy_bytes(w, start, z->e[j - 1].span_end, src_fd, src_mem, err);
+		for (size_t q = run; q < j && !rc; q++)
+			rc = record(w, &z->e[q], base + (z->e[q].lho - start), err);
+	}
+	free(wn);
 	return rc;
 }
 

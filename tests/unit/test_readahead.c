@@ -1,9 +1,10 @@
 /*
  * test_readahead.c - read-ahead across files: a reader going through a
  * directory in order gets exactly the bytes it gets without read-ahead,
- * while the worker decodes ahead; a reader jumping around, two readers at
- * once, and freeing the container with work still queued are all safe
- * (run under ASan, UBSan and TSan).
+ * while the worker decodes ahead, stepping one to four files at a time as
+ * the reader does (and not at all for irregular steps); a reader jumping
+ * around, two readers at once, and freeing the container with work still
+ * queued are all safe (run under ASan, UBSan and TSan).
  */
 #include "core/fmt/datafile.h"
 #include "t.h"
@@ -44,17 +45,22 @@ static struct sv_buf build(void)
 	return b;
 }
 
-static struct sv_container *open_with(const struct sv_buf *b, unsigned ra)
+static struct sv_container *open_cap(const struct sv_buf *b, unsigned ra, uint64_t cap)
 {
 	struct sv_opts o;
 	sv_opts_init(&o);
 	o.readahead = ra;
-	o.cache_cap = 64 << 10; /* small: read-ahead must not need more */
+	o.cache_cap = cap;
 	struct sv_container *c = NULL;
 	struct sv_err err;
 	if (sv_container_open_mem(b->p, b->len, &o, &c, &err))
 		fprintf(stderr, "open: %s\n", err.msg);
 	return c;
+}
+
+static struct sv_container *open_with(const struct sv_buf *b, unsigned ra)
+{
+	return open_cap(b, ra, 64 << 10); /* small: read-ahead must not need more */
 }
 
 /* Reads data/<i>.bin and checks it against what was written. */
@@ -71,6 +77,105 @@ static void check_file(struct sv_container *c, int i)
 		T_MEM(payload[i], blob->data, blob->len);
 	}
 	sv_blob_unref(blob);
+}
+
+/* The files the worker has decoded: "read_ahead" in /.savefs/info. */
+static long read_ahead(struct sv_container *c)
+{
+	uint32_t n;
+	struct sv_blob *info = NULL;
+	long decoded = -1;
+	if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &info, NULL)) {
+		char *s = strndup((const char *)info->data, info->len);
+		const char *p = s ? strstr(s, "\"read_ahead\": ") : NULL;
+		decoded = p ? atol(p + 14) : -1;
+		free(s);
+	}
+	sv_blob_unref(info);
+	return decoded;
+}
+
+/* Waits (up to 10 s, so a busy machine cannot fail this) until the worker
+ * has decoded at least want files; returns how many it has. */
+static long wait_read_ahead(struct sv_container *c, long want)
+{
+	long decoded = read_ahead(c);
+	for (int tries = 0; tries < 1000 && decoded >= 0 && decoded < want; tries++) {
+		usleep(10000);
+		decoded = read_ahead(c);
+	}
+	return decoded;
+}
+
+/*
+ * Every stride-th file in order (`cat *.txt` over .bin/.png/.txt views
+ * reads every third): once the step is seen twice, the worker decodes the
+ * next 8 files at that step, the ones the reader asks for next, and not
+ * the ones between.  The cache is large enough to keep all of them.
+ */
+static void test_stride(const struct sv_buf *b, int stride)
+{
+	struct sv_container *c = open_cap(b, 8, 4 << 20);
+	T_OK(c != NULL);
+	if (!c)
+		return;
+	check_file(c, 0);
+	check_file(c, stride);
+	T_INT(0, read_ahead(c)); /* a step seen once is not believed (but 1) */
+	check_file(c, 2 * stride);
+	/* Queued: 3 * stride .. 10 * stride, eight files, and no more. */
+	T_INT(8, wait_read_ahead(c, 8));
+	usleep(50000);
+	T_INT(8, read_ahead(c));
+
+	/* They are the next ones the reader reads: cache hits, each; and
+	 * each read queues one more at the same step. */
+	struct sv_cache_stats before, after;
+	sv_container_cache_stats(c, &before);
+	for (int k = 3; k <= 10; k++)
+		check_file(c, k * stride);
+	sv_container_cache_stats(c, &after);
+	T_UINT(before.hits + 8, after.hits);
+	T_INT(16, wait_read_ahead(c, 16));
+
+	/* The files between them were not decoded: a miss (a jump back,
+	 * which queues nothing). */
+	usleep(50000);
+	T_INT(16, read_ahead(c));
+	sv_container_cache_stats(c, &before);
+	check_file(c, 3 * stride + 1);
+	sv_container_cache_stats(c, &after);
+	T_UINT(before.hits, after.hits);
+	T_OK(after.misses > before.misses);
+	/* ... nor the one past the last queued (18 * stride). */
+	sv_container_cache_stats(c, &before);
+	check_file(c, 19 * stride);
+	sv_container_cache_stats(c, &after);
+	T_UINT(before.hits, after.hits);
+	sv_container_free(c);
+}
+
+/* A reader whose steps keep changing, or are longer than four places,
+ * or go backwards, gets no read-ahead: the worker never decodes a file. */
+static void test_irregular(const struct sv_buf *b)
+{
+	static const int orders[][10] = {
+		{ 0, 3, 5, 9, 11, 14, 18, 20, 23, 27 }, /* steps 3 2 4 2 3 4 2 3 4 */
+		{ 0, 5, 10, 15, 20, 25, 30, 35, 40, 45 }, /* 5: too far */
+		{ 90, 87, 84, 81, 78, 75, 72, 69, 66, 63 }, /* backwards */
+		{ 0, 2, 0, 2, 0, 2, 0, 2, 0, 2 },     /* back and forth */
+		{ 7, 7, 7, 7, 11, 11, 11, 13, 13, 13 }, /* the same file again */
+	};
+	for (size_t k = 0; k < sizeof orders / sizeof orders[0]; k++) {
+		struct sv_container *c = open_cap(b, 8, 4 << 20);
+		T_OK(c != NULL);
+		for (int i = 0; c && i < 10; i++)
+			check_file(c, orders[k][i]);
+		usleep(50000); /* anything queued would be decoded by now */
+		if (c)
+			T_INT(0, read_ahead(c));
+		sv_container_free(c);
+	}
 }
 
 static void *reader(void *arg)
@@ -154,6 +259,11 @@ int main(void)
 	for (int i = NDATA - 1; c && i >= 0; i -= 3)
 		check_file(c, i);
 	sv_container_free(c);
+
+	/* Every second, third and fourth file. */
+	for (int stride = 2; stride <= 4; stride++)
+		test_stride(&b, stride);
+	test_irregular(&b);
 
 	/* Two readers at once over one container. */
 	c = open_with(&b, 8);

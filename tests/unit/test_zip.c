@@ -4,7 +4,11 @@
  * Zips are written to memory and to a file in a fresh temporary directory,
  * stored and deflated, with and without data descriptors, and read back
  * exactly (names, sizes, CRCs, times, bytes).  Members are copied raw from
- * a file and from memory into both kinds of output.  70,000 members force
+ * a file and from memory into both kinds of output, one by one and in runs
+ * (sv_zip_add_members: members that follow one another go across in one
+ * copy, as they lie, descriptors and junk between them included; a
+ * directory in another order than the file, and a member whose data runs
+ * past the next header, crafted by hand).  70,000 members force
  * the zip64 end records; a hand-built directory exercises the zip64 extra
  * field.  Every malformed variant gives its exact message.
  *
@@ -21,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -485,6 +490,548 @@ static void test_raw(void)
 		sv_buf_fini(&out[k]);
 	sv_zip_fini(&zs);
 	close(src_fd);
+	sv_buf_fini(&src);
+}
+
+/* ---- members copied in runs (sv_zip_add_members) ------------------------------ */
+
+/* Counts the reads sv_zip_add_members makes of the source: one local header
+ * per run (its last member's), so the count is the number of runs. */
+struct counted {
+	struct src *s;
+	unsigned reads;
+};
+
+static int counted_rd(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err)
+{
+	struct counted *c = arg;
+	c->reads++;
+	return mem_rd(c->s, off, buf, n, err);
+}
+
+/* One step of a copy: source members [i, j), or (i == j) a new stored
+ * member "new<i>" from sv_zip_add, as a commit writes a changed one. */
+struct step {
+	size_t i, j;
+};
+
+static const char new_data[] = "a member written anew\n";
+
+/* Copies the steps from the source (src_fd, or its bytes when from_mem)
+ * into a file (to_file, at path) or memory; *runs gets the source reads
+ * (see struct counted).  Returns the zip's bytes. */
+static struct sv_buf copy_members(const struct sv_zip *zs, struct src *s, int src_fd,
+				  bool from_mem, bool to_file, const char *path,
+				  const struct step *st, size_t nst, unsigned *runs)
+{
+	struct sv_buf mem;
+	sv_buf_init(&mem);
+	int fd = to_file ? open(path, O_RDWR | O_CREAT | O_TRUNC, 0644) : -1;
+	if (to_file && fd < 0)
+		die(path);
+	struct sv_zip_writer w;
+	struct sv_err err = { 0 };
+	struct counted c = { s, 0 };
+	sv_zip_writer_init(&w, fd, to_file ? NULL : &mem);
+	for (size_t k = 0; k < nst; k++) {
+		if (st[k].i == st[k].j) {
+			char name[16];
+			snprintf(name, sizeof name, "new%zu", st[k].i);
+			T_INT(0, sv_zip_add(&w, name, new_data, sizeof new_data - 1, true, &err));
+		} else {
+			T_INT(0, sv_zip_add_members(&w, zs, st[k].i, st[k].j, counted_rd, &c, s->n,
+						    from_mem ? -1 : src_fd, from_mem ? s->p : NULL,
+						    &err));
+		}
+		T_STR("", err.msg);
+	}
+	T_INT(0, sv_zip_finish(&w, NULL, 0, &err));
+	T_UINT(w.off, to_file ? (uint64_t)lseek(fd, 0, SEEK_CUR) : mem.len);
+	sv_zip_writer_fini(&w);
+	if (to_file) {
+		mem = read_fd(fd);
+		close(fd);
+	}
+	*runs = c.reads;
+	return mem;
+}
+
+/* The names Python must list, for py_check. */
+static const char *want_names[16];
+static const char *want_name(size_t i) { return want_names[i]; }
+
+/* Checks output entry b (its data at dof of out) against source entry a:
+ * the same name, method, times, CRC, sizes and compressed bytes; copied as
+ * it lies, the same local header (extra field included) and descriptor;
+ * written alone (as by sv_zip_add_raw), a header of its own with the
+ * sizes in it and no descriptor. */
+static void check_member(const struct sv_buf *out, const struct sv_zip_entry *b,
+			 uint64_t dof, const struct sv_zip_entry *a, const struct src *s,
+			 bool alone)
+{
+	struct sv_err err = { 0 };
+	T_STR(a->name, b->name);
+	T_UINT(a->method, b->method);
+	T_UINT(a->flags & ~(alone ? 8u : 0u), b->flags);
+	T_UINT(a->mtime, b->mtime);
+	T_UINT(a->mdate, b->mdate);
+	T_UINT(a->crc, b->crc);
+	T_UINT(a->csize, b->csize);
+	T_UINT(a->usize, b->usize);
+	uint64_t so = 0;
+	T_INT(0, sv_zip_data_offset(a, mem_rd, (void *)s, s->n, &so, &err));
+	if (dof + a->csize > out->len || so + a->csize > s->n)
+		return;
+	T_MEM(s->p + so, out->p + dof, (size_t)a->csize);
+	uint64_t hl = so - a->lho;
+	if (alone) {
+		T_UINT(30 + strlen(a->name), dof - b->lho);
+		T_UINT(a->crc, get32(out->p + b->lho + 14));
+		T_UINT(a->csize, get32(out->p + b->lho + 18));
+	} else {
+		T_UINT(hl, dof - b->lho);
+		if (dof - b->lho == hl)
+			T_MEM(s->p + a->lho, out->p + b->lho, (size_t)hl);
+		if ((a->flags & 8) && dof + a->csize + 16 <= out->len) {
+			T_UINT(0x08074b50, get32(out->p + dof + a->csize));
+			T_MEM(s->p + so + a->csize, out->p + dof + a->csize, 16);
+		}
+	}
+	struct sv_blob *want = NULL, *got = NULL;
+	T_INT(0, sv_zip_extract(a, mem_rd, (void *)s, s->n, UINT64_MAX, &want, &err));
+	T_INT(0, sv_zip_extract(b, mem_rd, &(struct src){ out->p, out->len }, out->len,
+				UINT64_MAX, &got, &err));
+	T_STR("", err.msg);
+	if (want && got) {
+		T_UINT(want->len, got->len);
+		T_MEM(want->data, got->data, want->len);
+	}
+	sv_blob_unref(got);
+	sv_blob_unref(want);
+}
+
+/* Checks out (at path), a copy of the steps from the source: the members
+ * in step order, each the source's (bit k of alone: output entry k was
+ * written alone) or new; no member's data or descriptor runs into what
+ * follows it; Python's zipfile agrees. */
+static void check_copy(const struct sv_buf *out, const char *path, const struct sv_zip *zs,
+		       const struct src *s, const struct step *st, size_t nst, unsigned alone)
+{
+	struct sv_err err = { 0 };
+	struct src d = { out->p, out->len };
+	struct sv_zip zd;
+	T_INT(0, sv_zip_open(&zd, mem_rd, &d, d.n, 100, &err));
+	T_STR("", err.msg);
+	size_t k = 0;
+	for (size_t q = 0; q < nst; q++) {
+		bool fresh = st[q].i == st[q].j;
+		for (size_t i = st[q].i; i < st[q].j || (fresh && i == st[q].i); i++, k++) {
+			if (k >= zd.n)
+				continue;
+			const struct sv_zip_entry *b = &zd.e[k];
+			if (k < 16)
+				want_names[k] = b->name;
+			uint64_t dof = 0;
+			T_INT(0, sv_zip_data_offset(b, mem_rd, &d, d.n, &dof, &err));
+			T_OK(dof + b->csize + (b->flags & 8 ? 16 : 0) <= b->span_end);
+			if (!fresh) {
+				check_member(out, b, dof, &zs->e[i], s, alone >> k & 1);
+				continue;
+			}
+			struct sv_blob *blob = NULL;
+			T_INT(0, sv_zip_extract(b, mem_rd, &d, d.n, UINT64_MAX, &blob, &err));
+			T_OK(blob && blob->len == sizeof new_data - 1 &&
+			     !memcmp(blob->data, new_data, blob->len));
+			sv_blob_unref(blob);
+		}
+	}
+	T_UINT(k, zd.n);
+	if (path && zd.n == k && k <= 16)
+		py_check(path, k, want_name);
+	sv_zip_fini(&zd);
+}
+
+#define ANY_RUNS UINT_MAX /* how many reads the source takes is not checked */
+
+/* Copies the steps in all four ways (file or memory, from a file or from
+ * memory), checks they give the same bytes and that those are right
+ * (which members went across as they lie, and which alone).  A failed
+ * check is followed by a line naming the case, what.  Returns the output. */
+static struct sv_buf copy_all_ways(const char *what, const struct sv_buf *src,
+				   const struct step *st, size_t nst, unsigned runs,
+				   unsigned alone)
+{
+	int fails = t_fails;
+	char label[160];
+	snprintf(label, sizeof label, "%s", what); /* what may be fmt()'s buffer */
+	const char *src_path = tmp("members-src.zip");
+	write_file(src_path, src);
+	int src_fd = open(src_path, O_RDONLY);
+	if (src_fd < 0)
+		die(src_path);
+	struct src s = { src->p, src->len };
+	struct sv_zip zs;
+	struct sv_err err = { 0 };
+	T_INT(0, sv_zip_open(&zs, mem_rd, &s, s.n, 100, &err));
+	T_STR("", err.msg);
+	struct sv_buf out[4];
+	unsigned reads[4];
+	out[0] = copy_members(&zs, &s, src_fd, false, true, tmp("members.zip"), st, nst,
+			      &reads[0]); /* copy_file_range */
+	out[1] = copy_members(&zs, &s, src_fd, false, false, NULL, st, nst, &reads[1]);
+	out[2] = copy_members(&zs, &s, -1, true, false, NULL, st, nst, &reads[2]);
+	out[3] = copy_members(&zs, &s, -1, true, true, tmp("members3.zip"), st, nst,
+			      &reads[3]);
+	for (int k = 0; k < 4; k++) {
+		/* (How often the source is read is the writer's business: it
+		 * reads local headers through a window, many at a time.) */
+		T_UINT(out[0].len, out[k].len);
+		T_MEM(out[0].p, out[k].p, out[0].len);
+	}
+	check_copy(&out[0], tmp("members.zip"), &zs, &s, st, nst, alone);
+	for (int k = 1; k < 4; k++)
+		sv_buf_fini(&out[k]);
+	sv_zip_fini(&zs);
+	close(src_fd);
+	if (t_fails > fails)
+		fprintf(stderr, "test_zip: the failures above: sv_zip_add_members: %s\n", label);
+	return out[0];
+}
+
+static void test_members(void)
+{
+	for (int desc = 0; desc < 2; desc++) {
+		struct sv_buf src;
+		sv_buf_init(&src);
+		struct sv_zip_writer w;
+		sv_zip_writer_init(&w, -1, &src);
+		w.descriptors = desc;
+		write_sample(&w);
+		sv_zip_writer_fini(&w);
+		struct src s = { src.p, src.len };
+		struct sv_zip zs;
+		struct sv_err err = { 0 };
+		T_INT(0, sv_zip_open(&zs, mem_rd, &s, s.n, 100, &err));
+		for (size_t i = 0; i + 1 < zs.n; i++)
+			T_UINT(zs.e[i + 1].lho, zs.e[i].span_end);
+		T_UINT(zs.cd_off, zs.n ? zs.e[zs.n - 1].span_end : 0);
+
+		/* All of them: one run, the source's bytes up to its directory. */
+		const struct step all[] = { { 0, NSAMPLE } };
+		const char *what = desc ? "the sample with descriptors" : "the sample";
+		struct sv_buf out = copy_all_ways(what, &src, all, 1, 1, 0);
+		T_OK(out.len >= zs.cd_off);
+		if (out.len >= zs.cd_off)
+			T_MEM(src.p, out.p, (size_t)zs.cd_off);
+		sv_buf_fini(&out);
+
+		/* Parts, with new members between them (a commit): a run per
+		 * part; an empty range adds nothing. */
+		const struct step parts[] = { { 1, 3 }, { 0, 0 }, { 4, NSAMPLE }, { 0, 1 },
+					      { 3, 3 } }; /* 3 is left out */
+		struct sv_buf empty;
+		sv_buf_init(&empty);
+		sv_zip_writer_init(&w, -1, &empty);
+		T_INT(0, sv_zip_add_members(&w, &zs, 2, 2, mem_rd, &s, s.n, -1, src.p, &err));
+		T_UINT(0, w.n);
+		T_UINT(0, empty.len);
+		sv_zip_writer_fini(&w);
+		sv_buf_fini(&empty);
+		out = copy_all_ways(fmt("%s in parts", what), &src, parts,
+				    sizeof parts / sizeof parts[0], 3, 0);
+		sv_buf_fini(&out);
+
+		/* Members one by one: a run each. */
+		struct step one[NSAMPLE];
+		for (size_t i = 0; i < NSAMPLE; i++)
+			one[i] = (struct step){ i, i + 1 };
+		out = copy_all_ways(fmt("%s one by one", what), &src, one, NSAMPLE, NSAMPLE, 0);
+		sv_buf_fini(&out);
+		sv_zip_fini(&zs);
+		sv_buf_fini(&src);
+	}
+}
+
+/* ---- hand-built zips for runs: other orders, junk, overlaps -------------------- */
+
+/* A stored member of a hand-built zip. */
+struct piece {
+	const char *name;
+	const char *data;
+	size_t covers;    /* bytes after its data that its sizes claim too (an
+			   * overlap: they are the next member's header) */
+	const char *junk; /* bytes after it, before the next member */
+	bool desc;        /* a data descriptor follows the data */
+};
+
+/* Writes the pieces, each local header with a 9-byte timestamp extra field
+ * (sv_zip_add_raw writes none: a member written alone shows), then a
+ * central directory listing them in `order`. */
+static struct sv_buf hand_zip(const struct piece *pc, size_t np, const size_t *order)
+{
+	struct sv_buf b;
+	sv_buf_init(&b);
+	uint64_t lho[16], dof[16];
+	for (size_t i = 0; i < np && i < 16; i++) {
+		uint8_t h[30] = { 0 };
+		size_t nl = strlen(pc[i].name);
+		sv_put_u32le(h, 0x04034b50);
+		set16(h + 4, 20);
+		set16(h + 6, pc[i].desc ? 8 : 0);
+		set16(h + 12, 0x21);
+		set16(h + 26, (uint16_t)nl);
+		set16(h + 28, 9);
+		lho[i] = b.len;
+		sv_buf_add(&b, h, sizeof h);
+		sv_buf_add(&b, pc[i].name, nl);
+		sv_buf_add(&b, "\x55\x54\x05\x00\x01\x02\x03\x04\x05", 9);
+		dof[i] = b.len;
+		sv_buf_add(&b, pc[i].data, strlen(pc[i].data));
+		if (pc[i].desc)
+			sv_buf_add(&b, "PK\7\10" "crc csizeusize", 16);
+		if (pc[i].junk)
+			sv_buf_add(&b, pc[i].junk, strlen(pc[i].junk));
+	}
+	/* Backwards: a member's CRC covers the headers after it, done first. */
+	uint32_t crc[16];
+	for (size_t i = np; i-- > 0;) {
+		size_t n = strlen(pc[i].data) + pc[i].covers;
+		crc[i] = dof[i] + n <= b.len ? (uint32_t)crc32_z(0, b.p + dof[i], n) : 0;
+		uint8_t *h = b.p + lho[i];
+		if (pc[i].desc) {
+			uint8_t *d = b.p + dof[i] + n;
+			sv_put_u32le(d + 4, crc[i]);
+			sv_put_u32le(d + 8, (uint32_t)n);
+			sv_put_u32le(d + 12, (uint32_t)n);
+		} else {
+			sv_put_u32le(h + 14, crc[i]);
+			sv_put_u32le(h + 18, (uint32_t)n);
+			sv_put_u32le(h + 22, (uint32_t)n);
+		}
+	}
+	uint64_t cd_off = b.len, cdrec[16];
+	for (size_t k = 0; k < np && k < 16; k++) {
+		size_t i = order ? order[k] : k;
+		size_t nl = strlen(pc[i].name), n = strlen(pc[i].data) + pc[i].covers;
+		uint8_t c[46] = { 0 };
+		sv_put_u32le(c, 0x02014b50);
+		set16(c + 4, 20);
+		set16(c + 6, 20);
+		set16(c + 8, pc[i].desc ? 8 : 0);
+		set16(c + 14, 0x21);
+		sv_put_u32le(c + 16, crc[i]);
+		sv_put_u32le(c + 20, (uint32_t)n);
+		sv_put_u32le(c + 24, (uint32_t)n);
+		set16(c + 28, (uint16_t)nl);
+		sv_put_u32le(c + 42, (uint32_t)lho[i]);
+		cdrec[k] = b.len;
+		sv_buf_add(&b, c, sizeof c);
+		sv_buf_add(&b, pc[i].name, nl);
+	}
+	/* A member whose data runs into the directory (not as far as its own
+	 * record's CRC): its CRC now. */
+	for (size_t k = np; k-- > 0;) {
+		size_t i = order ? order[k] : k;
+		size_t n = strlen(pc[i].data) + pc[i].covers;
+		if (dof[i] + n <= cd_off)
+			continue;
+		crc[i] = (uint32_t)crc32_z(0, b.p + dof[i], n);
+		sv_put_u32le(b.p + lho[i] + 14, crc[i]);
+		sv_put_u32le(b.p + cdrec[k] + 16, crc[i]);
+	}
+	uint8_t end[22] = { 0 };
+	sv_put_u32le(end, 0x06054b50);
+	set16(end + 8, (uint16_t)np);
+	set16(end + 10, (uint16_t)np);
+	sv_put_u32le(end + 12, (uint32_t)(b.len - cd_off));
+	sv_put_u32le(end + 16, (uint32_t)cd_off);
+	sv_buf_add(&b, end, sizeof end);
+	return b;
+}
+
+static const struct piece five[] = {
+	{ "a.txt", "alpha alpha alpha\n", 0, NULL, false },
+	{ "b.txt", "bravo\n", 0, NULL, true },
+	{ "c.txt", "charlie charlie\n", 0, NULL, false },
+	{ "d.txt", "delta\n", 0, NULL, true },
+	{ "e.txt", "echo echo echo echo\n", 0, NULL, false },
+};
+
+/* The central directory in another order than the members: runs follow the
+ * file, so they break where the directory jumps. */
+static void test_members_order(void)
+{
+	static const struct {
+		size_t order[5];
+		unsigned runs; /* of the whole directory */
+	} cases[] = {
+		{ { 0, 1, 2, 3, 4 }, 1 },
+		{ { 3, 4, 0, 1, 2 }, 2 },
+		{ { 4, 3, 2, 1, 0 }, 5 },
+		{ { 0, 2, 1, 3, 4 }, 4 },
+		{ { 1, 2, 0, 3, 4 }, 3 }, /* 2 ends where 3 begins, but 0 is between */
+		{ { 2, 3, 4, 0, 1 }, 2 },
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		struct sv_buf src = hand_zip(five, 5, cases[k].order);
+		if (have_py) {
+			write_file(tmp("hand.zip"), &src);
+			for (size_t i = 0; i < 5; i++)
+				want_names[i] = five[cases[k].order[i]].name;
+			py_check(tmp("hand.zip"), 5, want_name);
+		}
+		const struct step all[] = { { 0, 5 } };
+		struct sv_buf out = copy_all_ways(fmt("directory order %zu, whole", k), &src,
+						  all, 1, cases[k].runs, 0);
+		sv_buf_fini(&out);
+		/* A run is cut where the caller's range ends. */
+		const struct step split[] = { { 0, 2 }, { 2, 5 } };
+		out = copy_all_ways(fmt("directory order %zu, split", k), &src, split, 2,
+				    cases[k].runs + (k == 0 || k == 5), 0);
+		sv_buf_fini(&out);
+		sv_buf_fini(&src);
+	}
+}
+
+/* Junk between members is copied with the member before it (the members
+ * keep their places in the run); the run is still one piece. */
+static void test_members_junk(void)
+{
+	static const struct piece junk[] = {
+		{ "a.txt", "alpha\n", 0, "JUNK", false },
+		{ "b.txt", "bravo\n", 0, "PK\3\4 not a header, nor the next member", true },
+		{ "c.txt", "charlie\n", 0, NULL, false },
+		{ "d.txt", "delta\n", 0, "junk before the directory", true },
+	};
+	struct sv_buf src = hand_zip(junk, 4, NULL);
+	struct src s = { src.p, src.len };
+	struct sv_zip zs;
+	struct sv_err err = { 0 };
+	T_INT(0, sv_zip_open(&zs, mem_rd, &s, s.n, 100, &err));
+	T_UINT(4, zs.n);
+	if (zs.n == 4) {
+		T_UINT(zs.e[0].lho + 30 + 5 + 9 + 6 + 4, zs.e[0].span_end);
+		T_UINT(zs.cd_off, zs.e[3].span_end);
+	}
+	const struct step all[] = { { 0, 4 } };
+	struct sv_buf out = copy_all_ways("junk between members, whole", &src, all, 1, 1, 0);
+	T_OK(out.len >= zs.cd_off);
+	if (out.len >= zs.cd_off)
+		T_MEM(src.p, out.p, (size_t)zs.cd_off); /* the junk too */
+	sv_buf_fini(&out);
+	const struct step parts[] = { { 1, 3 }, { 0, 0 }, { 3, 4 }, { 0, 1 } };
+	out = copy_all_ways("junk between members, in parts", &src, parts, 4, 3, 0);
+	sv_buf_fini(&out);
+	sv_zip_fini(&zs);
+	sv_buf_fini(&src);
+}
+
+/* A member whose data runs past the next local header (its sizes claim the
+ * next member's header: crafted, a zip bomb's trick) is written alone, its
+ * data copied as claimed, so the output never overlaps; the members around
+ * it still go in runs. */
+static void test_members_overlap(void)
+{
+	struct piece p[5];
+	memcpy(p, five, sizeof p);
+	struct sv_err err = { 0 };
+
+	/* b's data takes in 10 bytes of c's header. */
+	p[1].covers = 10;
+	p[1].desc = false;
+	struct sv_buf src = hand_zip(p, 5, NULL);
+	struct src s = { src.p, src.len };
+	struct sv_zip zs;
+	T_INT(0, sv_zip_open(&zs, mem_rd, &s, s.n, 100, &err));
+	struct sv_blob *blob = NULL;
+	T_INT(0, sv_zip_extract(&zs.e[1], mem_rd, &s, s.n, 100, &blob, &err));
+	T_OK(blob && blob->len == 16 && !memcmp(blob->data + 6, "PK\3\4", 4));
+	sv_blob_unref(blob);
+	sv_zip_fini(&zs);
+	/* The last of a run: a, then b alone; then c, d, e. */
+	const struct step ab[] = { { 0, 2 }, { 2, 5 } };
+	struct sv_buf out = copy_all_ways("b overlaps c, the last of a run", &src, ab, 2, 2,
+					  1u << 1);
+	sv_buf_fini(&out);
+	/* Alone in its range. */
+	const struct step b[] = { { 1, 2 }, { 0, 0 }, { 3, 5 } };
+	out = copy_all_ways("b overlaps c, alone in its range", &src, b, 3, 2, 1u << 0);
+	sv_buf_fini(&out);
+	/* Within a run: a, b alone, then c, d, e.  Copied as it lies, b would
+	 * overlap c's header in the output too, which Python >= 3.12 refuses as
+	 * a zip bomb (tests/fuzz/crashers/doodle-commit-overlap-in-run-*). */
+	const struct step all[] = { { 0, 5 } };
+	out = copy_all_ways("b overlaps c, within a run", &src, all, 1, ANY_RUNS, 1u << 1);
+	sv_buf_fini(&out);
+	sv_buf_fini(&src);
+
+	/* a's data takes in all of b (its descriptor too) and 20 bytes of c,
+	 * up to its CRC; a run that ends with b and a new member after it
+	 * must not cut a short (copied with the run, its last 20 bytes would
+	 * become the new member's header: a CRC mismatch). */
+	memcpy(p, five, sizeof p);
+	p[0].covers = 30 + 5 + 9 + strlen(p[1].data) + 16 + 20;
+	src = hand_zip(p, 5, NULL);
+	s = (struct src){ src.p, src.len };
+	T_INT(0, sv_zip_open(&zs, mem_rd, &s, s.n, 100, &err));
+	T_INT(0, sv_zip_extract(&zs.e[0], mem_rd, &s, s.n, 1000, &blob, &err));
+	T_STR("", err.msg);
+	sv_blob_unref(blob);
+	sv_zip_fini(&zs);
+	const struct step cut[] = { { 0, 2 }, { 0, 0 }, { 2, 5 } };
+	out = copy_all_ways("a overlaps b and c, a run ends before c", &src, cut, 3,
+			    ANY_RUNS, 1u << 0);
+	sv_buf_fini(&out);
+	sv_buf_fini(&src);
+
+	/* The last member's data runs into the central directory. */
+	memcpy(p, five, sizeof p);
+	p[4].covers = 12;
+	src = hand_zip(p, 5, NULL);
+	out = copy_all_ways("e overlaps the directory", &src, all, 1, 1, 1u << 4);
+	sv_buf_fini(&out);
+	sv_buf_fini(&src);
+}
+
+/* What stops a copy: the last member of a run with a bad local header, an
+ * unusable name, a source that cannot be read; each with its reason. */
+static void test_members_bad(void)
+{
+	struct sv_buf src = hand_zip(five, 5, NULL);
+	struct src s = { src.p, src.len };
+	struct sv_zip zs;
+	struct sv_err err = { 0 };
+	T_INT(0, sv_zip_open(&zs, mem_rd, &s, s.n, 100, &err));
+	struct sv_buf mem;
+	sv_buf_init(&mem);
+	struct sv_zip_writer w;
+	sv_zip_writer_init(&w, -1, &mem);
+	uint64_t lho = zs.e[2].lho;
+	src.p[lho] = 'X';
+	T_INT(-EBADMSG, sv_zip_add_members(&w, &zs, 0, 3, mem_rd, &s, s.n, -1, src.p, &err));
+	T_STR(fmt("zip: byte %" PRIu64 ": c.txt: local header has a bad signature", lho),
+	      err.msg);
+	T_UINT(0, w.n);
+	T_UINT(0, mem.len);
+	src.p[lho] = 'P';
+	char *name = zs.e[1].name;
+	zs.e[1].name = (char *)"";
+	T_INT(-EINVAL, sv_zip_add_members(&w, &zs, 0, 5, mem_rd, &s, s.n, -1, src.p, &err));
+	T_STR("zip: a member name must be 1 to 65535 bytes, not 0", err.msg);
+	T_UINT(0, w.n);
+	zs.e[1].name = name;
+	int ro = open("/dev/null", O_RDONLY);
+	T_INT(-EIO, sv_zip_add_members(&w, &zs, 0, 5, mem_rd, &s, s.n, ro, NULL, &err));
+	T_STR("zip: cannot read the source", err.msg);
+	sv_zip_writer_fini(&w);
+	sv_buf_fini(&mem);
+	sv_zip_writer_init(&w, ro, NULL);
+	T_INT(-EBADF, sv_zip_add_members(&w, &zs, 0, 5, mem_rd, &s, s.n, -1, src.p, &err));
+	T_STR("zip: cannot write: Bad file descriptor", err.msg);
+	T_UINT(0, w.n);
+	sv_zip_writer_fini(&w);
+	close(ro);
+	sv_zip_fini(&zs);
 	sv_buf_fini(&src);
 }
 
@@ -1070,6 +1617,11 @@ int main(void)
 	struct sv_buf z64;
 	test_roundtrip();
 	test_raw();
+	test_members();
+	test_members_order();
+	test_members_junk();
+	test_members_overlap();
+	test_members_bad();
 	test_many(&z64);
 	test_z64_extra();
 	test_python_writes();
@@ -1080,7 +1632,8 @@ int main(void)
 
 	static const char *const files[] = { "zipcheck.py", "plain.zip", "desc.zip", "src.zip",
 					     "raw0.zip", "raw3.zip", "65534.zip", "70000.zip",
-					     "py.zip" };
+					     "py.zip", "members-src.zip", "members.zip",
+					     "members3.zip", "hand.zip" };
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
 		unlink(tmp(files[i]));
 	if (rmdir(tmpdir))
