@@ -10,7 +10,7 @@ members carry a fixed date, gzip a zero mtime: the output depends only on
 this script.  For each variant NAME:
 
   NAME.level | NAME.doodad | NAME.levelpack    the container
-  NAME.msg     the exact one-line message (empty: none)
+  NAME.msg     the exact one-line message (no file: none)
   NAME.how     what happens, in one of these forms:
                  fails: savefs info exits 5
                      opening (and mounting) fails with the message;
@@ -488,7 +488,8 @@ def variants():
 def files():
     for name, ext, data, how, msg, expect in variants():
         yield '%s.%s' % (name, ext), data
-        yield name + '.msg', (msg + '\n').encode() if msg else b''
+        if msg:
+            yield name + '.msg', (msg + '\n').encode()
         yield name + '.how', (how + '\n').encode()
         if expect is not None:
             yield name + '.expect', expect
