@@ -550,12 +550,30 @@ uint64_t sv_doodle_legend_size(const struct sv_doodle_palette *pal)
 	return n;
 }
 
+/* Characters of v in decimal, with its sign. */
+static uint64_t dec_len(int64_t v)
+{
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v, n = v < 0 ? 2 : 1;
+	while (u >= 10) {
+		u /= 10;
+		n++;
+	}
+	return n;
+}
+
 uint64_t sv_doodle_text_size_with(const struct sv_doodle_palette *pal, uint64_t legend,
 				  unsigned layer, int64_t cx, int64_t cy, uint32_t size)
 {
 	uint32_t npal = pal ? pal->n : 0;
 	unsigned w = sv_doodle_cell_width(npal);
-	uint64_t n = (uint64_t)text_header(NULL, 0, pal, layer, cx, cy, size);
+	/* text_header's length, counted (it is asked for every chunk at open):
+	 * "# chunk X,Y layer L size S\n" and "# pixels A..B x C..D, W
+	 * character(s) each, top row first\n". */
+	int64_t x0 = (int64_t)((uint64_t)cx * size), y0 = (int64_t)((uint64_t)cy * size);
+	uint64_t n = 8 + dec_len(cx) + 1 + dec_len(cy) + 7 + dec_len(layer) + 6 + dec_len(size) +
+		     1;
+	n += 9 + dec_len(x0) + 2 + dec_len(x0 + (int64_t)size - 1) + 3 + dec_len(y0) + 2 +
+	     dec_len(y0 + (int64_t)size - 1) + 2 + dec_len(w) + 34;
 	n += w + 10; /* "# .  empty\n" */
 	return n + legend + (uint64_t)size * ((uint64_t)size * w + 1);
 }
