@@ -350,13 +350,21 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 			n->flags = flags | SV_N_DIRTY;
 			return i;
 		}
-		bool changed = n->size != size ||
+		/* A lazily sized node's size is not known here: it changed only
+		 * if the format says so (a touch), and else keeps the size its
+		 * first stat found. */
+		bool lazy = flags & SV_N_LAZYSIZE;
+		bool changed = (!lazy && n->size != size) ||
 			       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED |
 					    SV_N_TOUCHED)) ||
 			       (flags & SV_N_DERIVED);
-		__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+		bool keep = lazy && !changed && (n->flags & SV_N_LAZYSIZE) &&
+			    __atomic_load_n(&n->sized, __ATOMIC_ACQUIRE);
 		n->flags = flags;
-		n->size = size;
+		if (!keep) {
+			__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+			n->size = size;
+		}
 		if (changed)
 			n->gen++;
 		sv_buf_fini(&n->pending);
