@@ -1081,6 +1081,42 @@ static void gzip(void)
 	free(p);
 }
 
+/* The text size is counted, not formatted: it must match the rendering at
+ * the extremes of the coordinates, layers and widths too. */
+static void text_size_extremes(void)
+{
+	static const int64_t cs[] = {INT32_MIN, INT32_MIN + 1, -1000000, -10, -1, 0, 9, 10,
+				     99999, INT32_MAX};
+	static const uint32_t sizes[] = {1, 9, 10, 130};
+	static const uint32_t npals[] = {0, 5, 62, 63, 3844, 3845};
+	static const unsigned layers[] = {0, 9, 10, 4095};
+	for (size_t p = 0; p < sizeof npals / sizeof *npals; p++) {
+		struct sv_doodle_palette pal;
+		make_palette(&pal, npals[p]);
+		uint64_t legend = sv_doodle_legend_size(&pal);
+		for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+			struct sv_doodle_grid g;
+			T_INT(0, sv_doodle_grid_init(&g, sizes[z], 0, 0));
+			for (size_t a = 0; a < sizeof cs / sizeof *cs; a++)
+				for (size_t l = 0; l < sizeof layers / sizeof *layers; l++) {
+					int64_t cx = cs[a], cy = cs[(a + 3) % (sizeof cs / sizeof *cs)];
+					g.x0 = cx * sizes[z];
+					g.y0 = cy * sizes[z];
+					struct sv_buf b;
+					sv_buf_init(&b);
+					T_INT(0, sv_doodle_text_render(&pal, layers[l], cx, cy, &g, &b));
+					T_UINT(b.len, sv_doodle_text_size(&pal, layers[l], cx, cy,
+									  sizes[z]));
+					T_UINT(b.len, sv_doodle_text_size_with(&pal, legend, layers[l],
+									       cx, cy, sizes[z]));
+					sv_buf_fini(&b);
+				}
+			sv_doodle_grid_fini(&g);
+		}
+		sv_doodle_palette_fini(&pal);
+	}
+}
+
 int main(void)
 {
 	varints();
@@ -1093,6 +1129,7 @@ int main(void)
 	colours();
 	text_example();
 	text_round_trips();
+	text_size_extremes();
 	pngs();
 	base64();
 	gzip();
