@@ -298,13 +298,23 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 	ls_free(&l);
 }
 
-/* ---- bench-inproc: decode every file in-process, for scripts/bench ----- */
+/* ---- bench-inproc C [DIR [SUFFIX]]: decode every file (whose name ends
+ * with SUFFIX) under DIR in-process, for scripts/bench ------------------ */
 
 struct bi_ctx {
 	struct sv_container *c;
+	const char *suffix; /* only files whose names end so, or NULL */
 	uint64_t files, bytes;
 	int status;
 };
+
+static bool bi_wanted(const struct bi_ctx *x, const char *name)
+{
+	if (!x->suffix)
+		return true;
+	size_t n = strlen(name), k = strlen(x->suffix);
+	return n >= k && !memcmp(name + n - k, x->suffix, k);
+}
 
 static void bi_dir(struct bi_ctx *x, uint32_t dir)
 {
@@ -315,7 +325,7 @@ static void bi_dir(struct bi_ctx *x, uint32_t dir)
 		if (e->st.dir) {
 			if (strcmp(e->name, ".savefs"))
 				bi_dir(x, e->st.node);
-		} else {
+		} else if (bi_wanted(x, e->name)) {
 			struct sv_blob *b;
 			if (sv_content(x->c, e->st.node, &b, NULL)) {
 				x->status = SV_EXIT_PATH;
@@ -419,7 +429,7 @@ int sv_cli_main(int argc, char **argv)
 	bool ok = (!strcmp(verb, "ls") && (nargs == 1 || nargs == 2)) ||
 		  ((!strcmp(verb, "cat") || !strcmp(verb, "extract")) && nargs == 2) ||
 		  (!strcmp(verb, "info") && nargs == 1) ||
-		  (!strcmp(verb, "bench-inproc") && (nargs == 1 || nargs == 2));
+		  (!strcmp(verb, "bench-inproc") && nargs >= 1 && nargs <= 3);
 	if (!ok)
 		return usage_error("wrong number of arguments");
 	struct sv_opts o;
@@ -488,7 +498,7 @@ int sv_cli_main(int argc, char **argv)
 		status = resolve_or_fail(c, path, &n);
 		if (!status) {
 			struct timespec t0, t1;
-			struct bi_ctx x = {.c = c};
+			struct bi_ctx x = {.c = c, .suffix = nargs == 3 ? argv[argi + 2] : NULL};
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			bi_dir(&x, n);
 			clock_gettime(CLOCK_MONOTONIC, &t1);
