@@ -19,6 +19,7 @@
 #include "savefs.h"
 #include "core/fmt/datafile.h"
 #include "rd.h"
+#include "changes.h"
 #include "t.h"
 
 #include <dirent.h>
@@ -835,29 +836,6 @@ static void end_and_check_stored(struct sv_container *c, struct sv_buf *orig)
 	sv_buf_fini(&now);
 	sv_buf_fini(orig);
 	dir_clean();
-}
-
-struct changes {
-	uint32_t node[64];
-	int n;
-};
-
-static void on_change(void *arg, uint32_t node, uint32_t parent, const char *name, bool gone)
-{
-	struct changes *ch = arg;
-	if (ch->n < 64)
-		ch->node[ch->n++] = node;
-	(void)parent;
-	(void)name;
-	(void)gone;
-}
-
-static bool changed(const struct changes *ch, uint32_t n)
-{
-	for (int i = 0; i < ch->n; i++)
-		if (ch->node[i] == n)
-			return true;
-	return false;
 }
 
 static void edit_and_commit(void)

@@ -33,6 +33,7 @@
  * drawings are edited (the pack rewritten, unvisited drawings copied).
  */
 #include "fmt/doodle.h"
+#include "changes.h"
 #include "t.h"
 
 #include <dirent.h>
@@ -1741,29 +1742,6 @@ static void cs_set(struct chunkset *cs, unsigned layer, int cx, int cy, const ch
 #define PX_A2 "0000" "2..." "...." "...."
 #define PX_EMPTY "...." "...." "...." "...."
 #define PX_NEW "...." ".12." ".21." "...."
-
-struct changes {
-	uint32_t node[256];
-	int n;
-};
-
-static void on_change(void *arg, uint32_t node, uint32_t parent, const char *name, bool gone)
-{
-	struct changes *ch = arg;
-	if (ch->n < 256)
-		ch->node[ch->n++] = node;
-	(void)parent;
-	(void)name;
-	(void)gone;
-}
-
-static bool changed(const struct changes *ch, uint32_t n)
-{
-	for (int i = 0; i < ch->n; i++)
-		if (ch->node[i] == n)
-			return true;
-	return false;
-}
 
 /* A level with no chunk yet gains its first. */
 static void empty_level(void)
