@@ -15,6 +15,7 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test`.
  */
+#include "fuzz_tmp.h"
 #include "savefs.h"
 
 #include <fcntl.h>
@@ -90,25 +91,6 @@ static int visit(void *arg, const char *name, const struct sv_stat *st, uint64_t
 
 /* ---- write-back round trip ------------------------------------------- */
 
-static char dir[64], path[96];
-
-static void cleanup(void)
-{
-	unlink(path);
-	rmdir(dir);
-}
-
-static void make_dir(void)
-{
-	if (dir[0])
-		return;
-	const char *base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
-	snprintf(dir, sizeof dir, "%s/savefs-fuzz-XXXXXX", base);
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(path, sizeof path, "%s/f.map", dir);
-	atexit(cleanup);
-}
 
 /* The first file under the directory at `sub` that reads (not bad). */
 static uint32_t first_good(struct sv_container *c, const char *sub, bool recurse)
@@ -167,7 +149,7 @@ static void compare(struct sv_container *old, struct sv_container *now)
 
 static void round_trip(const uint8_t *data, size_t size, struct sv_container *mem)
 {
-	make_dir();
+	const char *path = fuzz_path("f.map");
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || sv_write_all(fd, data, size) || close(fd))
 		abort();

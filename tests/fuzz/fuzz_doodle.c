@@ -26,6 +26,7 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test`.
  */
+#include "fuzz_tmp.h"
 #include "savefs.h"
 
 #include <errno.h>
@@ -148,25 +149,6 @@ static void read_meta(struct sv_container *c)
 
 /* ---- write-back round trip ------------------------------------------- */
 
-static char dir[64], path[96];
-
-static void cleanup(void)
-{
-	unlink(path);
-	rmdir(dir);
-}
-
-static void make_dir(void)
-{
-	if (dir[0])
-		return;
-	const char *base = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
-	snprintf(dir, sizeof dir, "%s/savefs-fuzz-XXXXXX", base);
-	if (!mkdtemp(dir))
-		abort();
-	snprintf(path, sizeof path, "%s/f.level", dir);
-	atexit(cleanup);
-}
 
 static bool ends_with(const char *s, const char *tail)
 {
@@ -326,7 +308,7 @@ static void compare(struct sv_container *old, struct sv_container *now, const ch
 static void round_trip(const uint8_t *data, size_t size, struct sv_container *mem,
 		       bool upgrade)
 {
-	make_dir();
+	const char *path = fuzz_path("f.level");
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || sv_write_all(fd, data, size) || close(fd))
 		abort();
