@@ -402,7 +402,6 @@ void sv_node_touch(struct sv_container *c, uint32_t n)
 		c->nodes[n].flags |= SV_N_TOUCHED;
 }
 
-bool sv_container_reindexing(const struct sv_container *c) { return c->reindexing; }
 
 struct sv_node *sv_node(struct sv_container *c, uint32_t n)
 {
@@ -1618,6 +1617,22 @@ static int reindex(struct sv_container *c, struct changed_list *changed,
 	c->priv = NULL;
 	c->reindexing = true;
 	int rc = c->fmt->open(c, err);
+	/* A lazy directory that was listed before is listed again now, so that
+	 * its entries keep their numbers (it still holds them, stale). */
+	for (bool again = rc == 0; again;) {
+		again = false;
+		for (uint32_t i = 1; i < c->nnodes; i++) {
+			struct sv_node *n = &c->nodes[i];
+			if ((n->flags & (SV_N_LAZYDIR | SV_N_STALE)) != SV_N_LAZYDIR || !n->nkids)
+				continue;
+			struct sv_err e;
+			sv_err_clear(&e);
+			n->flags &= ~SV_N_LAZYDIR;
+			if (c->fmt->expand && c->fmt->expand(c, i, &e))
+				c->nodes[i].flags |= SV_N_BAD;
+			again = true;
+		}
+	}
 	c->reindexing = false;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		struct sv_node *n = &c->nodes[i];

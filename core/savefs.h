@@ -216,7 +216,8 @@ struct sv_format {
 	 * json_t *, passed as void * to keep jansson out of this header). */
 	void (*info)(struct sv_container *c, void *json_object);
 	/* Adds the entries of an SV_N_LAZYDIR directory, on its first lookup
-	 * or listing (lock held exclusively).  NULL: no lazy directories. */
+	 * or listing, and again after a commit for one listed before (lock
+	 * held exclusively).  NULL: no lazy directories. */
 	int (*expand)(struct sv_container *c, uint32_t dir, struct sv_err *err);
 };
 
@@ -286,9 +287,6 @@ bool sv_node_in_commit(struct sv_container *c, uint32_t n);
  * although it was not edited itself (another view of an edited entry): its
  * readers see the new content once the commit is done. */
 void sv_node_touch(struct sv_container *c, uint32_t n);
-/* True while open() runs again after a commit (nodes are being found
- * again; see sv_node_add). */
-bool sv_container_reindexing(const struct sv_container *c);
 
 /* ---- for clients (fs/ and the command line); all thread-safe ------------ */
 

@@ -961,8 +961,6 @@ static struct drawing *new_drawing(struct sv_container *c, const char *prefix)
 	return d;
 }
 
-static int expand_doodle(struct sv_container *c, uint32_t dir, struct sv_err *err);
-
 /* A levelpack: index.json, levels/<name>/ and doodads/<name>/. */
 static int build_pack(struct drawing *d, struct sv_err *err)
 {
@@ -1003,14 +1001,6 @@ static int build_pack(struct drawing *d, struct sv_err *err)
 		if (n == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 		d->nest[k].node = n;
-		/* Visited before a commit: visit it again now. */
-		if (sv_container_reindexing(c) && sv_node(c, n)->nkids) {
-			struct sv_err e;
-			sv_err_clear(&e);
-			sv_node(c, n)->flags &= ~SV_N_LAZYDIR;
-			if (expand_doodle(c, n, &e))
-				sv_node(c, n)->flags |= SV_N_BAD;
-		}
 	}
 	return 0;
 }
