@@ -22,27 +22,6 @@ need_fuse
 need_python
 [ -x "$MKDATAFILE" ] || die "MKDATAFILE=$MKDATAFILE is not an executable (build first)"
 
-# py_write PATH SRC [create]: writes SRC's bytes to PATH (O_TRUNC) and
-# closes it; prints "ok" or the step and errno that failed ("close EINVAL").
-py_write()
-{
-	"$PYTHON" - "$@" <<'PY'
-import errno, os, sys
-path, data = sys.argv[1], open(sys.argv[2], 'rb').read()
-flags = os.O_WRONLY | os.O_TRUNC | (os.O_CREAT if sys.argv[3:] == ['create'] else 0)
-step = 'open'
-try:
-    fd = os.open(path, flags, 0o644)
-    step = 'write'
-    os.write(fd, data)
-    step = 'close'
-    os.close(fd)
-    print('ok')
-except OSError as e:
-    print(step, errno.errorcode.get(e.errno, e.errno))
-PY
-}
-
 # ---- one edit ------------------------------------------------------------
 
 # snap: the listing every later step compares with.
