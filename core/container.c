@@ -36,10 +36,12 @@
 
 extern const struct sv_format sv_fmt_datafile;
 extern const struct sv_format sv_fmt_doodle;
+extern const struct sv_format sv_fmt_nethack;
 
 const struct sv_format *const sv_formats[] = {
 	&sv_fmt_datafile,
 	&sv_fmt_doodle,
+	&sv_fmt_nethack,
 	NULL,
 };
 
@@ -104,6 +106,11 @@ struct sv_container {
 	pthread_mutex_t ld_lock;
 	pthread_cond_t ld_cond;
 	struct loading *loads;   /* protected by ld_lock */
+
+	/* Told of changes made outside commits (direct writes, a followed
+	 * container); set once by the client before use. */
+	sv_changed_fn notify;
+	void *notify_arg;
 
 	pthread_mutex_t log_lock; /* protects the ring below */
 	char *log[LOG_LINES];
@@ -784,7 +791,7 @@ static int open_common(struct sv_container *c, const char *path,
 			goto fail;
 		}
 	}
-	if (!c->fmt->commit)
+	if (!c->fmt->commit && !c->fmt->write)
 		c->read_only = true;
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);
@@ -903,6 +910,7 @@ static void fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	st->writable = writable(c, n);
 	st->volatile_ = n->flags & SV_N_META;
 	st->bad = n->flags & SV_N_BAD;
+	st->stream = n->flags & SV_N_STREAM;
 	st->gen = n->gen;
 	st->mtime = c->st.st_mtim;
 	if (st->dir) {
@@ -1112,6 +1120,9 @@ static uint64_t cache_key(const struct sv_node *n, uint32_t i)
 static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 		       struct sv_blob **out, struct sv_err *err);
 
+static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out,
+			struct sv_err *err);
+
 static int content_locked(struct sv_container *c, uint32_t i,
 			  struct sv_blob **out, struct sv_err *err)
 {
@@ -1123,6 +1134,8 @@ static int content_locked(struct sv_container *c, uint32_t i,
 	if (c->broken)
 		return sv_err_set(err, -EIO, "the container could not be read again after "
 				  "a commit: remount it");
+	if ((n->flags & SV_N_STREAM) && c->fmt->read)
+		return stream_whole(c, i, out, err);
 	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) {
 		/* A copy of the edit, cached until the next write changes gen,
 		 * so that reading an edited file back is linear, not quadratic. */
@@ -1231,7 +1244,8 @@ static void log_failure(struct sv_container *c, uint32_t i, const char *what,
 static bool plain_file(struct sv_container *c, uint32_t i)
 {
 	return !(c->nodes[i].flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW |
-				      SV_N_TEMP | SV_N_BAD | SV_N_GONE | SV_N_ORPHAN));
+				      SV_N_TEMP | SV_N_BAD | SV_N_GONE | SV_N_ORPHAN |
+				      SV_N_STREAM));
 }
 
 static void *pf_main(void *arg)
@@ -1336,11 +1350,50 @@ int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	return rc;
 }
 
+/* The whole of a stream node, read in pieces (for clients that want it
+ * whole: the command line's cat and extract); read lock held. */
+static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out,
+			struct sv_err *err)
+{
+	uint64_t size = c->nodes[i].size;
+	if (size > c->opts.max_decode)
+		return sv_err_set(err, -EFBIG, "%llu bytes: more than the decode limit "
+				  "(option maxdecode)", (unsigned long long)size);
+	struct sv_blob *b = sv_blob_new((size_t)size);
+	if (!b)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	size_t got = 0;
+	int rc = c->fmt->read(c, i, 0, b->data, (size_t)size, &got, err);
+	if (!rc && got != size)
+		rc = sv_err_set(err, -EIO, "read %zu bytes of %llu", got,
+				(unsigned long long)size);
+	if (rc) {
+		sv_blob_unref(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
 int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,
 	    size_t size, size_t *got, struct sv_err *err)
 {
 	struct sv_blob *b;
 	*got = 0;
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	pthread_rwlock_rdlock(&c->lock);
+	if (usable(c, n) && (c->nodes[n].flags & SV_N_STREAM) &&
+	    !(c->nodes[n].flags & SV_N_DIR) && c->fmt->read) {
+		int rc = c->fmt->read(c, n, off, buf, size, got, err);
+		if (rc)
+			log_failure(c, n, "read", err);
+		pthread_rwlock_unlock(&c->lock);
+		return rc;
+	}
+	pthread_rwlock_unlock(&c->lock);
 	int rc = sv_content(c, n, &b, err);
 	if (rc)
 		return rc;
@@ -1375,6 +1428,10 @@ static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 	if (c->read_only)
 		return sv_err_set(err, -EROFS, "the container is mounted read-only");
 	if (n->flags & (SV_N_RO | SV_N_META))
+		return sv_err_set(err, -EPERM, "this file is a read-only view");
+	if (n->flags & SV_N_DIRECT)
+		return sv_err_set(err, -EPERM, "this file can only be appended to, at its end");
+	if (!c->fmt->commit)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	return 0;
 }
@@ -1416,14 +1473,35 @@ static int resize_pending(struct sv_container *c, struct sv_node *n,
 	return 0;
 }
 
+static int direct_done(struct sv_container *c, uint32_t old_count, int rc,
+		       struct sv_err *err);
+
+/* A write or truncation of an SV_N_DIRECT node; write lock held. */
+static bool direct(struct sv_container *c, uint32_t i)
+{
+	return live(c, i) && (c->nodes[i].flags & SV_N_DIRECT) && !c->read_only &&
+	       c->fmt->write;
+}
+
 int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	     size_t size, struct sv_err *err)
 {
 	sv_err_clear(err);
 	pthread_rwlock_wrlock(&c->lock);
+	if (direct(c, i)) {
+		uint32_t count = c->nnodes;
+		int rc = c->fmt->write(c, i, off, buf, size, err);
+		rc = direct_done(c, count, rc, err);
+		if (rc)
+			log_failure(c, i, "refused", err);
+		pthread_rwlock_unlock(&c->lock);
+		return rc;
+	}
 	int rc = can_edit(c, i, err);
 	if (!rc)
 		rc = begin_edit(c, i, err);
+	if (!rc && off == SV_AT_END)
+		off = c->nodes[i].pending.len;
 	if (!rc && off + size < off)
 		rc = sv_err_set(err, -EFBIG, "offset too large");
 	struct sv_node *n = &c->nodes[i];
@@ -1448,6 +1526,16 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 {
 	sv_err_clear(err);
 	pthread_rwlock_wrlock(&c->lock);
+	if (direct(c, i)) {
+		uint32_t count = c->nnodes;
+		int rc = c->fmt->truncate ? c->fmt->truncate(c, i, size, err)
+					  : sv_err_set(err, -EPERM, "cannot be truncated");
+		rc = direct_done(c, count, rc, err);
+		if (rc)
+			log_failure(c, i, "refused", err);
+		pthread_rwlock_unlock(&c->lock);
+		return rc;
+	}
 	int rc = can_edit(c, i, err);
 	if (!rc && size == 0 &&
 	    !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
@@ -1809,7 +1897,108 @@ static int pre_flush(struct sv_container *c, void *arg, struct sv_err *err)
 int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn fn, void *arg,
 	     struct sv_err *err)
 {
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	if (direct(c, n)) {
+		uint32_t count = c->nnodes;
+		int rc = c->fmt->sync ? c->fmt->sync(c, n, err) : 0;
+		rc = direct_done(c, count, rc, err);
+		if (rc)
+			log_failure(c, n, "refused", err);
+		pthread_rwlock_unlock(&c->lock);
+		return rc;
+	}
+	pthread_rwlock_unlock(&c->lock);
 	return commit_and_notify(c, fn, arg, err, pre_flush, &n);
+}
+
+/* ---- changes made outside commits -------------------------------------- */
+
+void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg)
+{
+	c->notify = fn;
+	c->notify_arg = arg;
+}
+
+bool sv_container_follows(const struct sv_container *c)
+{
+	return c->fmt && c->fmt->refresh && c->fd >= 0;
+}
+
+/*
+ * After a direct write or a refresh (write lock held): rc 1 reads the whole
+ * index again; otherwise the nodes added since old_count and those the
+ * format touched get a new generation.  Either way the client hears of
+ * them (a new node with its directory, whose listing changed).  Returns 0
+ * or the error.
+ */
+static int direct_done(struct sv_container *c, uint32_t old_count, int rc,
+		       struct sv_err *err)
+{
+	struct changed_list changed = {0};
+	if (rc < 0)
+		return rc;
+	fstat(c->fd, &c->st);
+	if (rc == 1) {
+		rc = reindex(c, &changed, err);
+		if (rc) {
+			c->broken = true;
+			sv_log(c, "re-reading %s failed: %s", c->path, err->msg);
+		}
+	} else {
+		uint32_t last_dir = SV_NONE;
+		for (uint32_t i = 1; i < c->nnodes; i++) {
+			struct sv_node *n = &c->nodes[i];
+			if (n->flags & SV_N_TOUCHED) {
+				n->flags &= ~SV_N_TOUCHED;
+				n->gen++;
+				__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+				changed_add(&changed, i);
+			} else if (i >= old_count && !(n->flags & SV_N_GONE)) {
+				changed_add(&changed, i);
+				if (n->parent != last_dir)
+					changed_add(&changed, last_dir = n->parent);
+			}
+		}
+	}
+	for (size_t k = 0; c->notify && k < changed.n; k++) {
+		struct sv_node *n = &c->nodes[changed.v[k]];
+		c->notify(c->notify_arg, changed.v[k], n->parent, n->name,
+			  n->flags & SV_N_GONE);
+	}
+	free(changed.v);
+	return rc;
+}
+
+int sv_container_poll(struct sv_container *c, struct sv_err *err)
+{
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	if (!sv_container_follows(c))
+		return 0;
+	struct stat now;
+	pthread_rwlock_rdlock(&c->lock);
+	bool same = !fstat(c->fd, &now) && now.st_size == c->st.st_size &&
+		    now.st_mtim.tv_sec == c->st.st_mtim.tv_sec &&
+		    now.st_mtim.tv_nsec == c->st.st_mtim.tv_nsec;
+	pthread_rwlock_unlock(&c->lock);
+	if (same)
+		return 0;
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = 0;
+	if (!c->broken) {
+		uint32_t count = c->nnodes;
+		rc = direct_done(c, count, c->fmt->refresh(c, err), err);
+		if (rc)
+			sv_log(c, "following %s: %s", c->path, err->msg);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
 }
 
 void sv_discard(struct sv_container *c, uint32_t n)

@@ -124,6 +124,12 @@ enum {
 				  * the format's expand() on first use */
 	SV_N_TOUCHED = 1 << 14,  /* internal: content changed by a commit
 				  * (sv_node_touch) */
+	SV_N_STREAM = 1 << 15,   /* read in pieces through the format's
+				  * read(), never held whole (a log and its
+				  * transcript: large, and growing) */
+	SV_N_DIRECT = 1 << 16,   /* writes and truncations go to the format's
+				  * write()/truncate() at once, not to a
+				  * pending edit (an append-only log) */
 };
 
 struct sv_node {
@@ -170,6 +176,12 @@ struct sv_opts {
 void sv_opts_init(struct sv_opts *o);
 /* Parses "64M", "1G", "4096", "512K" into bytes.  0 or -EINVAL. */
 int sv_parse_size(const char *s, uint64_t *out);
+
+/* Called, with the container lock held (so it must not call back into the
+ * core), for each node whose content or size changed in a commit; gone is
+ * true for a node the commit removed. */
+typedef void (*sv_changed_fn)(void *arg, uint32_t node, uint32_t parent,
+			      const char *name, bool gone);
 
 /* ---- containers --------------------------------------------------------- */
 
@@ -219,6 +231,30 @@ struct sv_format {
 	 * or listing, and again after a commit for one listed before (lock
 	 * held exclusively).  NULL: no lazy directories. */
 	int (*expand)(struct sv_container *c, uint32_t dir, struct sv_err *err);
+	/* Copies up to size bytes at off of an SV_N_STREAM node into buf;
+	 * *got < size only at its end (lock held shared).  NULL: no stream
+	 * nodes. */
+	int (*read)(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
+		    size_t size, size_t *got, struct sv_err *err);
+	/* Writes to an SV_N_DIRECT node, applied to the container at once
+	 * (lock held exclusively).  The format updates the tree itself: new
+	 * nodes with sv_node_add, changed ones with sv_node_touch; the core
+	 * then tells the client (sv_container_set_notify).  Returns 0, 1 if
+	 * the whole index must be read again (as after a commit), or -errno
+	 * (nothing written).  NULL: no direct nodes. */
+	int (*write)(struct sv_container *c, uint32_t node, uint64_t off,
+		     const uint8_t *p, size_t n, struct sv_err *err);
+	int (*truncate)(struct sv_container *c, uint32_t node, uint64_t size,
+			struct sv_err *err);
+	/* A writer of an SV_N_DIRECT node closed or synced it: whatever it
+	 * left unfinished is refused (0 or -errno; the same results as
+	 * write).  NULL: nothing to do. */
+	int (*sync)(struct sv_container *c, uint32_t node, struct sv_err *err);
+	/* Looks for changes another program made to the container (a game
+	 * appending to its log) and updates the tree as write() does (same
+	 * results).  Called by sv_container_poll when the file's size or
+	 * time changed.  NULL: the container is not followed. */
+	int (*refresh)(struct sv_container *c, struct sv_err *err);
 };
 
 /* NULL-terminated list of every format. */
@@ -243,6 +279,17 @@ void sv_container_free(struct sv_container *c);
 const struct sv_format *sv_container_format(const struct sv_container *c);
 const char *sv_container_path(const struct sv_container *c);
 bool sv_container_read_only(const struct sv_container *c);
+
+/* Registers fn (called with the lock held: it must not call back) for
+ * changes made outside commits: direct writes (a log appended to) and a
+ * followed container changed by another program.  New nodes are reported
+ * with their directory, so that a cached listing can be dropped. */
+void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg);
+/* True if the format follows its container as it changes (refresh). */
+bool sv_container_follows(const struct sv_container *c);
+/* Looks at the container file: if another program changed it, the tree
+ * is brought up to date and the changes reported.  0 or -errno. */
+int sv_container_poll(struct sv_container *c, struct sv_err *err);
 
 /* ---- for format modules (called with the container lock held) ----------- */
 
@@ -296,6 +343,8 @@ struct sv_stat {
 	bool writable;  /* a write would not be refused up front */
 	bool volatile_; /* content may change without an edit (meta files) */
 	bool bad;       /* a malformed entry: reads fail with EIO */
+	bool stream;    /* read it with sv_read, in pieces: sv_content would
+			 * hold the whole of a file that may be very large */
 	uint32_t mode;  /* full st_mode */
 	uint32_t nlink;
 	uint64_t size;
@@ -342,14 +391,13 @@ void sv_release(struct sv_container *c, uint32_t n);
 int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,
 	    size_t size, size_t *got, struct sv_err *err);
 
-/* Called, with the container lock held (so it must not call back into the
- * core), for each node whose content or size changed in a commit; gone is
- * true for a node the commit removed. */
-typedef void (*sv_changed_fn)(void *arg, uint32_t node, uint32_t parent,
-			      const char *name, bool gone);
 
 /* Edits: each returns -EROFS on a read-only container, -EPERM for a node
  * that cannot be written (reason in err and the log). */
+/* off SV_AT_END: at the file's end as the core knows it (a file opened
+ * with O_APPEND: the kernel's idea of the end may be stale when another
+ * program changed a followed container). */
+#define SV_AT_END UINT64_MAX
 int sv_write(struct sv_container *c, uint32_t n, uint64_t off, const void *buf,
 	     size_t size, struct sv_err *err);
 int sv_truncate(struct sv_container *c, uint32_t n, uint64_t size,

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #define INO(n) ((fuse_ino_t)(n) + 1)
@@ -83,14 +84,36 @@ struct fs_notify {
 	bool stop, running;
 };
 
+/* How often a followed container (a log a game appends to) is looked at. */
+#define POLL_NS 200000000L
+
 static void *notify_main(void *arg)
 {
 	struct fs *fs = arg;
 	struct fs_notify *q = fs->notify;
+	bool follow = sv_container_follows(fs->c);
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		while (!q->n && !q->stop)
-			pthread_cond_wait(&q->cond, &q->lock);
+		while (!q->n && !q->stop) {
+			if (!follow) {
+				pthread_cond_wait(&q->cond, &q->lock);
+				continue;
+			}
+			if (pthread_cond_timedwait(&q->cond, &q->lock, &next) != ETIMEDOUT)
+				continue;
+			/* The poll reports through enqueue(), which takes q->lock. */
+			pthread_mutex_unlock(&q->lock);
+			sv_container_poll(fs->c, NULL);
+			clock_gettime(CLOCK_MONOTONIC, &next);
+			next.tv_nsec += POLL_NS;
+			if (next.tv_nsec >= 1000000000L) {
+				next.tv_sec++;
+				next.tv_nsec -= 1000000000L;
+			}
+			pthread_mutex_lock(&q->lock);
+		}
 		if (q->stop)
 			break;
 		struct note *v = q->v;
@@ -114,14 +137,32 @@ static void *notify_main(void *arg)
 	return NULL;
 }
 
+static void enqueue(struct fs *fs, fuse_ino_t parent, fuse_ino_t ino, const char *name);
+
+/* Changes made outside commits (an append, a game's own lines): the
+ * node's cached pages and attributes go, and a removed node's name. */
+static void on_live(void *arg, uint32_t node, uint32_t parent, const char *name,
+		    bool gone)
+{
+	struct fs *fs = arg;
+	enqueue(fs, 0, INO(node), NULL);
+	if (gone)
+		enqueue(fs, INO(parent), 0, name);
+}
+
 int fs_notify_start(struct fs *fs)
 {
 	struct fs_notify *q = calloc(1, sizeof *q);
 	if (!q)
 		return -ENOMEM;
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_cond_init(&q->cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	fs->notify = q;
+	sv_container_set_notify(fs->c, on_live, fs);
 	int rc = pthread_create(&q->thread, NULL, notify_main, fs);
 	if (rc)
 		return -rc;
@@ -141,6 +182,7 @@ void fs_notify_stop(struct fs *fs)
 		pthread_mutex_unlock(&q->lock);
 		pthread_join(q->thread, NULL);
 	}
+	sv_container_set_notify(fs->c, NULL, NULL);
 	for (size_t i = 0; i < q->n; i++)
 		free(q->v[i].name);
 	free(q->v);
@@ -176,24 +218,35 @@ static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *na
 }
 
 /*
- * Tells the kernel what a commit changed.  Cached pages and attributes are
- * dropped at once when `sync` (only after a refused edit: FLUSH and FSYNC
- * hold no inode lock); otherwise, and for the names of removed nodes
- * always, from the other thread, since the kernel may hold locks that
- * this request's sender waits on.
+ * Tells the kernel what a commit changed, before the request that made the
+ * commit is answered: once the close(), fsync(), rename(), unlink() or
+ * truncate() returns, no cached attribute or page of a node the commit
+ * changed may still show the old tree (an edit of a .txt changes its .bin
+ * and .png, read next).  Dropping pages and attributes takes no lock the
+ * kernel holds for a request; it may wait for pages that other reads hold
+ * locked, which other workers answer.  The names of removed nodes go at
+ * once too when `names` (FLUSH and FSYNC hold no directory lock);
+ * otherwise the kernel may hold the directory's lock until this reply
+ * (UNLINK, RENAME, a RELEASE after a failed create), so the other thread
+ * drops them, and until then such a name has no attributes left: a stat
+ * of it asks, and gets ENOENT.  `self`, the inode of a SETATTR (whose
+ * writes the kernel holds back until the reply, which carries its new
+ * attributes), has its pages dropped by the other thread as well.
  */
-static void publish(struct changes *ch, bool sync)
+static void publish(struct changes *ch, bool names, fuse_ino_t self)
 {
+	struct fuse_session *se = ch->fs->se;
 	for (size_t i = 0; i < ch->n; i++) {
 		struct note *v = &ch->v[i];
-		if (sync)
-			fuse_lowlevel_notify_inval_inode(ch->fs->se, v->ino, 0, 0);
-		else
+		if (v->ino == self)
 			enqueue(ch->fs, 0, v->ino, NULL);
-		if (v->name) {
+		else
+			fuse_lowlevel_notify_inval_inode(se, v->ino, 0, 0);
+		if (v->name && names)
+			fuse_lowlevel_notify_inval_entry(se, v->parent, v->name, strlen(v->name));
+		else if (v->name)
 			enqueue(ch->fs, v->parent, 0, v->name);
-			free(v->name);
-		}
+		free(v->name);
 	}
 	free(ch->v);
 	ch->v = NULL;
@@ -256,6 +309,7 @@ static int reply_entry_for(fuse_req_t req, uint32_t n)
 struct fh {
 	uint32_t node;
 	bool wrote;
+	bool stream;           /* read in pieces (sv_read), never whole */
 	pid_t writer;          /* thread that wrote last: its close commits */
 	pthread_mutex_t lock;  /* protects big */
 	struct sv_blob *big;   /* content larger than the whole cache, kept by
@@ -368,7 +422,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (!rc && !fi) {
 			struct changes ch = {.fs = fs};
 			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-			publish(&ch, false);
+			publish(&ch, false, ino);
 		}
 	}
 	/* Modes, owners and times are not stored: accepted and ignored, so
@@ -493,6 +547,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = fh_new(fi, NODE(ino));
 	if (!rc && (rc = sv_open(fs->c, NODE(ino))))
 		fh_free(FH(fi));
+	if (!rc)
+		FH(fi)->stream = s.stream;
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -517,6 +573,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct sv_blob *b = NULL;
 	struct sv_err err;
 	int rc = 0;
+	if (h && h->stream) {
+		char *buf = malloc(size ? size : 1);
+		size_t got = 0;
+		rc = buf ? sv_read(fs->c, NODE(ino), (uint64_t)off, buf, size, &got, &err)
+			 : -ENOMEM;
+		if (rc)
+			reply_err(req, rc);
+		else
+			fuse_reply_buf(req, buf, got);
+		free(buf);
+		return;
+	}
 	if (h) {
 		pthread_mutex_lock(&h->lock);
 		b = sv_blob_ref(h->big);
@@ -547,7 +615,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     off_t off, struct fuse_file_info *fi)
 {
 	struct sv_err err;
-	int rc = sv_write(FS(req)->c, NODE(ino), (uint64_t)off, buf, size, &err);
+	/* O_APPEND writes go at the end as savefs knows it: the kernel's
+	 * size may predate another program's append to a followed log. */
+	uint64_t at = (fi->flags & O_APPEND) ? SV_AT_END : (uint64_t)off;
+	int rc = sv_write(FS(req)->c, NODE(ino), at, buf, size, &err);
 	if (!rc && fi->fh)
 		fh_wrote(FH(fi), req);
 	if (rc)
@@ -568,12 +639,9 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (fi && fi->fh && FH(fi)->wrote && FH(fi)->writer == fuse_req_ctx(req)->pid) {
 		FH(fi)->wrote = false;
 		rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-		/* A refused edit was dropped: the writer's next read must not
-		 * see it in the page cache, so that inode is invalidated before
-		 * close returns.  Otherwise all goes through the other thread:
-		 * invalidating here waits for pages other reads hold locked,
-		 * and those reads need a free worker to finish. */
-		publish(&ch, rc != 0);
+		/* Before close returns: the writer's next read must see the
+		 * committed tree, or its old content if the edit was refused. */
+		publish(&ch, true, 0);
 	}
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
@@ -585,7 +653,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct sv_err err;
 	struct changes ch = {.fs = fs};
 	int rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-	publish(&ch, rc != 0); /* as in op_flush */
+	publish(&ch, true, 0); /* as in op_flush */
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
 
@@ -597,7 +665,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		struct sv_err err;
 		struct changes ch = {.fs = fs};
 		sv_flush(fs->c, h->node, on_changed, &ch, &err);
-		publish(&ch, false);
+		publish(&ch, false, 0);
 	}
 	if (h)
 		sv_release(fs->c, h->node);
@@ -662,7 +730,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
 	int rc = sv_unlink(FS(req)->c, NODE(parent), name, on_changed, &ch, &err);
-	publish(&ch, false);
+	publish(&ch, false, 0);
 	reply_err(req, rc);
 }
 
@@ -678,7 +746,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct changes ch = {.fs = FS(req)};
 	int rc = sv_rename(FS(req)->c, NODE(parent), name, NODE(newparent), newname, flags,
 			   on_changed, &ch, &err);
-	publish(&ch, false);
+	publish(&ch, false, 0);
 	reply_err(req, rc);
 }
 
