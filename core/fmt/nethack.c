@@ -243,6 +243,26 @@ static void add_char(struct sv_buf *b, uint8_t ch)
 		sv_buf_printf(b, "'\\x%02x'", ch);
 }
 
+/* Appends v in decimal (no printf: the scan measures every line). */
+static void add_u64(struct sv_buf *b, uint64_t v)
+{
+	char d[20];
+	int n = 0;
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	char r[20];
+	for (int i = 0; i < n; i++)
+		r[i] = d[n - 1 - i];
+	sv_buf_add(b, r, (size_t)n);
+}
+
+static void add_str(struct sv_buf *b, const char *s)
+{
+	sv_buf_add(b, s, strlen(s));
+}
+
 /* ---- one line ------------------------------------------------------------------- */
 
 /*
@@ -324,8 +344,10 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			*why = "a backup's payload is not base64 or $length$base64";
 			return K_BAD;
 		}
-		sv_buf_printf(out, "save %llu bytes%s, pointer %.8s", (unsigned long long)size,
-			      comp ? " compressed" : "", p + 1);
+		add_str(out, "save ");
+		add_u64(out, size);
+		add_str(out, comp ? " bytes compressed, pointer " : " bytes, pointer ");
+		sv_buf_add(out, p + 1, 8);
 		return K_BACKUP;
 	}
 	if (k == '~') {
@@ -333,8 +355,9 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			*why = "a diff's payload is not base64 or $length$base64";
 			return K_BAD;
 		}
-		sv_buf_printf(out, "diff %llu bytes%s", (unsigned long long)size,
-			      comp ? " compressed" : "");
+		add_str(out, "diff ");
+		add_u64(out, size);
+		add_str(out, comp ? " bytes compressed" : " bytes");
 		return K_DIFF;
 	}
 	if (k == 'B') {
@@ -368,8 +391,17 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			*why = "a time line is not +<hex digits>";
 			return K_BAD;
 		}
-		sv_buf_printf(out, "+%llu.%06llu s", (unsigned long long)(*delta / 1000000),
-			      (unsigned long long)(*delta % 1000000));
+		sv_buf_add(out, "+", 1);
+		add_u64(out, *delta / 1000000);
+		{
+			char frac[8] = {'.'};
+			uint64_t f = *delta % 1000000;
+			for (int i = 6; i >= 1; i--, f /= 10)
+				frac[i] = (char)('0' + f % 10);
+			frac[7] = ' ';
+			sv_buf_add(out, frac, 8);
+			sv_buf_add(out, "s", 1);
+		}
 		return K_TIME;
 	case 'P': {
 		if (n == 2 && p[1] == '!') {
@@ -393,7 +425,7 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			*why = "a getdir line is not D<-1..10>";
 			return K_BAD;
 		}
-		sv_buf_printf(out, "%s", v < 0 ? "cancelled" : dir_names[v]);
+		add_str(out, v < 0 ? "cancelled" : dir_names[v]);
 		return K_GETDIR;
 	case 'K': {
 		const char *comma = memchr(p + 1, ',', n - 1);
@@ -516,7 +548,8 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 				*why = "a direction argument is not D<-1..10>";
 				return K_BAD;
 			}
-			sv_buf_printf(out, "direction %s", v < 0 ? "none" : dir_names[v]);
+			add_str(out, "direction ");
+			add_str(out, v < 0 ? "none" : dir_names[v]);
 			break;
 		case 'P': {
 			const char *comma = memchr(a + 1, ',', al - 1);
@@ -534,7 +567,7 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 				*why = "an item or spell argument is not one character";
 				return K_BAD;
 			}
-			sv_buf_printf(out, "%s ", a[0] == 'I' ? "item" : "spell");
+			add_str(out, a[0] == 'I' ? "item " : "spell ");
 			add_char(out, (uint8_t)a[1]);
 			break;
 		case 'T': {
@@ -555,7 +588,10 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 				*why = "a limit argument is not L<number>";
 				return K_BAD;
 			}
-			sv_buf_printf(out, "limit %ld", v);
+			add_str(out, "limit ");
+			if (v < 0)
+				sv_buf_add(out, "-", 1);
+			add_u64(out, (uint64_t)(v < 0 ? -v : v));
 			break;
 		default:
 			*why = "a command argument of an unknown kind";
@@ -566,28 +602,78 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 	return K_COMMAND;
 }
 
-/* The transcript line of a body line, whole, into out (emptied first).
- * *kind and *delta are what the line is; *why a reason if it is bad. */
-static void transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
-			    struct sv_buf *out, enum kind *kind, uint64_t *delta,
-			    const char **why)
+static unsigned digits(uint64_t v)
 {
-	struct sv_buf content;
-	sv_buf_init(&content);
+	unsigned n = 1;
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* The start of a transcript line: "000123 2026-...Z kind    ". */
+#define PREFIX_LEN(line) ((digits(line) < 6 ? 6 : digits(line)) + 37)
+
+/* Formats times, remembering the last second's date and time. */
+struct iso_cache {
+	uint64_t sec;
+	bool valid;
+	char text[28];
+};
+
+static const char *iso_cached(struct iso_cache *ic, uint64_t t)
+{
+	uint64_t sec = t / 1000000;
+	if (!ic->valid || ic->sec != sec) {
+		iso_time(t, ic->text);
+		ic->sec = sec;
+		ic->valid = true;
+	} else if (t <= 253402300799999999ull) {
+		unsigned us = (unsigned)(t % 1000000);
+		for (int i = 25; i >= 20; i--, us /= 10)
+			ic->text[i] = (char)('0' + us % 10);
+	}
+	return ic->text;
+}
+
+/*
+ * The transcript line of a body line: its length, and with out (emptied
+ * first) the line itself.  content is scratch space.  *kind and *delta are
+ * what the line is; *why a reason if it is bad.
+ */
+static uint64_t transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
+				struct sv_buf *out, struct sv_buf *content,
+				struct iso_cache *ic, enum kind *kind, uint64_t *delta,
+				const char **why)
+{
+	content->len = 0;
 	*delta = 0;
-	*kind = parse_line(l, &content, delta, why);
-	char ts[28];
-	iso_time(time + *delta, ts);
-	out->len = 0;
-	sv_buf_printf(out, "%06u %s %-8s", line, ts, kind_names[*kind]);
+	*kind = parse_line(l, content, delta, why);
+	uint64_t len = PREFIX_LEN(line) + 1; /* the newline */
 	if (*kind == K_BAD)
-		sv_buf_printf(out, " %s", *why);
-	else if (content.len) {
+		len += 1 + strlen(*why);
+	else if (content->len)
+		len += 1 + content->len;
+	if (!out)
+		return len;
+	out->len = 0;
+	char num[24];
+	snprintf(num, sizeof num, "%06u ", line);
+	add_str(out, num);
+	sv_buf_add(out, iso_cached(ic, time + *delta), 27);
+	char kn[10];
+	snprintf(kn, sizeof kn, " %-8s", kind_names[*kind]);
+	sv_buf_add(out, kn, 9);
+	if (*kind == K_BAD) {
 		sv_buf_add(out, " ", 1);
-		sv_buf_add(out, content.p, content.len);
+		add_str(out, *why);
+	} else if (content->len) {
+		sv_buf_add(out, " ", 1);
+		sv_buf_add(out, content->p, content->len);
 	}
 	sv_buf_add(out, "\n", 1);
-	sv_buf_fini(&content);
+	return len;
 }
 
 /* ---- the header ------------------------------------------------------------------ */
@@ -889,7 +975,7 @@ out:
 struct scan {
 	struct sv_container *c;
 	struct nh *nh;
-	struct sv_buf tl;
+	struct sv_buf content;
 	bool add_nodes;     /* the directories are listed: add their entries */
 	int err;
 };
@@ -909,11 +995,12 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	enum kind kind;
 	uint64_t delta;
 	const char *why;
-	transcript_line(nh->line, nh->time, l, &s->tl, &kind, &delta, &why);
+	uint64_t len = transcript_line(nh->line, nh->time, l, NULL, &s->content, NULL, &kind,
+				       &delta, &why);
 	nh->time += delta;
 	if (nh->time < delta)
 		nh->time = UINT64_MAX;
-	nh->tbody += s->tl.len;
+	nh->tbody += len;
 	nh->kinds[kind]++;
 	if (kind == K_GAMEOVER)
 		nh->over = true;
@@ -962,7 +1049,7 @@ static int scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 	struct scan s = {c, nh, {0}, add_nodes, 0};
 	uint64_t end = nh->end;
 	int rc = each_line(sv_container_fd(c), nh->end, UINT64_MAX, scan_line, &s, &end, err);
-	sv_buf_fini(&s.tl);
+	sv_buf_fini(&s.content);
 	if (!rc && s.err)
 		rc = sv_err_set(err, s.err, "out of memory");
 	nh->end = end;
@@ -1306,7 +1393,8 @@ struct tgen {
 	uint64_t toff;      /* body offset of the next line */
 	uint64_t time;
 	uint32_t line;
-	struct sv_buf tl;
+	struct sv_buf tl, content;
+	struct iso_cache ic;
 };
 
 static int tgen_line(void *arg, uint64_t off, const struct line_view *l)
@@ -1316,7 +1404,7 @@ static int tgen_line(void *arg, uint64_t off, const struct line_view *l)
 	uint64_t delta;
 	const char *why;
 	g->line++;
-	transcript_line(g->line, g->time, l, &g->tl, &kind, &delta, &why);
+	transcript_line(g->line, g->time, l, &g->tl, &g->content, &g->ic, &kind, &delta, &why);
 	g->time += delta;
 	if (g->time < delta)
 		g->time = UINT64_MAX;
@@ -1365,10 +1453,12 @@ static int read_transcript(struct sv_container *c, struct nh *nh, uint64_t off, 
 	if (!nh->nck)
 		return 0;
 	struct ck *k = &nh->ck[lo];
-	struct tgen g = {buf + *got, boff, size - *got, 0, k->toff, k->time, k->line - 1, {0}};
+	struct tgen g = {buf + *got, boff, size - *got, 0, k->toff, k->time, k->line - 1,
+			 {0}, {0}, {0}};
 	uint64_t end;
 	int rc = each_line(sv_container_fd(c), k->off, nh->end, tgen_line, &g, &end, err);
 	sv_buf_fini(&g.tl);
+	sv_buf_fini(&g.content);
 	*got += g.got;
 	return rc;
 }
@@ -1590,7 +1680,7 @@ static int check_lines(struct sv_container *c, struct nh *nh, const char *p, siz
 					"nothing can follow it", line);
 			break;
 		}
-		transcript_line(line, 0, &l, &tl, &kind, &delta, &why);
+		transcript_line(line, 0, &l, NULL, &tl, NULL, &kind, &delta, &why);
 		if (kind == K_BAD) {
 			rc = sv_err_set(err, -EINVAL, "line %u: %s", line, why);
 			break;
@@ -1918,7 +2008,7 @@ static int nh_refresh(struct sv_container *c, struct sv_err *err)
 
 const struct sv_format sv_fmt_nethack = {
 	.name = "nethack",
-	.description = "NetHack 4 game log (.nhgame)",
+	.description = "NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0",
 	.probe = nh_probe,
 	.open = nh_open,
 	.close = nh_close,

@@ -56,7 +56,8 @@ expect_exit "info of a text file" 4 "-" "$S" info "$TMP/text"
 check "--help names every exit code" sh -c "'$S' --help | grep -c '^  [0-7]  ' | grep -qx 8"
 check "--version" sh -c "'$S' --version | grep -Eqx 'savefs [0-9]+\.[0-9]+\.[0-9]+'"
 expect_eq "--formats" "datafile   Teeworlds/DDNet map datafile (.map), versions 3 and 4
-doodle     Sketchy Maze level, doodad or levelpack (.level, .doodad, .levelpack: JSON, gzip JSON or zip)" \
+doodle     Sketchy Maze level, doodad or levelpack (.level, .doodad, .levelpack: JSON, gzip JSON or zip)
+nethack    NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0" \
 	"$("$S" --formats)"
 
 # The FUSE-free verbs walk the mount's tree.
