@@ -168,6 +168,8 @@ static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
 		if (!path)
 			break;
 		snprintf(path, plen, "%s%s", prefix, e->name);
+		if (x->lng && e->st.unsized)
+			sv_stat(x->c, e->st.node, &e->st);
 		if (x->lng) {
 			char m[11];
 			mode_str(&e->st, m);

@@ -1092,8 +1092,16 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 		for (uint64_t i = from; i < d->nkids; i++) {
 			struct sv_stat st;
 			uint32_t k = d->kids[i];
-			settle_size(c, k);
+			const struct sv_node *kn = &c->nodes[k];
+			bool costly = (kn->flags & (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
+					      (SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
+				      !(kn->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
+						     SV_N_ORPHAN)) &&
+				      !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
+			if (!costly)
+				settle_size(c, k);
 			fill_stat(c, k, &st);
+			st.unsized = costly;
 			if (c->nodes[k].flags & SV_N_META) {
 				struct sv_blob *b = NULL;
 				if (!meta_content(c, k, &b))

@@ -130,6 +130,10 @@ enum {
 	SV_N_DIRECT = 1 << 16,   /* writes and truncations go to the format's
 				  * write()/truncate() at once, not to a
 				  * pending edit (an append-only log) */
+	SV_N_COSTLYSIZE = 1 << 17, /* with SV_N_LAZYSIZE: a listing does not
+				    * settle the size (it costs a decode per
+				    * file: a game state rebuilt); its first
+				    * stat does */
 };
 
 struct sv_node {
@@ -345,6 +349,8 @@ struct sv_stat {
 	bool bad;       /* a malformed entry: reads fail with EIO */
 	bool stream;    /* read it with sv_read, in pieces: sv_content would
 			 * hold the whole of a file that may be very large */
+	bool unsized;   /* (listings only) size not known yet: 0 here, and
+			 * sv_stat of the node gives it */
 	uint32_t mode;  /* full st_mode */
 	uint32_t nlink;
 	uint64_t size;

@@ -220,28 +220,33 @@ static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *na
 /*
  * Tells the kernel what a commit changed, before the request that made the
  * commit is answered: once the close(), fsync(), rename(), unlink() or
- * truncate() returns, no cached attribute or page of a node the commit
- * changed may still show the old tree (an edit of a .txt changes its .bin
- * and .png, read next).  Dropping pages and attributes takes no lock the
- * kernel holds for a request; it may wait for pages that other reads hold
- * locked, which other workers answer.  The names of removed nodes go at
- * once too when `names` (FLUSH and FSYNC hold no directory lock);
- * otherwise the kernel may hold the directory's lock until this reply
- * (UNLINK, RENAME, a RELEASE after a failed create), so the other thread
- * drops them, and until then such a name has no attributes left: a stat
- * of it asks, and gets ENOENT.  `self`, the inode of a SETATTR (whose
+ * truncate() returns, no cached attribute, page or listing may still show
+ * the old tree (an edit of a .txt changes its .bin and .png, read next).
+ * Dropping pages and attributes takes no lock the kernel holds for a
+ * request; it may wait for pages that other reads hold locked, which other
+ * workers answer.  The names of removed nodes go at once too when `names`
+ * (FLUSH and FSYNC hold no directory lock); otherwise the kernel may hold
+ * the directory's lock until this reply (UNLINK, RENAME, a RELEASE after a
+ * failed create), so the other thread drops them; until then such a name
+ * has no attributes left (a stat of it asks, and gets ENOENT) and its
+ * directory no cached listing.  `self`, the inode of a SETATTR (whose
  * writes the kernel holds back until the reply, which carries its new
  * attributes), has its pages dropped by the other thread as well.
  */
 static void publish(struct changes *ch, bool names, fuse_ino_t self)
 {
 	struct fuse_session *se = ch->fs->se;
+	fuse_ino_t dir = 0;
 	for (size_t i = 0; i < ch->n; i++) {
 		struct note *v = &ch->v[i];
 		if (v->ino == self)
 			enqueue(ch->fs, 0, v->ino, NULL);
 		else
 			fuse_lowlevel_notify_inval_inode(se, v->ino, 0, 0);
+		/* Its directory's cached listing may name a node the commit
+		 * added or removed (a directory emptied and gone with it). */
+		if (v->parent != dir)
+			fuse_lowlevel_notify_inval_inode(se, dir = v->parent, 0, 0);
 		if (v->name && names)
 			fuse_lowlevel_notify_inval_entry(se, v->parent, v->name, strlen(v->name));
 		else if (v->name)
@@ -282,7 +287,8 @@ static void fill_entry(struct fs *fs, const struct sv_stat *s, struct fuse_entry
 	e->ino = INO(s->node);
 	e->generation = 1;
 	to_stat(s, &e->attr);
-	e->attr_timeout = attr_timeout(fs, s);
+	/* A size not known yet is asked for again (GETATTR) before use. */
+	e->attr_timeout = s->unsized ? 0.0 : attr_timeout(fs, s);
 	e->entry_timeout = fs->timeout;
 }
 

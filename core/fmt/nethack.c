@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #define BLOCK (1u << 20)        /* bytes read at a time while scanning */
+#define TBLOCK (64u << 10)      /* ... while making a piece of the transcript */
 #define HEAD 8192               /* bytes of a line kept while scanning */
 #define CK_EVERY 256            /* lines between transcript checkpoints */
 #define MAX_SMALL_LINE (1u << 20) /* a line other than a payload line */
@@ -661,7 +662,8 @@ static uint64_t transcript_line(uint32_t line, uint64_t time, const struct line_
 	char num[24];
 	snprintf(num, sizeof num, "%06u ", line);
 	add_str(out, num);
-	sv_buf_add(out, iso_cached(ic, time + *delta), 27);
+	uint64_t at = time + *delta < time ? UINT64_MAX : time + *delta;
+	sv_buf_add(out, iso_cached(ic, at), 27);
 	char kn[10];
 	snprintf(kn, sizeof kn, " %-8s", kind_names[*kind]);
 	sv_buf_add(out, kn, 9);
@@ -826,7 +828,7 @@ static int parse_header(struct sv_container *c, struct nh *nh, struct sv_err *er
 	}
 	uint64_t start;
 	long zero, mode;
-	if (nf != 8 || !parse_hex(f[0], fl[0], &start))
+	if (nf != 8 || nl[-1] == ' ' || !parse_hex(f[0], fl[0], &start))
 		return header_fail(err, 3, o3, "not \"<start> 0 <mode> <name> <role> <race> "
 					       "<gender> <alignment>\"");
 	if (!parse_int(f[1], fl[1], &zero) || zero != 0 || !parse_int(f[2], fl[2], &mode) ||
@@ -889,10 +891,10 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
  */
 typedef int (*line_fn)(void *arg, uint64_t off, const struct line_view *l);
 
-static int each_line(int fd, uint64_t off, uint64_t limit, line_fn fn, void *arg,
-		     uint64_t *endp, struct sv_err *err)
+static int each_line(int fd, uint64_t off, uint64_t limit, size_t block, line_fn fn,
+		     void *arg, uint64_t *endp, struct sv_err *err)
 {
-	uint8_t *blk = malloc(BLOCK);
+	uint8_t *blk = malloc(block);
 	char *head = malloc(HEAD);
 	char *big = NULL;
 	int rc = 0;
@@ -904,7 +906,7 @@ static int each_line(int fd, uint64_t off, uint64_t limit, line_fn fn, void *arg
 	size_t hn = 0;
 	char tail[2] = {0, 0};
 	while (pos < limit) {
-		size_t want = limit - pos < BLOCK ? (size_t)(limit - pos) : BLOCK;
+		size_t want = limit - pos < block ? (size_t)(limit - pos) : block;
 		ssize_t k = pread(fd, blk, want, (off_t)pos);
 		if (k < 0) {
 			rc = sv_err_set(err, -EIO, "nethack: reading byte %llu: %s",
@@ -1048,7 +1050,8 @@ static int scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 {
 	struct scan s = {c, nh, {0}, add_nodes, 0};
 	uint64_t end = nh->end;
-	int rc = each_line(sv_container_fd(c), nh->end, UINT64_MAX, scan_line, &s, &end, err);
+	int rc = each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s, &end,
+			   err);
 	sv_buf_fini(&s.content);
 	if (!rc && s.err)
 		rc = sv_err_set(err, s.err, "out of memory");
@@ -1116,7 +1119,8 @@ static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i)
 		snprintf(name, sizeof name, "%06u.sav", e->line);
 		bool lazy = !e->backup || e->bad;
 		sv_node_add(c, nh->n_states, name,
-			    SV_N_RO | (e->bad ? SV_N_BAD : 0) | (lazy ? SV_N_LAZYSIZE : 0),
+			    SV_N_RO | (e->bad ? SV_N_BAD : 0) |
+				    (lazy ? SV_N_LAZYSIZE | SV_N_COSTLYSIZE : 0),
 			    lazy ? 0 : size, ENT_KEY(T_STATE, i));
 	}
 }
@@ -1142,7 +1146,8 @@ static int nh_expand(struct sv_container *c, uint32_t dir, struct sv_err *err)
 		} else if (dir == nh->n_states) {
 			snprintf(name, sizeof name, "%06u.sav", e->line);
 			bool lazy = !e->backup || e->bad;
-			n = sv_node_add(c, dir, name, SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE : 0),
+			n = sv_node_add(c, dir, name,
+					SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE | SV_N_COSTLYSIZE : 0),
 					lazy ? 0 : ent_payload_size(c, e), ENT_KEY(T_STATE, i));
 		}
 		if (n == SV_NONE)
@@ -1456,7 +1461,8 @@ static int read_transcript(struct sv_container *c, struct nh *nh, uint64_t off, 
 	struct tgen g = {buf + *got, boff, size - *got, 0, k->toff, k->time, k->line - 1,
 			 {0}, {0}, {0}};
 	uint64_t end;
-	int rc = each_line(sv_container_fd(c), k->off, nh->end, tgen_line, &g, &end, err);
+	/* A piece of the transcript needs at most CK_EVERY lines before it. */
+	int rc = each_line(sv_container_fd(c), k->off, nh->end, TBLOCK, tgen_line, &g, &end, err);
 	sv_buf_fini(&g.tl);
 	sv_buf_fini(&g.content);
 	*got += g.got;

@@ -1,6 +1,6 @@
 #!/bin/sh
-# make-corpus.sh - writes the seed corpora for the datafile and doodle fuzz
-# targets; first the datafile one
+# make-corpus.sh - writes the seed corpora for the datafile, doodle and
+# nethack fuzz targets; first the datafile one
 # (tests/fuzz/corpus/datafile/): small valid files from the project's own
 # writer (mkdatafile), plus one built with Python's struct and zlib that has
 # the rarer item types: an unknown UUID type, an extended type without an
@@ -92,3 +92,8 @@ o="--size 8 --palette 6"
 "$d" pack "$c/pack.levelpack" "$c/zip-rle.level" "$c/v2-mixed.level" \
 	--doodad "$c/doodad-zip.doodad"
 "$d" pack "$c/pack-descriptors.levelpack" "$c/zip-map.level" --descriptors
+
+# The nethack target's seeds (tests/fuzz/corpus/nethack/): a few small,
+# well-formed game logs from the bad-input generator there, which builds
+# logs from the format notes (its bad inputs are seeds too, from there).
+python3 "$top/tests/data/bad/nethack/make.py" --corpus "$top/tests/fuzz/corpus/nethack"

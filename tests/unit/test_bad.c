@@ -36,6 +36,9 @@
  *       the message; or the "warnings" of /.savefs/info hold it; or the log
  *       holds nothing at all.  `SAVEFS info` exits 0 with nothing on
  *       stderr; `SAVEFS cat` of PATH exits 0 and prints what PATH reads.
+ * After any "mounts:" line, each line "warns: MSG" names a further message
+ * the "warnings" of /.savefs/info hold once the container is open (a
+ * malformed line reported at open, besides a file that reads EIO).
  * Exit 0 if all hold, 1 otherwise, 77 if DIR holds no variant.
  */
 #include "cli/cli.h"
@@ -356,6 +359,34 @@ static void list_case(const char *file, const char *msg, const char *dir,
 	cli_info_ok(file, savefs);
 }
 
+/* True if the "warnings" of c's /.savefs/info hold msg (else says so). */
+static bool warned(struct sv_container *c, const char *msg)
+{
+	char *info = meta_text(c, ".savefs/info");
+	json_t *j = info ? json_loads(info, 0, NULL) : NULL;
+	json_t *v, *ws = json_object_get(j, "warnings");
+	size_t i;
+	bool found = false;
+	json_array_foreach(ws, i, v)
+		found |= json_is_string(v) && !strcmp(json_string_value(v), msg);
+	if (!found)
+		fprintf(stderr, "  not among the warnings: %s\n%s", msg, info);
+	json_decref(j);
+	free(info);
+	return found;
+}
+
+/* The container in file warns each of warns[0..n) once open. */
+static void warns_case(const char *file, char *const *warns, size_t n)
+{
+	struct sv_container *c = open_file(file);
+	if (!c)
+		return;
+	for (size_t i = 0; i < n; i++)
+		T_OK(warned(c, warns[i]));
+	sv_container_free(c);
+}
+
 enum { OK_LOG, OK_WARNS, OK_QUIET };
 
 static void ok_case(const char *file, const char *msg, const char *path, int kind,
@@ -387,18 +418,7 @@ static void ok_case(const char *file, const char *msg, const char *path, int kin
 		snprintf(line, sizeof line, " %s\n", msg);
 		T_HAS(log, line);
 	} else {
-		char *info = meta_text(c, ".savefs/info");
-		json_t *j = info ? json_loads(info, 0, NULL) : NULL;
-		json_t *v, *ws = json_object_get(j, "warnings");
-		size_t i;
-		bool found = false;
-		json_array_foreach(ws, i, v)
-			found |= json_is_string(v) && !strcmp(json_string_value(v), msg);
-		if (!found)
-			fprintf(stderr, "  not among the warnings: %s\n%s", msg, info);
-		T_OK(found);
-		json_decref(j);
-		free(info);
+		T_OK(warned(c, msg));
 	}
 	free(log);
 	sv_container_free(c);
@@ -470,9 +490,9 @@ static void variant(const char *dir, const char *file, const char *savefs)
 		goto out;
 	}
 	chomp(msg);
-	/* The first line says what happens; "also: PATH" lines follow. */
-	char *also[MAX_ALSO];
-	size_t nalso = 0;
+	/* The first line says what happens; "also:" and "warns:" lines follow. */
+	char *also[MAX_ALSO], *warns[MAX_ALSO];
+	size_t nalso = 0, nwarns = 0;
 	char *nl = strchr(how, '\n');
 	if (nl) {
 		*nl = '\0';
@@ -481,6 +501,8 @@ static void variant(const char *dir, const char *file, const char *savefs)
 			chomp(l);
 			if (!strncmp(l, "also: ", 6) && nalso < MAX_ALSO) {
 				also[nalso++] = l + 6;
+			} else if (!strncmp(l, "warns: ", 7) && nwarns < MAX_ALSO) {
+				warns[nwarns++] = l + 7;
 			} else if (*l) {
 				fprintf(stderr, "  %s: cannot parse \"%s\"\n", hpath, l);
 				T_OK(0);
@@ -490,6 +512,12 @@ static void variant(const char *dir, const char *file, const char *savefs)
 	chomp(how);
 	int code, end = 0;
 	char where[256], rest[64];
+	if (nwarns && strncmp(how, "mounts: ", 8)) {
+		fprintf(stderr, "  %s: \"warns:\" after a container that does not open\n", hpath);
+		T_OK(0);
+	} else if (nwarns) {
+		warns_case(path, warns, nwarns);
+	}
 	if (sscanf(how, "fails: savefs info exits %d", &code) == 1) {
 		header_case(path, msg, code, savefs);
 	} else if (sscanf(how, "mounts: %255s reads EIO (savefs cat exits %d)", where,

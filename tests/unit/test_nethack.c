@@ -1,0 +1,262 @@
+/*
+ * test_nethack.c - the NetHack 4 log format through the core, no FUSE:
+ * appends (checked, under the lock, dropped when another program wrote
+ * first, after recovering a torn tail), rewinds, refusals with their exact
+ * messages, and the transcript read in odd pieces.
+ *
+ * The logs are written here by hand (a backup of a small save, commands,
+ * time lines): the diff formats have tests of their own (test_nhdiff.c).
+ */
+#include "savefs.h"
+#include "t.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* "NHGAME save 00000001 4.003.000", a status line, player "Tester". */
+static const char HEADER[] =
+	"NHGAME save 00000001 4.003.000\n"
+	"                                                Exp:1, 50 turns, on Dungeons:1\n"
+	"660d6aa855ab2 0 0 VGVzdGVy Bar hum fem neu\n";
+/* A backup of the 6-byte save "abcdef" (its number: its own offset, 0x99
+ * = 153, the header's length). */
+static const char BACKUP[] = "*00000099 YWJjZGVm\n";
+
+static char dir[] = "/tmp/savefs-test-nethack.XXXXXX";
+static char path[300];
+
+static void write_file(const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		abort();
+	close(fd);
+}
+
+static void append_file(const char *text)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		abort();
+	close(fd);
+}
+
+static char *read_file(size_t *n)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDONLY);
+	ssize_t k = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	close(fd);
+	if (k < 0)
+		abort();
+	buf[k] = '\0';
+	*n = (size_t)k;
+	return buf;
+}
+
+static struct sv_container *open_log(void)
+{
+	struct sv_opts o;
+	sv_opts_init(&o);
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	int rc = sv_container_open(path, &o, &c, &err);
+	T_INT(0, rc);
+	if (rc)
+		fprintf(stderr, "open: %s\n", err.msg);
+	return c;
+}
+
+static uint64_t size_of(struct sv_container *c, const char *p)
+{
+	uint32_t n;
+	struct sv_stat st;
+	if (sv_resolve(c, p, &n) || sv_stat(c, n, &st))
+		return UINT64_MAX;
+	return st.size;
+}
+
+static uint32_t node_of(struct sv_container *c, const char *p)
+{
+	uint32_t n = SV_NONE;
+	sv_resolve(c, p, &n);
+	return n;
+}
+
+/* The last line of transcript.txt. */
+static const char *last_transcript_line(struct sv_container *c)
+{
+	static char line[512];
+	struct sv_blob *b = NULL;
+	line[0] = '\0';
+	if (sv_content(c, node_of(c, "transcript.txt"), &b, NULL))
+		return line;
+	size_t end = b->len;
+	if (end && b->data[end - 1] == '\n')
+		end--;
+	size_t start = end;
+	while (start && b->data[start - 1] != '\n')
+		start--;
+	size_t k = end - start < sizeof line - 1 ? end - start : sizeof line - 1;
+	memcpy(line, b->data + start, k);
+	line[k] = '\0';
+	sv_blob_unref(b);
+	return line;
+}
+
+static int append(struct sv_container *c, const char *text, struct sv_err *err)
+{
+	return sv_write(c, node_of(c, "log"), SV_AT_END, text, strlen(text), err);
+}
+
+static void appends(void)
+{
+	char base[4096];
+	snprintf(base, sizeof base, "%s%swelcome\n+40a1\n", HEADER, BACKUP);
+	write_file(base);
+	struct sv_container *c = open_log();
+	if (!c)
+		return;
+	struct sv_err err;
+	size_t n;
+
+	/* A command lands; the tree follows. */
+	T_INT(0, append(c, "search L5\n", &err));
+	T_STR("000007 2026-11-22T05:22:40.414547Z command  search: limit 5",
+	      last_transcript_line(c));
+	T_UINT(strlen(base) + 10, size_of(c, "log"));
+	read_file(&n);
+	T_UINT(strlen(base) + 10, n);
+
+	/* Refusals, each with its reason; nothing is appended. */
+	T_INT(-EINVAL, append(c, "Zbad\n", &err));
+	T_STR("line 8: a line of an unknown kind", err.msg);
+	T_INT(-EINVAL, append(c, "search\nD11\n", &err));
+	T_STR("line 9: a getdir line is not D<-1..10>", err.msg);
+	T_INT(-EINVAL, append(c, "~$5$eJw=\n", &err));
+	T_HAS(err.msg, "line 8: payload");
+	T_INT(-EINVAL, append(c, "*00000000 YWJj\n", &err));
+	T_STR("line 8: a backup's number must be the offset of the previous backup, "
+	      "00000099, not 00000000", err.msg);
+	T_INT(-EINVAL, sv_write(c, node_of(c, "log"), 10, "x\n", 2, &err));
+	T_STR("lines can only be appended: a write at byte 10, not at its end (byte 196)",
+	      err.msg);
+	read_file(&n);
+	T_UINT(strlen(base) + 10, n);
+
+	/* An unfinished line waits, then is refused when the file is closed. */
+	T_INT(0, append(c, "sea", &err));
+	T_UINT(strlen(base) + 13, size_of(c, "log"));
+	T_INT(-EINVAL, sv_flush(c, node_of(c, "log"), NULL, NULL, &err));
+	T_STR("3 bytes without a newline at the end: only whole lines are appended, these "
+	      "were not", err.msg);
+	T_UINT(strlen(base) + 10, size_of(c, "log"));
+	/* ... or is finished by the next write. */
+	T_INT(0, append(c, "sea", &err));
+	T_INT(0, append(c, "rch\n", &err));
+	T_STR("000008 2026-11-22T05:22:40.414547Z command  search", last_transcript_line(c));
+
+	/* Another program appends first: the append is dropped (EBUSY) and the
+	 * tree shows the other program's line. */
+	append_file("pray\n");
+	T_INT(-EBUSY, append(c, "search\n", &err));
+	T_HAS(err.msg, "another program wrote to it since it was read");
+	T_STR("000009 2026-11-22T05:22:40.414547Z command  pray", last_transcript_line(c));
+	char *text = read_file(&n);
+	T_UINT(strlen(base) + 10 + 7 + 5, n);
+	T_STR("pray\n", text + n - 5);
+
+	/* A torn tail is recovered first: count + 1, cut at the last newline. */
+	append_file("wiel");
+	sv_container_poll(c, NULL);
+	T_INT(0, append(c, "wield Ia\n", &err));
+	text = read_file(&n);
+	T_OK(!strncmp(text, "NHGAME save 00000002 4.003.000\n", 31));
+	T_STR("pray\nwield Ia\n", text + n - 14);
+	T_STR("000010 2026-11-22T05:22:40.414547Z command  wield: item 'a'",
+	      last_transcript_line(c));
+
+	/* Rewind: to the start of a line after the first backup. */
+	uint64_t cut = strlen(base) + 10; /* the start of line 8 */
+	T_INT(-EINVAL, sv_truncate(c, node_of(c, "log"), cut + 1, &err));
+	T_STR("197 is not the start of a line after the first backup (byte 172 on): a log "
+	      "can only be rewound to the start of one of its lines", err.msg);
+	T_INT(-EINVAL, sv_truncate(c, node_of(c, "log"), 100, &err));
+	T_INT(0, sv_truncate(c, node_of(c, "log"), cut, &err));
+	text = read_file(&n);
+	T_UINT(cut, n);
+	T_OK(!strncmp(text, "NHGAME save 00000003 4.003.000\n", 31));
+	T_UINT(cut, size_of(c, "log"));
+	T_STR("000007 2026-11-22T05:22:40.414547Z command  search: limit 5",
+	      last_transcript_line(c));
+	sv_container_free(c);
+}
+
+/* The transcript read in pieces of every size from 1 to 97 bytes equals
+ * the whole, and its size is what stat said. */
+static void transcript_pieces(void)
+{
+	char text[16384];
+	size_t k = (size_t)snprintf(text, sizeof text, "%s%swelcome\n", HEADER, BACKUP);
+	for (int i = 0; i < 600; i++)
+		k += (size_t)snprintf(text + k, sizeof text - k, i % 2 ? "+%x\n" : "move D%d\n",
+				      i % 2 ? i * 1000 : i % 8);
+	write_file(text);
+	struct sv_container *c = open_log();
+	if (!c)
+		return;
+	uint32_t t = node_of(c, "transcript.txt");
+	struct sv_blob *whole = NULL;
+	T_INT(0, sv_content(c, t, &whole, NULL));
+	T_UINT(size_of(c, "transcript.txt"), whole ? whole->len : 0);
+	static char buf[65536];
+	bool same = whole != NULL;
+	for (size_t piece = 1; whole && piece < 98 && same; piece += 8) {
+		size_t off = 0;
+		while (off < whole->len) {
+			size_t got = 0;
+			if (sv_read(c, t, off, buf, piece, &got, NULL) || !got)
+				break;
+			same &= !memcmp(buf, whole->data + off, got);
+			off += got;
+		}
+		same &= off == whole->len;
+	}
+	T_OK(same);
+	sv_blob_unref(whole);
+	sv_container_free(c);
+}
+
+/* A container opened from memory is read-only. */
+static void read_only(void)
+{
+	char text[1024];
+	snprintf(text, sizeof text, "%s%s", HEADER, BACKUP);
+	struct sv_opts o;
+	sv_opts_init(&o);
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	T_INT(0, sv_container_open_mem(text, strlen(text), &o, &c, &err));
+	if (!c)
+		return;
+	T_INT(-EROFS, append(c, "search\n", &err));
+	T_UINT(strlen(text), size_of(c, "log"));
+	sv_container_free(c);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof path, "%s/game.nhgame", dir);
+	appends();
+	transcript_pieces();
+	read_only();
+	unlink(path);
+	rmdir(dir);
+	return t_done();
+}
