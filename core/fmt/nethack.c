@@ -496,7 +496,8 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			*why = "a text line is not L<base64>";
 			return K_BAD;
 		}
-		if (s.len == 1 && s.p[0] == 0x1b)
+		/* A cancel: the byte 0x1b (the engine writes it with its NUL). */
+		if ((s.len == 1 || (s.len == 2 && !s.p[1])) && s.p[0] == 0x1b)
 			sv_buf_printf(out, "cancelled");
 		else
 			add_quoted(out, s.p, s.len && !s.p[s.len - 1] ? s.len - 1 : s.len);

@@ -317,6 +317,10 @@ static void add(struct buf *b, const void *p, size_t n)
 
 static void add1(struct buf *b, uint8_t c)
 {
+	if (b->len < b->cap) {
+		b->p[b->len++] = c;
+		return;
+	}
 	uint8_t *d = grow(b, 1);
 	if (d) {
 		*d = c;
@@ -441,28 +445,27 @@ static void runs_init(void)
  */
 static bool may_compress(const uint8_t *p, size_t n, size_t room)
 {
-	/* Seen 3-byte strings: slots [0, mask] of the table are live when their
-	 * stamp is `gen`, so nothing is cleared between calls. */
-	static uint32_t seen_gen[1 << 14], seen_val[1 << 14], gen;
+	/* Seen 3-byte strings, stamped with the call's number (1-255) in the
+	 * top byte, so the table is cleared only once every 255 calls. */
+	static uint32_t seen[1 << 14], gen;
 	if (n > 4096 || n < 3)
 		return true;
-	if (!++gen) {
-		memset(seen_gen, 0, sizeof seen_gen);
+	if (++gen == 256) {
+		memset(seen, 0, sizeof seen);
 		gen = 1;
 	}
 	uint32_t mask = 63;
 	while (mask + 1 < 2 * n)
 		mask = mask * 2 + 1;
 	for (size_t i = 0; i + 3 <= n; i++) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		uint32_t v = gen << 24 | (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
 		uint32_t h = (v * 0x9e3779b1u) >> 17 & mask;
-		while (seen_gen[h] == gen) {
-			if (seen_val[h] == v)
+		while (seen[h] >> 24 == gen) {
+			if (seen[h] == v)
 				return true; /* a match is possible */
 			h = (h + 1) & mask;
 		}
-		seen_gen[h] = gen;
-		seen_val[h] = v;
+		seen[h] = v;
 	}
 	/* The literals: counts (cnt is all zero between calls), which are
 	 * used, and the fixed-code cost. */
@@ -1010,7 +1013,8 @@ static unsigned mru_find(const uint8_t *m, unsigned cmd)
 static void mru_front(uint8_t *m, unsigned i)
 {
 	uint8_t c = m[i];
-	memmove(m + 1, m, i);
+	for (; i; i--) /* a few bytes: no memmove call */
+		m[i] = m[i - 1];
 	m[0] = c;
 }
 
@@ -1161,7 +1165,9 @@ static void coord_cands(const struct b3 *s, uint64_t cp, int dir, struct cand *c
 {
 	uint64_t r = (s->outlen - s->cb) % ROW, adj = r ? ROW - r : 0;
 	if (cp >= adj && (cp - adj) % ROW == 0) {
-		cs[(*nc)++] = (struct cand){ 1, { { C_COORD, (int64_t)((cp - adj) / ROW), (uint64_t)dir, NULL, 0 } } };
+		cs[(*nc)++] = (struct cand){
+			1, { { C_COORD, (int64_t)((cp - adj) / ROW), (uint64_t)dir, NULL, 0 } }
+		};
 		return;
 	}
 	uint64_t x = cp % ROW ? cp % ROW : ROW;
@@ -1522,8 +1528,8 @@ static void model_turn(struct model *m, uint64_t *r, bool grow_level, struct pro
 			ev_add(v, &n, MAXEV,
 			       (struct ev){ m->rest + below(r, lvl - a - b), a + b, EV_SWAP, a, b });
 		}
-		/* Drift back toward the target size. */
-		if (grow_level || len < m->target * 3 / 4 || chance(r, 15)) {
+		/* A new level now and then; drift back toward the target size. */
+		if (grow_level || len < m->target * 3 / 4 || chance(r, 3)) {
 			uint64_t w = m->target / 8 + below(r, m->target / 2 + 1);
 			if (len + w <= 3 * m->target)
 				ev_add(v, &n, MAXEV, (struct ev){ m->rest + below(r, lvl), 0, EV_INS, w, 1 });
@@ -1697,7 +1703,8 @@ static const struct {
 };
 
 /* Argument kinds the first turns go through, in order. */
-static const unsigned ARG_SCHEDULE[] = { A_D, A_P, A_I, A_T, A_S, A_L, 0, A_D | A_I, A_D | A_S, A_I | A_T };
+static const unsigned ARG_SCHEDULE[] = { A_D, A_P, A_I, A_T, A_S, A_L, 0,
+					 A_D | A_I, A_D | A_S, A_I | A_T };
 
 static const char *const TEXTS[] = { "Elbereth", "Sting", "x", "Bob the dog", "lamp",
 				     "pick-axe", "Ad aerarium" };
@@ -1726,7 +1733,8 @@ static int put_text(struct game *g, struct buf *b, bool long_text, bool cancel)
 	return payload(&g->pay, b, (const uint8_t *)s, strlen(s) + 1);
 }
 
-static int put_command(struct game *g, struct buf *b, const char *name, unsigned args, bool long_text)
+static int put_command(struct game *g, struct buf *b, const char *name, unsigned args,
+		       bool long_text)
 {
 	adds(b, name);
 	if (args & A_D) {
@@ -2090,7 +2098,8 @@ static int make_log(const struct opts *o)
 	size_t nraces = (strlen(ROLES[ri].races) + 1) / 4;
 	memcpy(race, ROLES[ri].races + 4 * below(&rr, nraces), 3);
 	const char *gender = ROLES[ri].role[0] == 'V' ? "fem" : below(&rr, 2) ? "fem" : "mal";
-	const char *align = ri == 4 || ri == 9 ? "law" : (const char *[]){ "law", "neu", "cha" }[below(&rr, 3)];
+	static const char *const ALIGNS[] = { "law", "neu", "cha" };
+	const char *align = ri == 4 || ri == 9 ? "law" : ALIGNS[below(&rr, 3)]; /* Kni, Sam */
 	const char *reason = o->reason ? o->reason : REASONS[below(&rr, sizeof REASONS / sizeof *REASONS)];
 	addf(b, "NHGAME %s %08" PRIx64 " 4.003.000", o->done ? "done" : "save", o->recovery);
 	log_eol(&g->log);
@@ -2414,7 +2423,8 @@ static int one_line(const char *kind, uint64_t seed)
 			}
 	}
 	if (!known)
-		rc = usage("--line: command, time, getpos, getdir, key, yn, menu, objmenu, text, bones, quit or welcome");
+		rc = usage("--line: command, time, getpos, getdir, key, yn, menu, objmenu, text, "
+			   "bones, quit or welcome");
 	else if (rc || b->oom)
 		rc = fail("--line", "out of memory");
 	else {

@@ -160,7 +160,8 @@ def apply_beta1(base, d, stats):
             break
         cmd, n = w >> 14, w & 0x3fff
         if n in (0x3fff, 0x2000, 0x1fff):
-            stats['beta1 run at the 14-bit limit'] = stats.get('beta1 run at the 14-bit limit', 0) + 1
+            key = 'beta1 run at the 14-bit limit'
+            stats[key] = stats.get(key, 0) + 1
         if cmd == 0:
             s.seek(n - 0x4000 if n & 0x2000 else n, at)
             stats['beta1 seek'] = stats.get('beta1 seek', 0) + 1
@@ -288,6 +289,9 @@ def apply_beta3(base, d, stats):
         stats[key] = stats.get(key, 0) + 1
         if widen:
             stats['beta3 wider'] = stats.get('beta3 wider', 0) + widen
+        if widen > 1:
+            stats['beta3 command widened twice or more'] = \
+                stats.get('beta3 command widened twice or more', 0) + 1
         if name == 'copyedit':
             s.copy(arg1, at)
             i = s.literal(i, arg2 + 1, at)
@@ -605,6 +609,9 @@ def main(argv):
     except Bad as e:
         sys.stderr.write('nhdecode: %s: %s\n' % (argv[2], e))
         return 1
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader stopped early (| head): not an error
+        return 0
     except OSError as e:
         sys.stderr.write('nhdecode: %s\n' % e)
         return 1
