@@ -15,7 +15,9 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test`.
  */
+#define FUZZ_NAME "fuzz_datafile"
 #include "fuzz_tmp.h"
+#include "fuzz_walk.h"
 #include "savefs.h"
 
 #include <fcntl.h>
@@ -25,69 +27,6 @@
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-struct walk {
-	struct sv_container *c;
-	int depth;
-};
-
-static int visit(void *arg, const char *name, const struct sv_stat *st, uint64_t next);
-
-static void walk_dir(struct walk *w, uint32_t dir)
-{
-	if (w->depth > 16)
-		return;
-	w->depth++;
-	sv_readdir(w->c, dir, 0, visit, w);
-	w->depth--;
-}
-
-static void read_file(struct sv_container *c, uint32_t n, uint64_t size)
-{
-	struct sv_err err;
-	struct sv_blob *b = NULL;
-	int rc = sv_content(c, n, &b, &err);
-	if (!rc) {
-		/* stat promised this size before the read */
-		if (b->len != size)
-			abort();
-		sv_blob_unref(b);
-	}
-	/* A second read comes from the cache (or fails the same way). */
-	uint8_t buf[67];
-	size_t got;
-	static const uint64_t offs[] = {0, 1, 7, 4093};
-	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++) {
-		int r2 = sv_read(c, n, offs[i], buf, sizeof buf, &got, &err);
-		if (!r2 != !rc)
-			abort();
-		if (!r2 && got > sizeof buf)
-			abort();
-	}
-	sv_read(c, n, size, buf, sizeof buf, &got, &err);
-	sv_read(c, n, UINT64_MAX, buf, sizeof buf, &got, &err);
-}
-
-static int visit(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
-{
-	struct walk *w = arg;
-	struct sv_stat st2;
-	uint32_t found;
-	/* Every listed name is valid and looks up to the same node. */
-	if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
-		abort();
-	if (sv_stat(w->c, st->node, &st2))
-		abort();
-	struct sv_node *node = sv_node(w->c, st->node);
-	if (!node || sv_lookup(w->c, node->parent, name, &found) || found != st->node)
-		abort();
-	if (st->dir)
-		walk_dir(w, st->node);
-	else if (!st->volatile_)
-		read_file(w->c, st->node, st2.size);
-	(void)next;
-	return 0;
-}
 
 /* ---- write-back round trip ------------------------------------------- */
 
@@ -213,16 +152,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	struct walk w = {.c = c};
-	walk_dir(&w, SV_ROOT);
+	struct fuzz_walk w = {.c = c, .max_depth = 16};
+	fuzz_walk(&w);
 	/* The meta files, and a path that does not exist. */
-	uint32_t n;
-	struct sv_blob *b = NULL;
-	if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &b, &err))
-		sv_blob_unref(b);
-	if (!sv_resolve(c, ".savefs/log", &n) && !sv_content(c, n, &b, &err))
-		sv_blob_unref(b);
-	sv_resolve(c, "data/99999.bin", &n);
+	fuzz_read_meta(c, (const char *const[]){"data/99999.bin", NULL});
 	round_trip(data, size, c);
 	sv_container_free(c);
 	return 0;

@@ -26,7 +26,9 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test`.
  */
+#define FUZZ_NAME "fuzz_doodle"
 #include "fuzz_tmp.h"
+#include "fuzz_walk.h"
 #include "savefs.h"
 
 #include <errno.h>
@@ -48,103 +50,11 @@ static void set_opts(struct sv_opts *o)
 	o->readahead = 0;
 }
 
-/* ---- the walk ---------------------------------------------------------- */
-
-struct kids {
-	uint32_t *v;
-	size_t n, cap;
-};
-
-static int collect(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+/* The walk of fuzz_walk.h: a failed read must say why. */
+static void walk(struct sv_container *c)
 {
-	struct kids *k = arg;
-	(void)name;
-	(void)next;
-	if (k->n == k->cap) {
-		k->cap = k->cap ? k->cap * 2 : 32;
-		uint32_t *v = realloc(k->v, k->cap * sizeof *v);
-		if (!v)
-			abort();
-		k->v = v;
-	}
-	k->v[k->n++] = st->node;
-	return 0;
-}
-
-static void read_file(struct sv_container *c, uint32_t n, uint64_t size)
-{
-	struct sv_err err;
-	struct sv_blob *b = NULL;
-	int rc = sv_content(c, n, &b, &err);
-	if (!rc) {
-		/* stat promised this size before the read */
-		if (b->len != size) {
-			fprintf(stderr, "fuzz_doodle: node %u: stat said %llu bytes, read %zu\n", n,
-				(unsigned long long)size, b->len);
-			abort();
-		}
-		sv_blob_unref(b);
-	} else if (!err.msg[0] || rc >= 0) {
-		abort(); /* a failed read always says why */
-	}
-	/* A second read comes from the cache (or fails the same way). */
-	uint8_t buf[67];
-	size_t got;
-	static const uint64_t offs[] = {0, 1, 7, 4093};
-	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++) {
-		int r2 = sv_read(c, n, offs[i], buf, sizeof buf, &got, &err);
-		if (!r2 != !rc)
-			abort();
-		if (!r2 && got > sizeof buf)
-			abort();
-	}
-	sv_read(c, n, size, buf, sizeof buf, &got, &err);
-	sv_read(c, n, UINT64_MAX, buf, sizeof buf, &got, &err);
-}
-
-/*
- * Walks dir: lists it first, then visits each child.  (Not from inside
- * sv_readdir's callback: expanding a lazy directory there would wait for
- * the container's lock, which the listing holds.)
- */
-static void walk_dir(struct sv_container *c, uint32_t dir, int depth)
-{
-	if (depth > 16)
-		return;
-	struct kids k = {0};
-	sv_readdir(c, dir, 0, collect, &k);
-	for (size_t i = 0; i < k.n; i++) {
-		uint32_t n = k.v[i], found;
-		struct sv_stat st;
-		if (sv_stat(c, n, &st))
-			abort();
-		struct sv_node *node = sv_node(c, n);
-		const char *name = node->name;
-		/* Every listed name is valid and looks up to the same node. */
-		if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
-			abort();
-		if (node->parent != dir || sv_lookup(c, dir, name, &found) || found != n)
-			abort();
-		if (st.dir)
-			walk_dir(c, n, depth + 1);
-		else if (!st.volatile_)
-			read_file(c, n, st.size);
-	}
-	free(k.v);
-}
-
-static void read_meta(struct sv_container *c)
-{
-	uint32_t n;
-	struct sv_blob *b = NULL;
-	struct sv_err err;
-	if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &b, &err))
-		sv_blob_unref(b);
-	b = NULL;
-	if (!sv_resolve(c, ".savefs/log", &n) && !sv_content(c, n, &b, &err))
-		sv_blob_unref(b);
-	sv_resolve(c, "chunks/0/99999,99999.txt", &n);
-	sv_resolve(c, "levels/nothing/level.json", &n);
+	struct fuzz_walk w = {.c = c, .max_depth = 16, .checks = FUZZ_WHY};
+	fuzz_walk(&w);
 }
 
 /* ---- write-back round trip ------------------------------------------- */
@@ -177,8 +87,8 @@ static uint32_t first_file(struct sv_container *c, uint32_t d, int depth,
 {
 	if (depth > 8)
 		return SV_NONE;
-	struct kids k = {0};
-	sv_readdir(c, d, 0, collect, &k);
+	struct fuzz_kids k = {0};
+	fuzz_list(c, d, &k);
 	uint32_t found = SV_NONE;
 	for (size_t i = 0; i < k.n && found == SV_NONE; i++) {
 		uint32_t n = k.v[i];
@@ -363,7 +273,7 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 	}
 	if (dirty) {
 		/* The same handle, re-indexed after the commit, reads too. */
-		walk_dir(c, SV_ROOT, 0);
+		walk(c);
 	}
 	sv_container_free(c);
 	if (!dirty)
@@ -389,8 +299,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	walk_dir(c, SV_ROOT, 0);
-	read_meta(c);
+	walk(c);
+	fuzz_read_meta(c, (const char *const[]){"chunks/0/99999,99999.txt",
+						"levels/nothing/level.json", NULL});
 	round_trip(data, size, c, false);
 	if (size && data[0] != 'P')
 		round_trip(data, size, c, true);

@@ -29,6 +29,12 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# The plumbing the three make.py share (tests/data/bad/badlib.py); no
+# bytecode, so that no __pycache__ lands in the tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(HERE))
+import badlib  # noqa: E402
+
 
 def ints(*v):
     return struct.pack('<%di' % len(v), *v)
@@ -221,22 +227,7 @@ def files():
 
 
 def main():
-    check = sys.argv[1:] == ['--check']
-    stale = 0
-    for name, data in files():
-        path = os.path.join(HERE, name)
-        if check:
-            try:
-                same = open(path, 'rb').read() == data
-            except OSError:
-                same = False
-            if not same:
-                print('make.py: %s is out of date' % name, file=sys.stderr)
-                stale += 1
-        else:
-            with open(path, 'wb') as f:
-                f.write(data)
-    return 1 if stale else 0
+    return badlib.main(HERE, files)
 
 
 if __name__ == '__main__':

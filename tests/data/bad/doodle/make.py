@@ -53,6 +53,12 @@ import zipfile
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The plumbing the three make.py share (tests/data/bad/badlib.py); no
+# bytecode, so that no __pycache__ lands in the tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(HERE))
+import badlib  # noqa: E402
 EMPTY = 0xFFFF
 DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -496,31 +502,7 @@ def files():
 
 
 def main():
-    check = sys.argv[1:] == ['--check']
-    stale = 0
-    want = set()
-    for name, data in files():
-        want.add(name)
-        path = os.path.join(HERE, name)
-        if check:
-            try:
-                with open(path, 'rb') as f:
-                    same = f.read() == data
-            except OSError:
-                same = False
-            if not same:
-                print('make.py: %s is out of date' % name, file=sys.stderr)
-                stale += 1
-        else:
-            with open(path, 'wb') as f:
-                f.write(data)
-    # A file left from a variant that no longer exists is stale too.
-    for name in sorted(os.listdir(HERE)):
-        if name not in want and name != 'make.py' and not name.startswith('.') and \
-                os.path.isfile(os.path.join(HERE, name)):
-            print('make.py: %s is not written by make.py' % name, file=sys.stderr)
-            stale += check
-    return 1 if stale else 0
+    return badlib.main(HERE, files)
 
 
 if __name__ == '__main__':

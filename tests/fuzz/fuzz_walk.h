@@ -1,0 +1,184 @@
+/*
+ * fuzz_walk.h - the tree walk the container fuzz targets share: list a
+ * directory, then visit each child (stat it, check its name, go down into
+ * directories, read files whole and again at odd offsets), and read the
+ * meta files.  Every broken invariant ends in abort() with a line on
+ * stderr that starts with FUZZ_NAME, which the target defines before it
+ * includes this file.  What a target checks beyond this (streams, the
+ * write-back round trip) stays in the target.
+ */
+#ifndef FUZZ_WALK_H
+#define FUZZ_WALK_H
+
+#include "savefs.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FUZZ_NAME
+#error "define FUZZ_NAME (the target's name, for messages) before including fuzz_walk.h"
+#endif
+
+/* Says what broke (and the container's reason, msg, if any), then aborts. */
+static void fuzz_fail(const char *what, const char *msg)
+{
+	fprintf(stderr, FUZZ_NAME ": %s%s%s\n", what, msg ? ": " : "", msg ? msg : "");
+	abort();
+}
+
+/* Node n read len bytes where stat gave size: aborts if they differ. */
+static void fuzz_check_size(uint32_t n, uint64_t size, size_t len)
+{
+	if (len != size) {
+		fprintf(stderr, FUZZ_NAME ": node %u: stat said %llu bytes, read %zu\n", n,
+			(unsigned long long)size, len);
+		abort();
+	}
+}
+
+/* The children of a directory, as listed.  v is the caller's to free. */
+struct fuzz_kids {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static int fuzz_collect(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct fuzz_kids *k = arg;
+	(void)name;
+	(void)next;
+	if (k->n == k->cap) {
+		k->cap = k->cap ? k->cap * 2 : 32;
+		uint32_t *v = realloc(k->v, k->cap * sizeof *v);
+		if (!v)
+			abort();
+		k->v = v;
+	}
+	k->v[k->n++] = st->node;
+	return 0;
+}
+
+/* Lists dir into k (start from {0}; free k->v after).  A directory that
+ * does not list leaves k as it was. */
+static void fuzz_list(struct sv_container *c, uint32_t dir, struct fuzz_kids *k)
+{
+	sv_readdir(c, dir, 0, fuzz_collect, k);
+}
+
+/* What fuzz_read_file() checks besides the size stat gave and the reads
+ * at odd offsets failing or not as the whole read did. */
+enum {
+	FUZZ_WHY = 1,  /* a failed read says why: a message and a code < 0 */
+	FUZZ_SAME = 2, /* the bytes read at odd offsets are the whole read's */
+};
+
+/*
+ * Reads file n whole (it must be size bytes, as stat said), then at a few
+ * odd offsets (from the cache, or failing the same way), at its end and
+ * past it.  checks: FUZZ_WHY, FUZZ_SAME or both.
+ */
+static void fuzz_read_file(struct sv_container *c, uint32_t n, uint64_t size, unsigned checks)
+{
+	struct sv_err err;
+	struct sv_blob *b = NULL;
+	int rc = sv_content(c, n, &b, &err);
+	if (!rc)
+		fuzz_check_size(n, size, b->len);
+	else if ((checks & FUZZ_WHY) && (!err.msg[0] || rc >= 0))
+		fuzz_fail("a failed read does not say why", NULL);
+	uint8_t buf[67];
+	size_t got;
+	static const uint64_t offs[] = {0, 1, 7, 4093};
+	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++) {
+		int r2 = sv_read(c, n, offs[i], buf, sizeof buf, &got, &err);
+		if (!r2 != !rc)
+			fuzz_fail("a second read does not do as the first", err.msg);
+		if (r2)
+			continue;
+		if (got > sizeof buf)
+			fuzz_fail("a read gives more than was asked", NULL);
+		if ((checks & FUZZ_SAME) && got &&
+		    (offs[i] >= b->len || memcmp(buf, b->data + offs[i], got)))
+			fuzz_fail("a read at an odd offset differs from the whole", NULL);
+	}
+	sv_read(c, n, size, buf, sizeof buf, &got, &err);
+	sv_read(c, n, UINT64_MAX, buf, sizeof buf, &got, &err);
+	sv_blob_unref(b);
+}
+
+/* How a walk goes; the fields are the caller's and are not changed. */
+struct fuzz_walk {
+	struct sv_container *c;
+	int max_depth;   /* directories nested deeper than this are not listed */
+	unsigned checks; /* for fuzz_read_file() */
+	/* Set: called for each file that is not volatile, in place of
+	 * fuzz_read_file(). */
+	void (*file)(const struct fuzz_walk *w, uint32_t n, const struct sv_stat *st);
+	void *arg; /* for file */
+};
+
+/*
+ * Walks dir: lists it first, then visits each child.  (Not from inside
+ * sv_readdir's callback: expanding a lazy directory there would wait for
+ * the container's lock, which the listing holds.)
+ */
+static void fuzz_walk_at(const struct fuzz_walk *w, uint32_t dir, int depth)
+{
+	if (depth > w->max_depth)
+		return;
+	struct sv_container *c = w->c;
+	struct fuzz_kids k = {0};
+	fuzz_list(c, dir, &k);
+	for (size_t i = 0; i < k.n; i++) {
+		uint32_t n = k.v[i], found;
+		struct sv_stat st;
+		if (sv_stat(c, n, &st))
+			fuzz_fail("a listed node does not stat", NULL);
+		const struct sv_node *node = sv_node(c, n);
+		if (!node)
+			fuzz_fail("a listed node is not in the table", NULL);
+		const char *name = node->name;
+		/* Every listed name is valid and looks up to the same node. */
+		if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
+			fuzz_fail("a bad name", name);
+		if (node->parent != dir || sv_lookup(c, dir, name, &found) || found != n)
+			fuzz_fail("a name does not look up to its node", name);
+		if (st.dir)
+			fuzz_walk_at(w, n, depth + 1);
+		else if (st.volatile_)
+			continue;
+		else if (w->file)
+			w->file(w, n, &st);
+		else
+			fuzz_read_file(c, n, st.size, w->checks);
+	}
+	free(k.v);
+}
+
+/* Walks the whole tree of w->c. */
+static void fuzz_walk(const struct fuzz_walk *w)
+{
+	fuzz_walk_at(w, SV_ROOT, 0);
+}
+
+/*
+ * Reads /.savefs/info and /.savefs/log whole (either may fail), then looks
+ * up each path of missing (NULL-terminated), which need not exist.
+ */
+static void fuzz_read_meta(struct sv_container *c, const char *const *missing)
+{
+	static const char *const meta[] = {".savefs/info", ".savefs/log"};
+	uint32_t n;
+	struct sv_err err;
+	for (size_t i = 0; i < sizeof meta / sizeof *meta; i++) {
+		struct sv_blob *b = NULL;
+		if (!sv_resolve(c, meta[i], &n) && !sv_content(c, n, &b, &err))
+			sv_blob_unref(b);
+	}
+	for (; *missing; missing++)
+		sv_resolve(c, *missing, &n);
+}
+
+#endif
