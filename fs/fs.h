@@ -19,6 +19,8 @@ struct fs {
 	double timeout;               /* entry/attr timeout of stable nodes */
 	uint64_t cache_cap;           /* the core cache's byte cap */
 	struct fs_notify *notify;     /* owned; started in init */
+	bool one_thread;              /* -s: a handler must not wait for a
+				       * request to be answered */
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -153,6 +153,7 @@ int main(int argc, char **argv)
 	fs.c = c;
 	fs.timeout = 86400.0;
 	fs.cache_cap = o.cache_cap;
+	fs.one_thread = fo.singlethread;
 	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, &fs);
 	status = SV_EXIT_MOUNT;
 	struct stat mst;

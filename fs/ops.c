@@ -218,39 +218,53 @@ static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *na
 }
 
 /*
+ * Drops an inode's cached attributes, and its cached pages (a directory's:
+ * its listing) now or, with `later`, from the other thread.  Dropping
+ * attributes never waits; dropping pages may wait for pages that other
+ * requests hold locked (reads in flight), which other workers answer:
+ * with one thread, pages always go later.
+ */
+static void inval_inode(struct fs *fs, fuse_ino_t ino, bool later)
+{
+	if (!later && !fs->one_thread) {
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+		return;
+	}
+	fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	enqueue(fs, 0, ino, NULL);
+}
+
+/*
  * Tells the kernel what a commit changed, before the request that made the
  * commit is answered: once the close(), fsync(), rename(), unlink() or
  * truncate() returns, no cached attribute, page or listing may still show
  * the old tree (an edit of a .txt changes its .bin and .png, read next).
- * Dropping pages and attributes takes no lock the kernel holds for a
- * request; it may wait for pages that other reads hold locked, which other
- * workers answer.  The names of removed nodes go at once too when `names`
- * (FLUSH and FSYNC hold no directory lock); otherwise the kernel may hold
- * the directory's lock until this reply (UNLINK, RENAME, a RELEASE after a
- * failed create), so the other thread drops them; until then such a name
- * has no attributes left (a stat of it asks, and gets ENOENT) and its
- * directory no cached listing.  `self`, the inode of a SETATTR (whose
- * writes the kernel holds back until the reply, which carries its new
- * attributes), has its pages dropped by the other thread as well.
+ * The names of removed nodes go at once too when `names` (FLUSH and FSYNC
+ * hold no directory lock, and other workers answer the lookups that hold
+ * one); otherwise the kernel may hold the directory's lock until this
+ * reply (UNLINK, RENAME, a RELEASE after a failed create), so the other
+ * thread drops them; until then such a name has no attributes left (a
+ * stat of it asks, and gets ENOENT) and its directory no cached listing.
+ * `self`, the inode of a SETATTR (whose writes the kernel holds back
+ * until the reply, which carries its new attributes), has its pages
+ * dropped by the other thread.
  */
 static void publish(struct changes *ch, bool names, fuse_ino_t self)
 {
-	struct fuse_session *se = ch->fs->se;
+	struct fs *fs = ch->fs;
 	fuse_ino_t dir = 0;
 	for (size_t i = 0; i < ch->n; i++) {
 		struct note *v = &ch->v[i];
-		if (v->ino == self)
-			enqueue(ch->fs, 0, v->ino, NULL);
-		else
-			fuse_lowlevel_notify_inval_inode(se, v->ino, 0, 0);
+		inval_inode(fs, v->ino, v->ino == self);
 		/* Its directory's cached listing may name a node the commit
 		 * added or removed (a directory emptied and gone with it). */
 		if (v->parent != dir)
-			fuse_lowlevel_notify_inval_inode(se, dir = v->parent, 0, 0);
-		if (v->name && names)
-			fuse_lowlevel_notify_inval_entry(se, v->parent, v->name, strlen(v->name));
+			inval_inode(fs, dir = v->parent, false);
+		if (v->name && names && !fs->one_thread)
+			fuse_lowlevel_notify_inval_entry(fs->se, v->parent, v->name,
+							 strlen(v->name));
 		else if (v->name)
-			enqueue(ch->fs, v->parent, 0, v->name);
+			enqueue(fs, v->parent, 0, v->name);
 		free(v->name);
 	}
 	free(ch->v);

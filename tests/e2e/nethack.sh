@@ -243,7 +243,7 @@ wait_for "a diff appended by another process shows in states/" \
 	cmp -s "$TMP/prev.sav" "$m/states/$(printf '%06d' "$n").sav"
 
 rm -f "$TMP/report"
-"$PYTHON" "$LOCKGAME" "$g" "$TMP/report" &
+timeout 60 "$PYTHON" "$LOCKGAME" "$g" "$TMP/report" &
 game=$!
 wait_for "the game holds its lock" grep -q locked "$TMP/report"
 check "an append while the game holds its read lock" sh -c "echo search >> '$m/log'" ||
