@@ -141,10 +141,21 @@ static void enqueue(struct fs *fs, fuse_ino_t parent, fuse_ino_t ino, const char
 
 /* Changes made outside commits (an append, a game's own lines): the
  * node's cached pages and attributes go, and a removed node's name. */
+struct changes;
+/* The changes of the request this thread is serving (an append to a log,
+ * a rewind), published before its reply; NULL on the polling thread. */
+static __thread struct changes *live_sink;
+static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
+		       bool gone);
+
 static void on_live(void *arg, uint32_t node, uint32_t parent, const char *name,
 		    bool gone)
 {
 	struct fs *fs = arg;
+	if (live_sink) {
+		on_changed(live_sink, node, parent, name, gone);
+		return;
+	}
 	enqueue(fs, 0, INO(node), NULL);
 	if (gone)
 		enqueue(fs, INO(parent), 0, name);
@@ -435,15 +446,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct sv_err err;
 	int rc = 0;
 	if (to_set & FUSE_SET_ATTR_SIZE) {
+		struct changes ch = {.fs = fs};
+		live_sink = &ch;
 		rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
 		if (!rc && fi && fi->fh)
 			fh_wrote(FH(fi), req);
-		if (!rc && !fi) {
-			struct changes ch = {.fs = fs};
+		if (!rc && !fi)
 			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-			publish(&ch, false, ino);
-		}
+		live_sink = NULL;
+		publish(&ch, false, ino);
 	}
 	/* Modes, owners and times are not stored: accepted and ignored, so
 	 * that cp -p, touch and editors keep working. */
@@ -638,7 +650,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	/* O_APPEND writes go at the end as savefs knows it: the kernel's
 	 * size may predate another program's append to a followed log. */
 	uint64_t at = (fi->flags & O_APPEND) ? SV_AT_END : (uint64_t)off;
+	struct changes ch = {.fs = FS(req)};
+	live_sink = &ch;
 	int rc = sv_write(FS(req)->c, NODE(ino), at, buf, size, &err);
+	live_sink = NULL;
+	/* An append's new lines (a log's views) are shown once it returns;
+	 * this file's own pages are locked by the write: dropped later. */
+	publish(&ch, false, ino);
 	if (!rc && fi->fh)
 		fh_wrote(FH(fi), req);
 	if (rc)
@@ -658,7 +676,9 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * edit is committed by the writer's close, or at release. */
 	if (fi && fi->fh && FH(fi)->wrote && FH(fi)->writer == fuse_req_ctx(req)->pid) {
 		FH(fi)->wrote = false;
+		live_sink = &ch;
 		rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
+		live_sink = NULL;
 		/* Before close returns: the writer's next read must see the
 		 * committed tree, or its old content if the edit was refused. */
 		publish(&ch, true, 0);
@@ -672,7 +692,9 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct fs *fs = FS(req);
 	struct sv_err err;
 	struct changes ch = {.fs = fs};
+	live_sink = &ch;
 	int rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
+	live_sink = NULL;
 	publish(&ch, true, 0); /* as in op_flush */
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
@@ -684,7 +706,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (h && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		struct sv_err err;
 		struct changes ch = {.fs = fs};
+		live_sink = &ch;
 		sv_flush(fs->c, h->node, on_changed, &ch, &err);
+		live_sink = NULL;
 		publish(&ch, false, 0);
 	}
 	if (h)
