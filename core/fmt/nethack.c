@@ -71,6 +71,7 @@ enum { T_SAVE = 1, T_DIFF = 2, T_STATE = 3 };
 struct ent {
 	uint64_t off;     /* where the line starts */
 	uint64_t len;     /* without its newline */
+	uint64_t size;    /* its payload's decoded size, from the text */
 	uint32_t line;    /* 1-based line number */
 	uint32_t base;    /* the backup (ents index) its state starts from;
 			   * UINT32_MAX: none before it */
@@ -1020,7 +1021,10 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 			return s->err = -ENOMEM;
 		struct ent *e = &nh->ents[nh->nents];
 		bool backup = l->p[0] == '*';
-		*e = (struct ent){off, l->full, nh->line, nh->last_backup, backup, kind == K_BAD};
+		*e = (struct ent){off, l->full, 0, nh->line, nh->last_backup, backup, kind == K_BAD};
+		bool comp;
+		if (!e->bad && !payload_size_of(l, backup ? 10 : 1, &e->size, &comp))
+			e->size = 0;
 		if (backup && !e->bad) {
 			if (nh->first_backup == UINT32_MAX) {
 				nh->first_backup = (uint32_t)nh->nents;
@@ -1082,31 +1086,12 @@ static void check_first_pointer(struct sv_container *c, struct nh *nh)
 
 /* ---- nodes ---------------------------------------------------------------------- */
 
-/* The decoded size of an entry's payload, from the line's text. */
-static uint64_t ent_payload_size(struct sv_container *c, const struct ent *e)
-{
-	char head[32];
-	char tail[2] = {0, 0};
-	size_t hn = e->len < sizeof head ? (size_t)e->len : sizeof head;
-	int fd = sv_container_fd(c);
-	if (pread(fd, head, hn, (off_t)e->off) != (ssize_t)hn)
-		return 0;
-	if (e->len >= 2 && pread(fd, tail, 2, (off_t)(e->off + e->len - 2)) != 2)
-		return 0;
-	struct line_view l = {head, hn, e->len, {tail[0], tail[1]}};
-	uint64_t size = 0;
-	bool comp;
-	if (!payload_size_of(&l, e->backup ? 10 : 1, &size, &comp))
-		return 0;
-	return size;
-}
-
 static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i)
 {
 	struct ent *e = &nh->ents[i];
 	char name[32];
 	uint32_t bad = e->bad ? SV_N_BAD : 0;
-	uint64_t size = e->bad ? 0 : ent_payload_size(c, e);
+	uint64_t size = e->bad ? 0 : e->size;
 	struct sv_node *d;
 	if (e->backup && (d = sv_node(c, nh->n_saves)) && !(d->flags & SV_N_LAZYDIR)) {
 		snprintf(name, sizeof name, "%06u.sav", e->line);
@@ -1139,17 +1124,17 @@ static int nh_expand(struct sv_container *c, uint32_t dir, struct sv_err *err)
 		if (dir == nh->n_saves && e->backup) {
 			snprintf(name, sizeof name, "%06u.sav", e->line);
 			n = sv_node_add(c, dir, name, SV_N_RO | bad,
-					e->bad ? 0 : ent_payload_size(c, e), ENT_KEY(T_SAVE, i));
+					e->bad ? 0 : e->size, ENT_KEY(T_SAVE, i));
 		} else if (dir == nh->n_diffs && !e->backup) {
 			snprintf(name, sizeof name, "%06u.mdiff", e->line);
 			n = sv_node_add(c, dir, name, SV_N_RO | bad,
-					e->bad ? 0 : ent_payload_size(c, e), ENT_KEY(T_DIFF, i));
+					e->bad ? 0 : e->size, ENT_KEY(T_DIFF, i));
 		} else if (dir == nh->n_states) {
 			snprintf(name, sizeof name, "%06u.sav", e->line);
 			bool lazy = !e->backup || e->bad;
 			n = sv_node_add(c, dir, name,
 					SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE | SV_N_COSTLYSIZE : 0),
-					lazy ? 0 : ent_payload_size(c, e), ENT_KEY(T_STATE, i));
+					lazy ? 0 : e->size, ENT_KEY(T_STATE, i));
 		}
 		if (n == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
