@@ -1086,28 +1086,41 @@ static void check_first_pointer(struct sv_container *c, struct nh *nh)
 
 /* ---- nodes ---------------------------------------------------------------------- */
 
-static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i)
+/* Adds entry i's file to directory dir (saves/, diffs/ or states/) if it
+ * has one there.  SV_NONE if out of memory. */
+static uint32_t ent_node(struct sv_container *c, struct nh *nh, uint32_t dir, size_t i)
 {
-	struct ent *e = &nh->ents[i];
+	const struct ent *e = &nh->ents[i];
 	char name[32];
 	uint32_t bad = e->bad ? SV_N_BAD : 0;
 	uint64_t size = e->bad ? 0 : e->size;
-	struct sv_node *d;
-	if (e->backup && (d = sv_node(c, nh->n_saves)) && !(d->flags & SV_N_LAZYDIR)) {
+	if (dir == nh->n_saves && e->backup) {
 		snprintf(name, sizeof name, "%06u.sav", e->line);
-		sv_node_add(c, nh->n_saves, name, SV_N_RO | bad, size, ENT_KEY(T_SAVE, i));
+		return sv_node_add(c, dir, name, SV_N_RO | bad, size, ENT_KEY(T_SAVE, i));
 	}
-	if (!e->backup && (d = sv_node(c, nh->n_diffs)) && !(d->flags & SV_N_LAZYDIR)) {
+	if (dir == nh->n_diffs && !e->backup) {
 		snprintf(name, sizeof name, "%06u.mdiff", e->line);
-		sv_node_add(c, nh->n_diffs, name, SV_N_RO | bad, size, ENT_KEY(T_DIFF, i));
+		return sv_node_add(c, dir, name, SV_N_RO | bad, size, ENT_KEY(T_DIFF, i));
 	}
-	if ((d = sv_node(c, nh->n_states)) && !(d->flags & SV_N_LAZYDIR)) {
-		snprintf(name, sizeof name, "%06u.sav", e->line);
+	if (dir == nh->n_states) {
+		/* A state other than a backup's is sized by building it. */
 		bool lazy = !e->backup || e->bad;
-		sv_node_add(c, nh->n_states, name,
-			    SV_N_RO | (e->bad ? SV_N_BAD : 0) |
-				    (lazy ? SV_N_LAZYSIZE | SV_N_COSTLYSIZE : 0),
-			    lazy ? 0 : size, ENT_KEY(T_STATE, i));
+		snprintf(name, sizeof name, "%06u.sav", e->line);
+		return sv_node_add(c, dir, name,
+				   SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE | SV_N_COSTLYSIZE : 0),
+				   lazy ? 0 : size, ENT_KEY(T_STATE, i));
+	}
+	return 0;
+}
+
+/* A new entry's files, in the directories already listed. */
+static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i)
+{
+	const uint32_t dirs[3] = {nh->n_saves, nh->n_diffs, nh->n_states};
+	for (int k = 0; k < 3; k++) {
+		struct sv_node *d = sv_node(c, dirs[k]);
+		if (d && !(d->flags & SV_N_LAZYDIR))
+			ent_node(c, nh, dirs[k], i);
 	}
 }
 
@@ -1116,29 +1129,9 @@ static int nh_expand(struct sv_container *c, uint32_t dir, struct sv_err *err)
 	struct nh *nh = sv_container_priv(c);
 	if (!nh)
 		return 0;
-	for (size_t i = 0; i < nh->nents; i++) {
-		struct ent *e = &nh->ents[i];
-		char name[32];
-		uint32_t bad = e->bad ? SV_N_BAD : 0;
-		uint32_t n = 0;
-		if (dir == nh->n_saves && e->backup) {
-			snprintf(name, sizeof name, "%06u.sav", e->line);
-			n = sv_node_add(c, dir, name, SV_N_RO | bad,
-					e->bad ? 0 : e->size, ENT_KEY(T_SAVE, i));
-		} else if (dir == nh->n_diffs && !e->backup) {
-			snprintf(name, sizeof name, "%06u.mdiff", e->line);
-			n = sv_node_add(c, dir, name, SV_N_RO | bad,
-					e->bad ? 0 : e->size, ENT_KEY(T_DIFF, i));
-		} else if (dir == nh->n_states) {
-			snprintf(name, sizeof name, "%06u.sav", e->line);
-			bool lazy = !e->backup || e->bad;
-			n = sv_node_add(c, dir, name,
-					SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE | SV_N_COSTLYSIZE : 0),
-					lazy ? 0 : e->size, ENT_KEY(T_STATE, i));
-		}
-		if (n == SV_NONE)
+	for (size_t i = 0; i < nh->nents; i++)
+		if (ent_node(c, nh, dir, i) == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
-	}
 	return 0;
 }
 
