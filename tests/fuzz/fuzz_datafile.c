@@ -20,11 +20,9 @@
 #include "fuzz_walk.h"
 #include "savefs.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -70,39 +68,22 @@ static void compare(struct sv_container *old, struct sv_container *now)
 		if (node->flags & (SV_N_DIR | SV_N_META | SV_N_GONE | SV_N_RO))
 			continue;
 		char p[512];
-		if (sv_path(old, n, p, sizeof p))
-			continue;
-		struct sv_blob *a = NULL, *b = NULL;
-		if (sv_content(old, n, &a, NULL))
-			continue;
-		uint32_t m;
-		if (sv_resolve(now, p, &m) || sv_content(now, m, &b, NULL) ||
-		    a->len != b->len || (a->len && memcmp(a->data, b->data, a->len))) {
-			fprintf(stderr, "fuzz_datafile: %s differs after a commit\n", p);
-			abort();
-		}
-		sv_blob_unref(a);
-		sv_blob_unref(b);
+		if (!sv_path(old, n, p, sizeof p))
+			fuzz_same_after(old, n, now, p);
 	}
 }
 
 static void round_trip(const uint8_t *data, size_t size, struct sv_container *mem)
 {
 	const char *path = fuzz_path("f.map");
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || sv_write_all(fd, data, size) || close(fd))
-		abort();
+	fuzz_write_input(path, data, size);
 	struct sv_opts o;
 	sv_opts_init(&o);
 	o.format = "datafile";
 	o.max_decode = 1 << 20;
 	o.cache_cap = 256 << 10;
-	struct sv_container *c = NULL;
+	struct sv_container *c = fuzz_open_file(path, &o, "opens from memory, not from a file");
 	struct sv_err err;
-	if (sv_container_open(path, &o, &c, &err)) {
-		fprintf(stderr, "fuzz_datafile: opens from memory, not from a file: %s\n", err.msg);
-		abort();
-	}
 	uint32_t targets[2] = {first_good(c, "items", true), first_good(c, "data", false)};
 	bool dirty = false;
 	for (int i = 0; i < 2; i++) {
@@ -111,11 +92,7 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 		struct sv_blob *b = NULL;
 		if (sv_content(c, targets[i], &b, &err))
 			abort();
-		/* Rewrite it whole (an empty file: truncate). */
-		int rc = b->len ? sv_write(c, targets[i], 0, b->data, b->len, &err)
-				: sv_truncate(c, targets[i], 0, &err);
-		sv_blob_unref(b);
-		if (rc) {
+		if (fuzz_rewrite(c, targets[i], b, &err)) {
 			fprintf(stderr, "fuzz_datafile: edit refused: %s\n", err.msg);
 			abort();
 		}
@@ -128,10 +105,7 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 	sv_container_free(c);
 	if (!dirty)
 		return;
-	if (sv_container_open(path, &o, &c, &err)) {
-		fprintf(stderr, "fuzz_datafile: the committed file does not open: %s\n", err.msg);
-		abort();
-	}
+	c = fuzz_open_file(path, &o, "the committed file does not open");
 	compare(mem, c);
 	sv_container_free(c);
 }
@@ -144,14 +118,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.max_decode = 1 << 20;
 	o.max_edit = 1 << 20;
 	o.cache_cap = 256 << 10;
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	if (sv_container_open_mem(data, size, &o, &c, &err)) {
-		/* A refused container always says why. */
-		if (!err.msg[0] || err.code >= 0)
-			abort();
+	struct sv_container *c = fuzz_open_mem(data, size, &o);
+	if (!c)
 		return 0;
-	}
 	struct fuzz_walk w = {.c = c, .max_depth = 16};
 	fuzz_walk(&w);
 	/* The meta files, and a path that does not exist. */

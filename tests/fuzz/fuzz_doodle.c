@@ -32,11 +32,9 @@
 #include "savefs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -201,17 +199,7 @@ static void compare(struct sv_container *old, struct sv_container *now, const ch
 			continue;
 		if (upgraded && dropped_bad(old, p))
 			continue;
-		struct sv_blob *a = NULL, *b = NULL;
-		if (sv_content(old, n, &a, NULL))
-			continue;
-		uint32_t m;
-		if (sv_resolve(now, p, &m) || sv_content(now, m, &b, NULL) ||
-		    a->len != b->len || (a->len && memcmp(a->data, b->data, a->len))) {
-			fprintf(stderr, "fuzz_doodle: %s differs after a commit\n", p);
-			abort();
-		}
-		sv_blob_unref(a);
-		sv_blob_unref(b);
+		fuzz_same_after(old, n, now, p);
 	}
 }
 
@@ -219,18 +207,12 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 		       bool upgrade)
 {
 	const char *path = fuzz_path("f.level");
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || sv_write_all(fd, data, size) || close(fd))
-		abort();
+	fuzz_write_input(path, data, size);
 	struct sv_opts o;
 	set_opts(&o);
 	o.upgrade = upgrade;
-	struct sv_container *c = NULL;
+	struct sv_container *c = fuzz_open_file(path, &o, "opens from memory, not from a file");
 	struct sv_err err;
-	if (sv_container_open(path, &o, &c, &err)) {
-		fprintf(stderr, "fuzz_doodle: opens from memory, not from a file: %s\n", err.msg);
-		abort();
-	}
 	uint32_t targets[3] = {
 		first_file(c, SV_ROOT, 0, pick_txt),
 		SV_NONE,
@@ -249,10 +231,7 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 		struct sv_blob *b = NULL;
 		if (sv_content(c, targets[i], &b, &err))
 			continue; /* the root JSON view always reads; others were read */
-		/* Rewrite it whole (an empty file: truncate). */
-		int rc = b->len ? sv_write(c, targets[i], 0, b->data, b->len, &err)
-				: sv_truncate(c, targets[i], 0, &err);
-		sv_blob_unref(b);
+		int rc = fuzz_rewrite(c, targets[i], b, &err);
 		if (rc == -EROFS || rc == -EPERM)
 			continue; /* inside a levelpack */
 		if (rc) {
@@ -279,10 +258,7 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 	if (!dirty)
 		return;
 	o.upgrade = false;
-	if (sv_container_open(path, &o, &c, &err)) {
-		fprintf(stderr, "fuzz_doodle: the committed file does not open: %s\n", err.msg);
-		abort();
-	}
+	c = fuzz_open_file(path, &o, "the committed file does not open");
 	compare(mem, c, txt, upgrade);
 	sv_container_free(c);
 }
@@ -291,14 +267,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sv_opts o;
 	set_opts(&o);
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	if (sv_container_open_mem(data, size, &o, &c, &err)) {
-		/* A refused container always says why. */
-		if (!err.msg[0] || err.code >= 0)
-			abort();
+	struct sv_container *c = fuzz_open_mem(data, size, &o);
+	if (!c)
 		return 0;
-	}
 	walk(c);
 	fuzz_read_meta(c, (const char *const[]){"chunks/0/99999,99999.txt",
 						"levels/nothing/level.json", NULL});

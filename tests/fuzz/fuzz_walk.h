@@ -4,18 +4,23 @@
  * directories, read files whole and again at odd offsets), and read the
  * meta files.  Every broken invariant ends in abort() with a line on
  * stderr that starts with FUZZ_NAME, which the target defines before it
- * includes this file.  What a target checks beyond this (streams, the
- * write-back round trip) stays in the target.
+ * includes this file.  Then the pieces of a write-back round trip (open
+ * the input, write it to a file, rewrite a file with its own bytes, check
+ * a file reads the same after the commit), static inline so that a target
+ * without a round trip need not use them.  What a target checks beyond
+ * this (streams, which files to rewrite and compare) stays in the target.
  */
 #ifndef FUZZ_WALK_H
 #define FUZZ_WALK_H
 
 #include "savefs.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef FUZZ_NAME
 #error "define FUZZ_NAME (the target's name, for messages) before including fuzz_walk.h"
@@ -179,6 +184,73 @@ static void fuzz_read_meta(struct sv_container *c, const char *const *missing)
 	}
 	for (; *missing; missing++)
 		sv_resolve(c, *missing, &n);
+}
+
+/* ---- write-back round trip ------------------------------------------- */
+
+/* Opens data from memory with o: the container, or NULL if it is refused
+ * (which must say why, else abort). */
+static inline struct sv_container *fuzz_open_mem(const uint8_t *data, size_t size,
+						 const struct sv_opts *o)
+{
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	if (sv_container_open_mem(data, size, o, &c, &err)) {
+		/* A refused container always says why. */
+		if (!err.msg[0] || err.code >= 0)
+			abort();
+		return NULL;
+	}
+	return c;
+}
+
+/* Writes data to the file at path (created or truncated), or aborts. */
+static inline void fuzz_write_input(const char *path, const uint8_t *data, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || sv_write_all(fd, data, size) || close(fd))
+		abort();
+}
+
+/* Opens the file at path with o, or says "what: why" and aborts. */
+static inline struct sv_container *fuzz_open_file(const char *path, const struct sv_opts *o,
+						  const char *what)
+{
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	if (sv_container_open(path, o, &c, &err)) {
+		fprintf(stderr, FUZZ_NAME ": %s: %s\n", what, err.msg);
+		abort();
+	}
+	return c;
+}
+
+/* Rewrites file n of c whole with b, its own bytes (an empty file:
+ * truncate), and drops b: sv_write's or sv_truncate's result. */
+static inline int fuzz_rewrite(struct sv_container *c, uint32_t n, struct sv_blob *b,
+			       struct sv_err *err)
+{
+	int rc = b->len ? sv_write(c, n, 0, b->data, b->len, err) : sv_truncate(c, n, 0, err);
+	sv_blob_unref(b);
+	return rc;
+}
+
+/* If file n of old (at path p) reads, it reads the same at p in now (a
+ * fresh open of the committed file), else abort. */
+static inline void fuzz_same_after(struct sv_container *old, uint32_t n,
+				   struct sv_container *now, const char *p)
+{
+	struct sv_blob *a = NULL, *b = NULL;
+	if (sv_content(old, n, &a, NULL))
+		return;
+	uint32_t m;
+	if (sv_resolve(now, p, &m) || sv_content(now, m, &b, NULL) ||
+	    a->len != b->len || (a->len && memcmp(a->data, b->data, a->len))) {
+		fprintf(stderr, FUZZ_NAME ": %s differs after a commit\n", p);
+		abort();
+	}
+	sv_blob_unref(a);
+	sv_blob_unref(b);
 }
 
 #endif

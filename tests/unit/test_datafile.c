@@ -21,6 +21,7 @@
 #include "rd.h"
 #include "changes.h"
 #include "t.h"
+#include "tree.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -211,91 +212,13 @@ static struct sv_buf build(const struct sv_df_spec *s)
 	return b;
 }
 
-static void write_file(const char *path, const struct sv_buf *b)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || sv_write_all(fd, b->p, b->len) || close(fd))
-		die(path);
-}
-
-static struct sv_container *open_mem_opts(const struct sv_buf *b, const struct sv_opts *o)
-{
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	sv_err_clear(&err);
-	int rc = sv_container_open_mem(b->p, b->len, o, &c, &err);
-	if (rc)
-		fprintf(stderr, "  open_mem: %s\n", err.msg);
-	T_INT(0, rc);
-	if (!c)
-		exit(1);
-	return c;
-}
-
-static struct sv_container *open_mem(const struct sv_buf *b)
-{
-	struct sv_opts o;
-	sv_opts_init(&o);
-	return open_mem_opts(b, &o);
-}
-
 static struct sv_container *open_file(const char *path)
 {
 	struct sv_opts o;
 	sv_opts_init(&o);
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	sv_err_clear(&err);
-	int rc = sv_container_open(path, &o, &c, &err);
-	if (rc)
-		fprintf(stderr, "  open %s: %s\n", path, err.msg);
-	T_INT(0, rc);
-	if (!c)
-		exit(1);
+	struct sv_container *c = open_file_opts(path, &o);
 	T_OK(!sv_container_read_only(c));
 	return c;
-}
-
-static uint32_t node_of(struct sv_container *c, const char *path)
-{
-	uint32_t n = SV_NONE;
-	int rc = sv_resolve(c, path, &n);
-	if (rc)
-		fprintf(stderr, "  (resolving %s)\n", path);
-	T_INT(0, rc);
-	return n;
-}
-
-/* The whole content of path; NULL (and a failed check) if unreadable. */
-static struct sv_blob *content(struct sv_container *c, const char *path)
-{
-	uint32_t n;
-	if (sv_resolve(c, path, &n)) {
-		fprintf(stderr, "  (no %s)\n", path);
-		T_OK(0);
-		return NULL;
-	}
-	struct sv_blob *b = NULL;
-	struct sv_err err;
-	int rc = sv_content(c, n, &b, &err);
-	if (rc)
-		fprintf(stderr, "  (reading %s: %s)\n", path, err.msg);
-	T_INT(0, rc);
-	return b;
-}
-
-/* Checks that path holds exactly p[0..len). */
-static void same(struct sv_container *c, const char *path, const void *p, size_t len)
-{
-	struct sv_blob *b = content(c, path);
-	if (!b)
-		return;
-	if (b->len != len || (len && memcmp(b->data, p, len)))
-		fprintf(stderr, "  (content of %s)\n", path);
-	T_UINT(len, b->len);
-	if (b->len == len)
-		T_MEM(p, b->data, len);
-	sv_blob_unref(b);
 }
 
 struct listing {
@@ -324,27 +247,8 @@ static int collect(void *arg, const char *name, const struct sv_stat *st, uint64
 static const char *ls(struct sv_container *c, const char *dir, struct listing *l)
 {
 	memset(l, 0, sizeof *l);
-	uint32_t n;
-	if (sv_resolve(c, dir, &n)) {
-		T_OK(0);
-		return "";
-	}
-	T_INT(0, sv_readdir(c, n, 0, collect, l));
+	list_dir(c, dir, collect, l);
 	return l->names;
-}
-
-static json_t *json_of(struct sv_container *c, const char *path)
-{
-	struct sv_blob *b = content(c, path);
-	if (!b)
-		return json_object();
-	json_error_t je;
-	json_t *j = json_loadb((const char *)b->data, b->len, 0, &je);
-	if (!j)
-		fprintf(stderr, "  (%s is not JSON: %s)\n", path, je.text);
-	T_OK(j != NULL);
-	sv_blob_unref(b);
-	return j ? j : json_object();
 }
 
 static json_int_t jint(json_t *o, const char *key)
@@ -361,20 +265,6 @@ static bool jhas(json_t *o, const char *key, const char *s)
 		if (json_is_string(v) && !strcmp(json_string_value(v), s))
 			return true;
 	return false;
-}
-
-static bool log_has(struct sv_container *c, const char *needle)
-{
-	struct sv_blob *b = content(c, ".savefs/log");
-	if (!b)
-		return false;
-	char *s = strndup((const char *)b->data, b->len);
-	bool ok = s && strstr(s, needle);
-	if (!ok)
-		fprintf(stderr, "  (log lacks \"%s\"; it has:\n%s)\n", needle, s ? s : "");
-	free(s);
-	sv_blob_unref(b);
-	return ok;
 }
 
 /* The stored (as in the file) bytes of data item i of a version 4 or 3
@@ -785,19 +675,7 @@ static struct sv_buf fresh(int version, const char *magic)
 /* Nothing but the container is left in the directory. */
 static void dir_clean(void)
 {
-	DIR *d = opendir(tmpdir);
-	if (!d)
-		die(tmpdir);
-	struct dirent *e;
-	int others = 0;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		    strcmp(e->d_name, "m.map")) {
-			fprintf(stderr, "  (left behind: %s)\n", e->d_name);
-			others++;
-		}
-	closedir(d);
-	T_INT(0, others);
+	only_left(tmpdir, "m.map");
 }
 
 /* Every fixture file except those named in skip (a NULL-terminated list)

@@ -174,6 +174,22 @@ static void write_sample(struct sv_zip_writer *w)
 	T_STR("", err.msg);
 }
 
+/* The sample as a zip in memory (with data descriptors if desc); *off, if
+ * off is not NULL, gets the writer's offset after the end record. */
+static struct sv_buf sample_mem(bool desc, uint64_t *off)
+{
+	struct sv_buf mem;
+	sv_buf_init(&mem);
+	struct sv_zip_writer w;
+	sv_zip_writer_init(&w, -1, &mem);
+	w.descriptors = desc;
+	write_sample(&w);
+	if (off)
+		*off = w.off;
+	sv_zip_writer_fini(&w);
+	return mem;
+}
+
 /* Reads the sample back from rd and checks everything, the local headers
  * and descriptors included (desc: written with data descriptors). */
 static void check_sample(sv_zip_read_fn rd, void *arg, uint64_t size, bool desc)
@@ -315,14 +331,9 @@ static const char *sample_name(size_t i) { return sample[i].name; }
 static void test_roundtrip(void)
 {
 	for (int desc = 0; desc < 2; desc++) {
-		struct sv_buf mem;
-		sv_buf_init(&mem);
-		struct sv_zip_writer w;
-		sv_zip_writer_init(&w, -1, &mem);
-		w.descriptors = desc;
-		write_sample(&w);
-		T_UINT(mem.len, w.off);
-		sv_zip_writer_fini(&w);
+		uint64_t off;
+		struct sv_buf mem = sample_mem(desc, &off);
+		T_UINT(mem.len, off);
 		struct src s = { mem.p, mem.len };
 		check_sample(mem_rd, &s, mem.len, desc);
 
@@ -331,6 +342,7 @@ static void test_roundtrip(void)
 		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		if (fd < 0)
 			die(path);
+		struct sv_zip_writer w;
 		sv_zip_writer_init(&w, fd, NULL);
 		w.descriptors = desc;
 		write_sample(&w);
@@ -399,13 +411,7 @@ static struct sv_buf copy_raw(const struct sv_zip *zs, const struct src *s, int 
 static void test_raw(void)
 {
 	/* The source has descriptors, which the copies lose. */
-	struct sv_buf src;
-	sv_buf_init(&src);
-	struct sv_zip_writer w;
-	sv_zip_writer_init(&w, -1, &src);
-	w.descriptors = true;
-	write_sample(&w);
-	sv_zip_writer_fini(&w);
+	struct sv_buf src = sample_mem(true, NULL);
 	const char *src_path = tmp("src.zip");
 	write_file(src_path, &src);
 	int src_fd = open(src_path, O_RDONLY);
@@ -464,6 +470,7 @@ static void test_raw(void)
 	 * unusable name, an output that cannot be written. */
 	struct sv_buf mem;
 	sv_buf_init(&mem);
+	struct sv_zip_writer w;
 	sv_zip_writer_init(&w, -1, &mem);
 	T_INT(-EIO, sv_zip_add_raw(&w, &zs.e[1], src.len - 10, src_fd, NULL, &err));
 	T_STR("zip: big.bin: cannot copy its data: Input/output error", err.msg);
@@ -701,13 +708,7 @@ static struct sv_buf copy_all_ways(const char *what, const struct sv_buf *src,
 static void test_members(void)
 {
 	for (int desc = 0; desc < 2; desc++) {
-		struct sv_buf src;
-		sv_buf_init(&src);
-		struct sv_zip_writer w;
-		sv_zip_writer_init(&w, -1, &src);
-		w.descriptors = desc;
-		write_sample(&w);
-		sv_zip_writer_fini(&w);
+		struct sv_buf src = sample_mem(desc, NULL);
 		struct src s = { src.p, src.len };
 		struct sv_zip zs;
 		struct sv_err err = { 0 };
@@ -731,6 +732,7 @@ static void test_members(void)
 					      { 3, 3 } }; /* 3 is left out */
 		struct sv_buf empty;
 		sv_buf_init(&empty);
+		struct sv_zip_writer w;
 		sv_zip_writer_init(&w, -1, &empty);
 		T_INT(0, sv_zip_add_members(&w, &zs, 2, 2, mem_rd, &s, s.n, -1, src.p, &err));
 		T_UINT(0, w.n);
@@ -1539,12 +1541,7 @@ static void *extract_all(void *arg)
 
 static void test_threads(void)
 {
-	struct sv_buf mem;
-	sv_buf_init(&mem);
-	struct sv_zip_writer w;
-	sv_zip_writer_init(&w, -1, &mem);
-	write_sample(&w);
-	sv_zip_writer_fini(&w);
+	struct sv_buf mem = sample_mem(false, NULL);
 	struct src s = { mem.p, mem.len };
 	struct sv_zip z;
 	struct sv_err err = { 0 };
