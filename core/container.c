@@ -1491,20 +1491,27 @@ static bool direct(struct sv_container *c, uint32_t i)
 	       c->fmt->write;
 }
 
+/* Ends a direct write, truncation or sync of node i that returned rc,
+ * with the nodes numbered from count on new: the tree follows, a refusal
+ * is logged, and the write lock is let go. */
+static int direct_end(struct sv_container *c, uint32_t i, uint32_t count, int rc,
+		      struct sv_err *err)
+{
+	rc = direct_done(c, count, rc, err);
+	if (rc)
+		log_failure(c, i, "refused", err);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
 int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	     size_t size, struct sv_err *err)
 {
 	sv_err_clear(err);
 	pthread_rwlock_wrlock(&c->lock);
-	if (direct(c, i)) {
-		uint32_t count = c->nnodes;
-		int rc = c->fmt->write(c, i, off, buf, size, err);
-		rc = direct_done(c, count, rc, err);
-		if (rc)
-			log_failure(c, i, "refused", err);
-		pthread_rwlock_unlock(&c->lock);
-		return rc;
-	}
+	uint32_t count = c->nnodes; /* before the call: it may add nodes */
+	if (direct(c, i))
+		return direct_end(c, i, count, c->fmt->write(c, i, off, buf, size, err), err);
 	int rc = can_edit(c, i, err);
 	if (!rc)
 		rc = begin_edit(c, i, err);
@@ -1534,16 +1541,12 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 {
 	sv_err_clear(err);
 	pthread_rwlock_wrlock(&c->lock);
-	if (direct(c, i)) {
-		uint32_t count = c->nnodes;
-		int rc = c->fmt->truncate ? c->fmt->truncate(c, i, size, err)
-					  : sv_err_set(err, -EPERM, "cannot be truncated");
-		rc = direct_done(c, count, rc, err);
-		if (rc)
-			log_failure(c, i, "refused", err);
-		pthread_rwlock_unlock(&c->lock);
-		return rc;
-	}
+	uint32_t count = c->nnodes;
+	if (direct(c, i))
+		return direct_end(c, i, count,
+				  c->fmt->truncate ? c->fmt->truncate(c, i, size, err)
+						   : sv_err_set(err, -EPERM, "cannot be truncated"),
+				  err);
 	int rc = can_edit(c, i, err);
 	if (!rc && size == 0 &&
 	    !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
@@ -1910,15 +1913,9 @@ int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn fn, void *arg,
 		err = &local;
 	sv_err_clear(err);
 	pthread_rwlock_wrlock(&c->lock);
-	if (direct(c, n)) {
-		uint32_t count = c->nnodes;
-		int rc = c->fmt->sync ? c->fmt->sync(c, n, err) : 0;
-		rc = direct_done(c, count, rc, err);
-		if (rc)
-			log_failure(c, n, "refused", err);
-		pthread_rwlock_unlock(&c->lock);
-		return rc;
-	}
+	uint32_t count = c->nnodes;
+	if (direct(c, n))
+		return direct_end(c, n, count, c->fmt->sync ? c->fmt->sync(c, n, err) : 0, err);
 	pthread_rwlock_unlock(&c->lock);
 	return commit_and_notify(c, fn, arg, err, pre_flush, &n);
 }

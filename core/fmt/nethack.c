@@ -272,7 +272,8 @@ static void add_str(struct sv_buf *b, const char *s)
  * line of full length `full` (a payload line is judged by its head and its
  * last two bytes `tail`).  Appends its content (the transcript's last
  * column) to out, or on a malformed line a reason to why (out then holds
- * nothing useful).  *delta receives a time line's microseconds.
+ * nothing useful).  *delta receives a time line's microseconds, *size a
+ * backup's, diff's or bones file's decoded size (both 0 otherwise).
  */
 struct line_view {
 	const char *p;     /* the head of the line */
@@ -324,17 +325,17 @@ static int parse_b64_arg(const char *s, size_t n, struct sv_buf *out, const char
 }
 
 static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
-			    uint64_t *delta, const char **why)
+			    uint64_t *delta, uint64_t *size, const char **why)
 {
 	const char *p = l->p;
 	size_t n = l->n;
 	*why = NULL;
+	*delta = *size = 0;
 	if (l->full == 0) {
 		*why = "an empty line";
 		return K_BAD;
 	}
 	char k = p[0];
-	uint64_t size;
 	bool comp;
 	if (k == '*') {
 		uint64_t ptr;
@@ -342,23 +343,23 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			*why = "a backup line is not \"*<8 hex digits> <payload>\"";
 			return K_BAD;
 		}
-		if (!payload_size_of(l, 10, &size, &comp)) {
+		if (!payload_size_of(l, 10, size, &comp)) {
 			*why = "a backup's payload is not base64 or $length$base64";
 			return K_BAD;
 		}
 		add_str(out, "save ");
-		add_u64(out, size);
+		add_u64(out, *size);
 		add_str(out, comp ? " bytes compressed, pointer " : " bytes, pointer ");
 		sv_buf_add(out, p + 1, 8);
 		return K_BACKUP;
 	}
 	if (k == '~') {
-		if (!payload_size_of(l, 1, &size, &comp) || l->full < 2) {
+		if (!payload_size_of(l, 1, size, &comp) || l->full < 2) {
 			*why = "a diff's payload is not base64 or $length$base64";
 			return K_BAD;
 		}
 		add_str(out, "diff ");
-		add_u64(out, size);
+		add_u64(out, *size);
 		add_str(out, comp ? " bytes compressed" : " bytes");
 		return K_DIFF;
 	}
@@ -367,11 +368,11 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			sv_buf_printf(out, "none found");
 			return K_BONES;
 		}
-		if (l->full < 2 || !payload_size_of(l, 1, &size, &comp)) {
+		if (l->full < 2 || !payload_size_of(l, 1, size, &comp)) {
 			*why = "a bones line is not \"B!\" or B<payload>";
 			return K_BAD;
 		}
-		sv_buf_printf(out, "bones file %llu bytes%s", (unsigned long long)size,
+		sv_buf_printf(out, "bones file %llu bytes%s", (unsigned long long)*size,
 			      comp ? " compressed" : "");
 		return K_BONES;
 	}
@@ -642,17 +643,17 @@ static const char *iso_cached(struct iso_cache *ic, uint64_t t)
 
 /*
  * The transcript line of a body line: its length, and with out (emptied
- * first) the line itself.  content is scratch space.  *kind and *delta are
- * what the line is; *why a reason if it is bad.
+ * first) the line itself.  content is scratch space.  *kind, *delta and
+ * *size (may be NULL) are what parse_line says; *why a reason if it is bad.
  */
 static uint64_t transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
 				struct sv_buf *out, struct sv_buf *content,
 				struct iso_cache *ic, enum kind *kind, uint64_t *delta,
-				const char **why)
+				uint64_t *size, const char **why)
 {
+	uint64_t ignored;
 	content->len = 0;
-	*delta = 0;
-	*kind = parse_line(l, content, delta, why);
+	*kind = parse_line(l, content, delta, size ? size : &ignored, why);
 	uint64_t len = PREFIX_LEN(line) + 1; /* the newline */
 	if (*kind == K_BAD)
 		len += 1 + strlen(*why);
@@ -997,10 +998,10 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	}
 	nh->line++;
 	enum kind kind;
-	uint64_t delta;
+	uint64_t delta, size;
 	const char *why;
 	uint64_t len = transcript_line(nh->line, nh->time, l, NULL, &s->content, NULL, &kind,
-				       &delta, &why);
+				       &delta, &size, &why);
 	nh->time += delta;
 	if (nh->time < delta)
 		nh->time = UINT64_MAX;
@@ -1021,10 +1022,8 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 			return s->err = -ENOMEM;
 		struct ent *e = &nh->ents[nh->nents];
 		bool backup = l->p[0] == '*';
-		*e = (struct ent){off, l->full, 0, nh->line, nh->last_backup, backup, kind == K_BAD};
-		bool comp;
-		if (!e->bad && !payload_size_of(l, backup ? 10 : 1, &e->size, &comp))
-			e->size = 0;
+		*e = (struct ent){off, l->full, size, nh->line, nh->last_backup, backup,
+				  kind == K_BAD};
 		if (backup && !e->bad) {
 			if (nh->first_backup == UINT32_MAX) {
 				nh->first_backup = (uint32_t)nh->nents;
@@ -1388,7 +1387,8 @@ static int tgen_line(void *arg, uint64_t off, const struct line_view *l)
 	uint64_t delta;
 	const char *why;
 	g->line++;
-	transcript_line(g->line, g->time, l, &g->tl, &g->content, &g->ic, &kind, &delta, &why);
+	transcript_line(g->line, g->time, l, &g->tl, &g->content, &g->ic, &kind, &delta, NULL,
+			&why);
 	g->time += delta;
 	if (g->time < delta)
 		g->time = UINT64_MAX;
@@ -1586,6 +1586,25 @@ static void unlock_log(int fd, struct locked *lk)
 	lk->nasked = 0;
 }
 
+/*
+ * The game's recovery, under the lock: the recovery count in line 1 goes
+ * up by one and the file is cut at `at` (a line start), synced.  *count
+ * receives the new count.  what names the operation in an error.
+ */
+static int recover_to(int fd, uint64_t at, uint32_t *count, const char *what,
+		      struct sv_err *err)
+{
+	char line1[LINE1_LEN], status[5], version[16], hex[9];
+	struct sv_err e;
+	if (pread(fd, line1, LINE1_LEN, 0) != LINE1_LEN ||
+	    parse_line1(line1, status, count, version, &e))
+		return sv_err_set(err, -EIO, "its first line cannot be read");
+	snprintf(hex, sizeof hex, "%08x", ++*count);
+	if (pwrite(fd, hex, 8, COUNT_OFF) != 8 || ftruncate(fd, (off_t)at) || fdatasync(fd))
+		return sv_err_set(err, -EIO, "%s: %s", what, strerror(errno));
+	return 0;
+}
+
 /* Under the lock: a file that does not end with a newline is recovered
  * (count + 1, cut at its last newline), as the game would. */
 static int recover_tail(int fd, struct nh *nh, uint64_t *size, bool *recovered,
@@ -1613,18 +1632,10 @@ static int recover_tail(int fd, struct nh *nh, uint64_t *size, bool *recovered,
 		}
 		at -= n;
 	}
-	char line1[LINE1_LEN];
-	char status[5], version[16];
 	uint32_t count;
-	struct sv_err e;
-	if (pread(fd, line1, LINE1_LEN, 0) != LINE1_LEN ||
-	    parse_line1(line1, status, &count, version, &e))
-		return sv_err_set(err, -EIO, "its first line cannot be read");
-	char hex[9];
-	snprintf(hex, sizeof hex, "%08x", count + 1);
-	if (pwrite(fd, hex, 8, COUNT_OFF) != 8 || ftruncate(fd, (off_t)at) || fdatasync(fd))
-		return sv_err_set(err, -EIO, "recovering its unfinished end: %s",
-				  strerror(errno));
+	int rc = recover_to(fd, at, &count, "recovering its unfinished end", err);
+	if (rc)
+		return rc;
 	*size = at;
 	*recovered = true;
 	return 0;
@@ -1665,7 +1676,7 @@ static int check_lines(struct sv_container *c, struct nh *nh, const char *p, siz
 					"nothing can follow it", line);
 			break;
 		}
-		transcript_line(line, 0, &l, NULL, &tl, NULL, &kind, &delta, &why);
+		transcript_line(line, 0, &l, NULL, &tl, NULL, &kind, &delta, NULL, &why);
 		if (kind == K_BAD) {
 			rc = sv_err_set(err, -EINVAL, "line %u: %s", line, why);
 			break;
@@ -1920,29 +1931,19 @@ static int nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
 	if (rc)
 		return rc;
 	struct stat st;
-	char line1[LINE1_LEN], status[5], version[16];
 	uint32_t count = 0;
-	struct sv_err e;
 	if (fstat(fd, &st))
 		rc = sv_err_set(err, -EIO, "%s", strerror(errno));
 	else if ((uint64_t)st.st_size != nh->end + nh->torn)
 		rc = sv_err_set(err, -EBUSY, "another program wrote to it since it was "
 				"read: not rewound");
-	else if (pread(fd, line1, LINE1_LEN, 0) != LINE1_LEN ||
-		 parse_line1(line1, status, &count, version, &e))
-		rc = sv_err_set(err, -EIO, "its first line cannot be read");
-	if (!rc) {
-		char hex[9];
-		snprintf(hex, sizeof hex, "%08x", count + 1);
-		if (pwrite(fd, hex, 8, COUNT_OFF) != 8 || ftruncate(fd, (off_t)size) ||
-		    fdatasync(fd))
-			rc = sv_err_set(err, -EIO, "rewinding: %s", strerror(errno));
-	}
+	else
+		rc = recover_to(fd, size, &count, "rewinding", err);
 	unlock_log(fd, &lk);
 	if (rc)
 		return rc;
 	sv_log(c, "rewound to byte %llu (recovery count now %u)", (unsigned long long)size,
-	       count + 1);
+	       count);
 	return 1;
 }
 

@@ -403,18 +403,6 @@ edit()
 	verify_chunk "$desc" "$rel" "$W/want.grid"
 }
 
-# unchanged DESC: nothing in the tree nor the container changed since snap,
-# in the mount and after a remount.
-unchanged()
-{
-	local desc="$LABEL: $1"
-	tree_listing "$M" > "$W/after.tree"
-	expect_same_text "$desc: the tree changed" "$W/before.tree" "$W/after.tree"
-	check "$desc: the container is unchanged on disk" cmp -s "$W/container.before" "$C"
-	remount_sv "$M" || die "$desc: cannot remount"
-	tree_listing "$M" > "$W/after2.tree"
-	expect_same_text "$desc: the tree changed (after a remount)" "$W/before.tree" "$W/after2.tree"
-}
 
 # log_has DESC TEXT: /.savefs/log holds a line with TEXT.
 log_has()

@@ -279,6 +279,21 @@ umount_sv()
 	return 0
 }
 
+# unchanged DESC: for the edit tests: nothing in the tree of mount $M nor
+# the container $C changed since the snapshot ($W/before.tree and
+# $W/container.before), in the mount and after a remount.  $LABEL prefixes
+# the messages.
+unchanged()
+{
+	local desc="$LABEL: $1"
+	tree_listing "$M" > "$W/after.tree"
+	expect_same_text "$desc: the tree changed" "$W/before.tree" "$W/after.tree"
+	check "$desc: the container is unchanged on disk" cmp -s "$W/container.before" "$C"
+	remount_sv "$M" || die "$desc: cannot remount"
+	tree_listing "$M" > "$W/after2.tree"
+	expect_same_text "$desc: the tree changed (after a remount)" "$W/before.tree" "$W/after2.tree"
+}
+
 # remount_sv MNT: unmount and mount the same container with the same options.
 remount_sv()
 {

@@ -100,17 +100,6 @@ verify()
 	cp -- "$W/after2.tree" "$W/before.tree"
 }
 
-# unchanged DESC: nothing in the tree nor the container changed since snap.
-unchanged()
-{
-	local desc="$LABEL: $1"
-	tree_listing "$M" > "$W/after.tree"
-	expect_same_text "$desc: the tree changed" "$W/before.tree" "$W/after.tree"
-	check "$desc: the container is unchanged on disk" cmp -s "$W/container.before" "$C"
-	remount_sv "$M" || die "$desc: cannot remount"
-	tree_listing "$M" > "$W/after2.tree"
-	expect_same_text "$desc: the tree changed (after a remount)" "$W/before.tree" "$W/after2.tree"
-}
 
 # The edits that add and remove entries, and sed -i: the end of the edit
 # sequence of suite (variables as set there).
