@@ -1,0 +1,411 @@
+/*
+ * commit.c - the commit: pending edits are validated by the format, a
+ * complete new container is written beside the old one, fsynced and renamed
+ * over it, and the index is read again (every node is marked stale, the
+ * format's open() finds each again by (parent, name) through sv_node_add(),
+ * and nodes not found are removed, so node numbers survive commits).  Also
+ * the changes made outside commits: direct writes and a followed container.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- commit ------------------------------------------------------------ */
+
+void sv_changed_add(struct changed_list *l, uint32_t i)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		uint32_t *p = realloc(l->v, cap * sizeof *p);
+		if (!p)
+			return;
+		l->v = p;
+		l->cap = cap;
+	}
+	l->v[l->n++] = i;
+}
+
+/* Writes the new container and swaps it in; write lock held. */
+static int write_new(struct sv_container *c, struct sv_err *err)
+{
+	struct stat now;
+	if (stat(c->path, &now) || now.st_ino != c->st.st_ino ||
+	    now.st_dev != c->st.st_dev || now.st_size != c->st.st_size ||
+	    now.st_mtim.tv_sec != c->st.st_mtim.tv_sec ||
+	    now.st_mtim.tv_nsec != c->st.st_mtim.tv_nsec)
+		return sv_err_set(err, -EBUSY,
+				  "%s changed on disk since it was read: not overwritten "
+				  "(remount to see the new file)", c->path);
+	char *dup = strdup(c->path);
+	size_t tlen = strlen(c->path) + 32;
+	char *tmp = malloc(tlen);
+	int rc = 0, fd = -1, dfd = -1;
+	if (!dup || !tmp) {
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	char *dir = dirname(dup);
+	snprintf(tmp, tlen, "%s/.%s.savefs-XXXXXX", dir, strrchr(c->path, '/') + 1);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		rc = sv_err_set(err, -errno, "cannot create a new file beside %s: %s",
+				c->path, strerror(errno));
+		goto out;
+	}
+	/* Held until the file is renamed or removed: an open that finds a
+	 * temporary file it can lock knows that no commit is writing it. */
+	flock(fd, LOCK_EX | LOCK_NB);
+	if (fchmod(fd, c->st.st_mode & 07777) ||
+	    (fchown(fd, c->st.st_uid, c->st.st_gid) && errno != EPERM)) {
+		rc = sv_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
+		goto unlink;
+	}
+	rc = c->fmt->commit(c, fd, err);
+	if (rc)
+		goto unlink;
+	if (fsync(fd)) {
+		rc = sv_err_set(err, -errno, "fsync %s: %s", tmp, strerror(errno));
+		goto unlink;
+	}
+	if (rename(tmp, c->path)) {
+		rc = sv_err_set(err, -errno, "rename onto %s: %s", c->path, strerror(errno));
+		goto unlink;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	close(c->fd);
+	c->fd = fd;
+	fd = -1;
+	if (fstat(c->fd, &c->st))
+		rc = sv_err_set(err, -EIO, "fstat: %s", strerror(errno));
+	goto out;
+unlink:
+	unlink(tmp);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	free(dup);
+	return rc;
+}
+
+/* Reads the index again after a commit; write lock held. */
+int sv_reindex(struct sv_container *c, struct changed_list *changed,
+		   struct sv_err *err)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (!(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && i != c->meta_dir &&
+		    (!(n->flags & SV_N_NEW) || (n->flags & SV_N_READY)))
+			n->flags |= SV_N_STALE;
+	}
+	uint32_t old_count = c->nnodes;
+	uint32_t *old_gen = malloc((old_count ? old_count : 1) * sizeof *old_gen);
+	if (!old_gen)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < old_count; i++)
+		old_gen[i] = c->nodes[i].gen;
+	c->fmt->close(c);
+	c->priv = NULL;
+	c->reindexing = true;
+	int rc = c->fmt->open(c, err);
+	/* A lazy directory that was listed before is listed again now, so that
+	 * its entries keep their numbers (it still holds them, stale). */
+	for (bool again = rc == 0; again;) {
+		again = false;
+		for (uint32_t i = 1; i < c->nnodes; i++) {
+			struct sv_node *n = &c->nodes[i];
+			if ((n->flags & (SV_N_LAZYDIR | SV_N_STALE)) != SV_N_LAZYDIR || !n->nkids)
+				continue;
+			struct sv_err e;
+			sv_err_clear(&e);
+			n->flags &= ~SV_N_LAZYDIR;
+			if (c->fmt->expand && c->fmt->expand(c, i, &e))
+				c->nodes[i].flags |= SV_N_BAD;
+			again = true;
+		}
+	}
+	c->reindexing = false;
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (n->flags & SV_N_STALE) {
+			sv_node_drop(c, i);
+			n->flags &= ~SV_N_STALE;
+			n->gen++;
+			sv_changed_add(changed, i);
+		} else if (i >= old_count || n->gen != old_gen[i]) {
+			sv_changed_add(changed, i);
+		}
+	}
+	free(old_gen);
+	sv_cache_drop(c->cache, 0, 0);
+	return rc;
+}
+
+/* Drops node i's pending edit; write lock held. */
+void sv_discard_locked(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & SV_N_NEW) {
+		sv_node_drop(c, i);
+		n->gen++;
+		return;
+	}
+	if (n->flags & SV_N_DIRTY) {
+		n->flags &= ~(SV_N_DIRTY | SV_N_READY);
+		sv_buf_fini(&n->pending);
+		n->size = n->stored_size;
+		__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE); /* a lazy size is found again */
+		n->gen++;
+	}
+}
+
+/* Validates every pending edit, dropping those refused; write lock held. */
+static int validate(struct sv_container *c, struct changed_list *changed,
+		    struct sv_err *err)
+{
+	int rc = 0;
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY) ||
+		    !c->fmt->check)
+			continue;
+		struct sv_err e;
+		sv_err_clear(&e);
+		int r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
+		if (!r)
+			continue;
+		e.code = r;
+		sv_log_failure(c, i, "refused", &e);
+		sv_discard_locked(c, i);
+		sv_changed_add(changed, i);
+		if (!rc) {
+			rc = r;
+			*err = e;
+		}
+	}
+	return rc;
+}
+
+static bool anything_pending(struct sv_container *c)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		if (((c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW)) &&
+		     (c->nodes[i].flags & SV_N_READY)) ||
+		    (c->nodes[i].flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE))
+			return true;
+	return false;
+}
+
+/* Commits with the write lock held. */
+static int commit_locked(struct sv_container *c, struct changed_list *changed,
+			 struct sv_err *err)
+{
+	if (!anything_pending(c))
+		return 0;
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (c->broken)
+		return sv_err_set(err, -EIO, "the container could not be read again after "
+				  "a commit: remount it");
+	int rc = validate(c, changed, err);
+	if (rc)
+		return rc;
+	if (!anything_pending(c))
+		return 0;
+	/* Open files the commit may remove keep the content they had: read it
+	 * now, while the format can still read the old file. */
+	uint32_t count = c->nnodes;
+	c->snap = calloc(count ? count : 1, sizeof *c->snap);
+	if (!c->snap)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	c->nsnap = count;
+	for (uint32_t i = 1; i < count; i++) {
+		struct sv_node *n = &c->nodes[i];
+		struct sv_err e;
+		if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) &&
+		    !(n->flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
+				  SV_N_ORPHAN | SV_N_GONE)) &&
+		    sv_content_locked(c, i, &c->snap[i], &e))
+			c->snap[i] = NULL;
+	}
+	rc = write_new(c, err);
+	bool written = rc == 0;
+	if (!written)
+		sv_log(c, "commit failed: %s", err->msg);
+	else
+		rc = sv_reindex(c, changed, err);
+	for (uint32_t i = 1; i < count; i++)
+		sv_blob_unref(c->snap[i]);
+	free(c->snap);
+	c->snap = NULL;
+	c->nsnap = 0;
+	if (written && rc) {
+		c->broken = true;
+		sv_log(c, "re-reading the committed container failed: %s", err->msg);
+	} else if (written) {
+		sv_log(c, "committed %s", c->path);
+	}
+	return rc;
+}
+
+int sv_commit_and_notify(struct sv_container *c, sv_changed_fn fn, void *arg,
+			     struct sv_err *err, int (*pre)(struct sv_container *, void *,
+							    struct sv_err *), void *pre_arg)
+{
+	struct changed_list changed = {0};
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = pre ? pre(c, pre_arg, err) : 0;
+	if (rc == 1)
+		rc = 0; /* nothing to commit */
+	else if (!rc)
+		rc = commit_locked(c, &changed, err);
+	/* Report names while still locked; the callback must not call back. */
+	for (size_t k = 0; fn && k < changed.n; k++) {
+		struct sv_node *n = &c->nodes[changed.v[k]];
+		fn(arg, changed.v[k], n->parent, n->name, n->flags & SV_N_GONE);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	free(changed.v);
+	return rc;
+}
+
+static int pre_commit_all(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		if (c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW) && !(c->nodes[i].flags & SV_N_GONE))
+			c->nodes[i].flags |= SV_N_READY;
+	return 0;
+}
+
+int sv_commit(struct sv_container *c, sv_changed_fn fn, void *arg,
+	      struct sv_err *err)
+{
+	return sv_commit_and_notify(c, fn, arg, err, pre_commit_all, NULL);
+}
+
+/* Only this node's edit is ready: others may still be half-written. */
+static int pre_flush(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	uint32_t i = *(uint32_t *)arg;
+	if (!sv_live(c, i) || !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW)))
+		return 1;
+	c->nodes[i].flags |= SV_N_READY;
+	return 0;
+}
+
+int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn fn, void *arg,
+	     struct sv_err *err)
+{
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	uint32_t count = c->nnodes;
+	if (sv_direct(c, n))
+		return sv_direct_end(c, n, count, c->fmt->sync ? c->fmt->sync(c, n, err) : 0, err);
+	pthread_rwlock_unlock(&c->lock);
+	return sv_commit_and_notify(c, fn, arg, err, pre_flush, &n);
+}
+
+/* ---- changes made outside commits -------------------------------------- */
+
+void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg)
+{
+	c->notify = fn;
+	c->notify_arg = arg;
+}
+
+bool sv_container_follows(const struct sv_container *c)
+{
+	return c->fmt && c->fmt->refresh && c->fd >= 0;
+}
+
+/*
+ * After a direct write or a refresh (write lock held): rc 1 reads the whole
+ * index again; otherwise the nodes added since old_count and those the
+ * format touched get a new generation.  Either way the client hears of
+ * them (a new node with its directory, whose listing changed).  Returns 0
+ * or the error.
+ */
+int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc,
+		       struct sv_err *err)
+{
+	struct changed_list changed = {0};
+	if (rc < 0)
+		return rc;
+	fstat(c->fd, &c->st);
+	if (rc == 1) {
+		rc = sv_reindex(c, &changed, err);
+		if (rc) {
+			c->broken = true;
+			sv_log(c, "re-reading %s failed: %s", c->path, err->msg);
+		}
+	} else {
+		uint32_t last_dir = SV_NONE;
+		for (uint32_t i = 1; i < c->nnodes; i++) {
+			struct sv_node *n = &c->nodes[i];
+			if (n->flags & SV_N_TOUCHED) {
+				n->flags &= ~SV_N_TOUCHED;
+				n->gen++;
+				__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+				sv_changed_add(&changed, i);
+			} else if (i >= old_count && !(n->flags & SV_N_GONE)) {
+				sv_changed_add(&changed, i);
+				if (n->parent != last_dir)
+					sv_changed_add(&changed, last_dir = n->parent);
+			}
+		}
+	}
+	for (size_t k = 0; c->notify && k < changed.n; k++) {
+		struct sv_node *n = &c->nodes[changed.v[k]];
+		c->notify(c->notify_arg, changed.v[k], n->parent, n->name,
+			  n->flags & SV_N_GONE);
+	}
+	free(changed.v);
+	return rc;
+}
+
+int sv_container_poll(struct sv_container *c, struct sv_err *err)
+{
+	struct sv_err local;
+	if (!err)
+		err = &local;
+	sv_err_clear(err);
+	if (!sv_container_follows(c))
+		return 0;
+	struct stat now;
+	pthread_rwlock_rdlock(&c->lock);
+	bool same = !fstat(c->fd, &now) && now.st_size == c->st.st_size &&
+		    now.st_mtim.tv_sec == c->st.st_mtim.tv_sec &&
+		    now.st_mtim.tv_nsec == c->st.st_mtim.tv_nsec;
+	pthread_rwlock_unlock(&c->lock);
+	if (same)
+		return 0;
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = 0;
+	if (!c->broken) {
+		uint32_t count = c->nnodes;
+		rc = sv_direct_done(c, count, c->fmt->refresh(c, err), err);
+		if (rc)
+			sv_log(c, "following %s: %s", c->path, err->msg);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}

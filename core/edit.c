@@ -1,0 +1,424 @@
+/*
+ * edit.c - pending edits: writes and truncations land in a node's pending
+ * buffer; creating, removing and renaming files.  Removals and renames onto
+ * container entries are committed at once (commit.c).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- edits ------------------------------------------------------------- */
+
+
+
+/* Checks node i can be edited; called with the write lock held. */
+static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
+{
+	if (!sv_usable(c, i))
+		return sv_err_set(err, -ENOENT, "no such file");
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & SV_N_DIR)
+		return sv_err_set(err, -EISDIR, "is a directory");
+	if (n->flags & (SV_N_TEMP | SV_N_ORPHAN))
+		return 0; /* in memory only */
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (n->flags & (SV_N_RO | SV_N_META))
+		return sv_err_set(err, -EPERM, "this file is a read-only view");
+	if (n->flags & SV_N_DIRECT)
+		return sv_err_set(err, -EPERM, "this file can only be appended to, at its end");
+	if (!c->fmt->commit)
+		return sv_err_set(err, -EPERM, "this file is a read-only view");
+	return 0;
+}
+
+/* Makes node i's pending buffer hold its current content. */
+static int begin_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))
+		return 0;
+	struct sv_blob *b = NULL;
+	int rc = sv_content_locked(c, i, &b, err);
+	if (rc)
+		return rc;
+	sv_buf_fini(&n->pending);
+	rc = sv_buf_add(&n->pending, b->data, b->len);
+	sv_blob_unref(b);
+	if (rc)
+		return sv_err_set(err, rc, "out of memory");
+	n->flags |= SV_N_DIRTY;
+	return 0;
+}
+
+static int resize_pending(struct sv_container *c, struct sv_node *n,
+			  uint64_t size, struct sv_err *err)
+{
+	if (size > c->opts.max_edit)
+		return sv_err_set(err, -EFBIG,
+				  "an edited file may hold at most %llu bytes (option maxedit)",
+				  (unsigned long long)c->opts.max_edit);
+	if (size > n->pending.len) {
+		size_t grow = (size_t)(size - n->pending.len);
+		if (sv_buf_reserve(&n->pending, grow))
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		memset(n->pending.p + n->pending.len, 0, grow);
+	}
+	n->pending.len = (size_t)size;
+	n->size = size;
+	return 0;
+}
+
+
+
+/* A write or truncation of an SV_N_DIRECT node; write lock held. */
+bool sv_direct(struct sv_container *c, uint32_t i)
+{
+	return sv_live(c, i) && (c->nodes[i].flags & SV_N_DIRECT) && !c->read_only &&
+	       c->fmt->write;
+}
+
+/* Ends a direct write, truncation or sync of node i that returned rc,
+ * with the nodes numbered from count on new: the tree follows, a refusal
+ * is logged, and the write lock is let go. */
+int sv_direct_end(struct sv_container *c, uint32_t i, uint32_t count, int rc,
+		      struct sv_err *err)
+{
+	rc = sv_direct_done(c, count, rc, err);
+	if (rc)
+		sv_log_failure(c, i, "refused", err);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
+	     size_t size, struct sv_err *err)
+{
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	uint32_t count = c->nnodes; /* before the call: it may add nodes */
+	if (sv_direct(c, i))
+		return sv_direct_end(c, i, count, c->fmt->write(c, i, off, buf, size, err), err);
+	int rc = can_edit(c, i, err);
+	if (!rc)
+		rc = begin_edit(c, i, err);
+	if (!rc && off == SV_AT_END)
+		off = c->nodes[i].pending.len;
+	if (!rc && off + size < off)
+		rc = sv_err_set(err, -EFBIG, "offset too large");
+	struct sv_node *n = &c->nodes[i];
+	if (!rc && off + size > n->pending.len) {
+		rc = resize_pending(c, n, off + size, err);
+		if (rc && !(n->flags & (SV_N_TEMP | SV_N_ORPHAN))) {
+			/* A file cut short by a limit must not be committed. */
+			sv_log_failure(c, i, "refused", err);
+			sv_discard_locked(c, i);
+		}
+	}
+	if (!rc && size)
+		memcpy(n->pending.p + off, buf, size);
+	if (!rc)
+		n->gen++;
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
+		struct sv_err *err)
+{
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	uint32_t count = c->nnodes;
+	if (sv_direct(c, i))
+		return sv_direct_end(c, i, count,
+				  c->fmt->truncate ? c->fmt->truncate(c, i, size, err)
+						   : sv_err_set(err, -EPERM, "cannot be truncated"),
+				  err);
+	int rc = can_edit(c, i, err);
+	if (!rc && size == 0 &&
+	    !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
+		/* Emptying needs no load of the old content. */
+		c->nodes[i].flags |= SV_N_DIRTY;
+		c->nodes[i].pending.len = 0;
+	} else if (!rc) {
+		rc = begin_edit(c, i, err);
+	}
+	if (!rc)
+		rc = resize_pending(c, &c->nodes[i], size, err);
+	if (!rc)
+		c->nodes[i].gen++;
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+static int refuse_dir(struct sv_container *c, uint32_t dir, struct sv_err *err)
+{
+	if (!sv_live(c, dir))
+		return sv_err_set(err, -ENOENT, "no such directory");
+	if (!(c->nodes[dir].flags & SV_N_DIR))
+		return sv_err_set(err, -ENOTDIR, "not a directory");
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (c->nodes[dir].flags & SV_N_RO)
+		return sv_err_set(err, -EPERM, "files cannot be created here");
+	return 0;
+}
+
+int sv_create(struct sv_container *c, uint32_t dir, const char *name,
+	      uint32_t mode, uint32_t *out, struct sv_err *err)
+{
+	sv_err_clear(err);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = refuse_dir(c, dir, err);
+	if (!rc && !sv_name_ok(name))
+		rc = sv_err_set(err, -EINVAL, "invalid file name");
+	if (!rc && sv_find_child(c, dir, name) != SV_NONE)
+		rc = sv_err_set(err, -EEXIST, "file exists");
+	uint32_t flags = SV_N_TEMP;
+	if (!rc) {
+		int fr = c->fmt->create ? c->fmt->create(c, dir, name, err) : -ENOENT;
+		if (fr == 0)
+			flags = SV_N_NEW;
+		else if (fr != -ENOENT)
+			rc = fr;
+		sv_err_clear(err);
+		if (rc)
+			sv_err_set(err, rc, "%s", "cannot create this file");
+	}
+	if (!rc) {
+		uint32_t i = sv_node_new(c, dir, name, flags, 0, 0);
+		if (i == SV_NONE)
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+		else
+			*out = i;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+void sv_discard(struct sv_container *c, uint32_t n)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	if (sv_live(c, n))
+		sv_discard_locked(c, n);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+struct unlink_arg {
+	uint32_t dir;
+	const char *name;
+	uint32_t node, pos, flags; /* what the removal changed, to undo it */
+};
+
+static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	struct unlink_arg *a = arg;
+	if (!sv_live(c, a->dir))
+		return sv_err_set(err, -ENOENT, "no such directory");
+	uint32_t i = sv_find_child(c, a->dir, a->name);
+	if (i == SV_NONE)
+		return sv_err_set(err, -ENOENT, "no such file");
+	struct sv_node *n = &c->nodes[i];
+	if (n->flags & SV_N_DIR)
+		return sv_err_set(err, -EISDIR, "is a directory");
+	if (n->flags & (SV_N_TEMP | SV_N_NEW)) {
+		sv_node_drop(c, i);
+		return 1;
+	}
+	if (c->read_only)
+		return sv_err_set(err, -EROFS, "the container is mounted read-only");
+	if (n->flags & (SV_N_RO | SV_N_META))
+		return sv_err_set(err, -EPERM, "this file is a read-only view");
+	int rc = c->fmt->unlink ? c->fmt->unlink(c, i, err)
+				: sv_err_set(err, -EPERM, "entries of this container cannot be removed");
+	if (rc) {
+		sv_log_failure(c, i, "refused to remove", err);
+		return rc;
+	}
+	/* Gone from the tree now; the commit leaves it out of the container. */
+	a->node = i;
+	a->pos = n->kidpos;
+	a->flags = n->flags;
+	sv_hash_remove(c, i);
+	sv_kid_remove(c, &c->nodes[n->parent], i);
+	if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE))
+		sv_orphan_or_free(c, i); /* read it while the container still has it */
+	n->flags = (n->flags & ~SV_N_DIRTY) | SV_N_GONE | SV_N_STALE;
+	return 0;
+}
+
+int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
+	      sv_changed_fn changed, void *arg, struct sv_err *err)
+{
+	struct unlink_arg a = {dir, name, SV_NONE, 0, 0};
+	int rc = sv_commit_and_notify(c, changed, arg, err, pre_unlink, &a);
+	if (rc && a.node != SV_NONE) {
+		/* The commit failed: the entry is still in the container, so it
+		 * comes back where it was. */
+		pthread_rwlock_wrlock(&c->lock);
+		struct sv_node *n = &c->nodes[a.node];
+		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
+			struct sv_node *d = &c->nodes[n->parent];
+			if (!sv_kid_add(c, d, a.node)) {
+				uint32_t pos = a.pos < d->nkids ? a.pos : d->nkids - 1;
+				memmove(&d->kids[pos + 1], &d->kids[pos],
+					(d->nkids - 1 - pos) * sizeof *d->kids);
+				d->kids[pos] = a.node;
+				sv_renumber_kids(c, d, pos);
+				n->flags = a.flags;
+				if (!(a.flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))) {
+					sv_buf_fini(&n->pending); /* an orphan's copy */
+					n->size = n->stored_size;
+					__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+				}
+				sv_hash_insert(c, a.node);
+			}
+		}
+		pthread_rwlock_unlock(&c->lock);
+	}
+	return rc;
+}
+
+struct rename_arg {
+	uint32_t dir, newdir, flags;
+	const char *name, *newname;
+};
+
+/* Moves node i to (dir, name); write lock held. */
+static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
+		     const char *name)
+{
+	struct sv_node *n = &c->nodes[i];
+	char *s = strdup(name);
+	if (!s)
+		return -ENOMEM;
+	sv_hash_remove(c, i);
+	sv_kid_remove(c, &c->nodes[n->parent], i);
+	free(n->name);
+	n->name = s;
+	n->parent = dir;
+	sv_hash_insert(c, i);
+	int rc = sv_kid_add(c, &c->nodes[dir], i);
+	if (!rc)
+		n->kidpos = c->nodes[dir].nkids - 1;
+	return rc;
+}
+
+/* Node i replaces node j: takes j's name and its place in the listing;
+ * j is dropped.  Write lock held. */
+static int take_place(struct sv_container *c, uint32_t i, uint32_t j)
+{
+	struct sv_node *n = &c->nodes[i], *d = &c->nodes[j];
+	char *s = strdup(d->name);
+	if (!s)
+		return -ENOMEM;
+	uint32_t dir = d->parent;
+	sv_hash_remove(c, i);
+	sv_kid_remove(c, &c->nodes[n->parent], i);
+	struct sv_node *pd = &c->nodes[dir];
+	if (d->kidpos < pd->nkids && pd->kids[d->kidpos] == j) {
+		pd->kids[d->kidpos] = i;
+		n->kidpos = d->kidpos;
+	}
+	sv_hash_remove(c, j);
+	sv_orphan_or_free(c, j);
+	d->gen++;
+	free(n->name);
+	n->name = s;
+	n->parent = dir;
+	sv_hash_insert(c, i);
+	return 0;
+}
+
+static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	struct rename_arg *a = arg;
+	if (a->flags & ~1u) /* only RENAME_NOREPLACE */
+		return sv_err_set(err, -EINVAL, "unsupported rename flags");
+	if (!sv_live(c, a->dir) || !sv_live(c, a->newdir))
+		return sv_err_set(err, -ENOENT, "no such directory");
+	if (!(c->nodes[a->newdir].flags & SV_N_DIR))
+		return sv_err_set(err, -ENOTDIR, "not a directory");
+	if (c->nodes[a->newdir].flags & SV_N_RO)
+		return sv_err_set(err, -EPERM, "files cannot be created here");
+	if (!sv_name_ok(a->newname))
+		return sv_err_set(err, -EINVAL, "invalid file name");
+	uint32_t i = sv_find_child(c, a->dir, a->name);
+	if (i == SV_NONE)
+		return sv_err_set(err, -ENOENT, "no such file");
+	struct sv_node *n = &c->nodes[i];
+	uint32_t j = sv_find_child(c, a->newdir, a->newname);
+	if (j == i)
+		return 1;
+	if (j != SV_NONE && (a->flags & 1))
+		return sv_err_set(err, -EEXIST, "file exists");
+	if (n->flags & SV_N_DIR)
+		return sv_err_set(err, -EPERM, "directories cannot be renamed");
+	if (!(n->flags & (SV_N_TEMP | SV_N_NEW)))
+		return sv_err_set(err, -EPERM,
+				  "entries of the container cannot be renamed; copy instead");
+	if (j != SV_NONE) {
+		struct sv_node *d = &c->nodes[j];
+		if (d->flags & SV_N_DIR)
+			return sv_err_set(err, -EISDIR, "is a directory");
+		if (d->flags & (SV_N_TEMP | SV_N_NEW)) {
+			/* Replacing a file that lives only in memory. */
+			bool entry = d->flags & SV_N_NEW;
+			int rc = take_place(c, i, j);
+			if (rc)
+				return sv_err_set(err, rc, "out of memory");
+			n->flags = (n->flags & ~(SV_N_TEMP | SV_N_NEW)) |
+				   (entry ? SV_N_NEW | SV_N_READY : SV_N_TEMP);
+			return entry ? 0 : 1;
+		}
+		int rc = can_edit(c, j, err);
+		if (rc)
+			return rc;
+		if (c->fmt->check) {
+			rc = c->fmt->check(c, j, n->pending.p, n->pending.len, err);
+			if (rc) {
+				err->code = rc;
+				sv_log_failure(c, j, "refused", err);
+				return rc;
+			}
+		}
+		/* As in POSIX, the renamed file replaces the target: node i takes
+		 * over the entry's identity (its format key), j goes away. */
+		n->key = d->key;
+		n->stored_size = d->stored_size;
+		n->flags = (d->flags & ~(SV_N_BAD | SV_N_NEW | SV_N_TEMP)) | SV_N_DIRTY |
+			   SV_N_READY; /* a renamed file is a finished one */
+		n->size = n->pending.len;
+		rc = take_place(c, i, j);
+		return rc ? sv_err_set(err, rc, "out of memory") : 0;
+	}
+	/* A new name: does the container take it as an entry? */
+	bool entry = false;
+	if (!c->read_only && c->fmt->create) {
+		int fr = c->fmt->create(c, a->newdir, a->newname, err);
+		if (fr && fr != -ENOENT)
+			return fr;
+		entry = fr == 0;
+		sv_err_clear(err);
+	}
+	int rc = move_node(c, i, a->newdir, a->newname);
+	if (rc)
+		return sv_err_set(err, rc, "out of memory");
+	if (!entry) {
+		n->flags = (n->flags & ~SV_N_NEW) | SV_N_TEMP;
+		return 1;
+	}
+	n->flags = (n->flags & ~SV_N_TEMP) | SV_N_NEW | SV_N_READY;
+	return 0;
+}
+
+int sv_rename(struct sv_container *c, uint32_t dir, const char *name,
+	      uint32_t newdir, const char *newname, uint32_t flags,
+	      sv_changed_fn changed, void *arg, struct sv_err *err)
+{
+	struct rename_arg a = {dir, newdir, flags, name, newname};
+	return sv_commit_and_notify(c, changed, arg, err, pre_rename, &a);
+}

@@ -1,0 +1,169 @@
+/*
+ * meta.c - the files the core makes itself: /.savefs/info (JSON: format,
+ * counts, warnings, cache) and /.savefs/log (recent warnings and refusals,
+ * newest last), and the warnings found while opening.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- log and warnings -------------------------------------------------- */
+
+static void log_line(struct sv_container *c, const char *msg)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	size_t n = strlen(stamp) + strlen(msg) + 2;
+	char *line = malloc(n);
+	if (!line)
+		return;
+	snprintf(line, n, "%s %s", stamp, msg);
+	pthread_mutex_lock(&c->log_lock);
+	free(c->log[c->log_next]);
+	c->log[c->log_next] = line;
+	c->log_next = (c->log_next + 1) % LOG_LINES;
+	if (c->log_count < LOG_LINES)
+		c->log_count++;
+	pthread_mutex_unlock(&c->log_lock);
+}
+
+void sv_log(struct sv_container *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	log_line(c, msg);
+}
+
+void sv_warn(struct sv_container *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (c->reindexing) /* found before: already said */
+		return;
+	log_line(c, msg);
+	if (c->nwarnings >= 1000)
+		return;
+	char **w = realloc(c->warnings, (c->nwarnings + 1) * sizeof *w);
+	if (!w)
+		return;
+	c->warnings = w;
+	char *s = strdup(msg);
+	if (s)
+		c->warnings[c->nwarnings++] = s;
+}
+
+
+/* ---- meta files -------------------------------------------------------- */
+
+static int info_json(struct sv_container *c, struct sv_blob **out)
+{
+	json_t *o = json_object();
+	if (!o)
+		return -ENOMEM;
+	uint32_t files = 0, dirs = 0;
+	for (uint32_t i = 0; i < c->nnodes; i++) {
+		const struct sv_node *n = &c->nodes[i];
+		if (n->flags & (SV_N_GONE | SV_N_META | SV_N_TEMP) || i == c->meta_dir)
+			continue;
+		if (n->flags & SV_N_DIR)
+			dirs++;
+		else
+			files++;
+	}
+	json_object_set_new(o, "format", json_string(c->fmt->name));
+	json_object_set_new(o, "description", json_string(c->fmt->description));
+	json_object_set_new(o, "container", json_string(c->path));
+	json_object_set_new(o, "container_size", json_integer((json_int_t)c->st.st_size));
+	json_object_set_new(o, "read_only", json_boolean(c->read_only));
+	json_object_set_new(o, "files", json_integer(files));
+	json_object_set_new(o, "directories", json_integer(dirs));
+	if (c->fmt->info)
+		c->fmt->info(c, o);
+	json_t *w = json_array();
+	for (size_t i = 0; i < c->nwarnings; i++)
+		json_array_append_new(w, json_string(c->warnings[i]));
+	json_object_set_new(o, "warnings", w);
+	struct sv_cache_stats cs;
+	sv_cache_stats(c->cache, &cs);
+	json_t *cj = json_object();
+	json_object_set_new(cj, "cap", json_integer((json_int_t)cs.cap));
+	json_object_set_new(cj, "bytes", json_integer((json_int_t)cs.bytes));
+	json_object_set_new(cj, "entries", json_integer((json_int_t)cs.entries));
+	json_object_set_new(cj, "hits", json_integer((json_int_t)cs.hits));
+	json_object_set_new(cj, "misses", json_integer((json_int_t)cs.misses));
+	json_object_set_new(cj, "evictions", json_integer((json_int_t)cs.evictions));
+	pthread_mutex_lock(&c->pf_lock);
+	json_object_set_new(cj, "read_ahead", json_integer((json_int_t)c->pf_decoded));
+	pthread_mutex_unlock(&c->pf_lock);
+	json_object_set_new(o, "cache", cj);
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	size_t len = strlen(s);
+	*out = sv_blob_new(len + 1);
+	if (*out) {
+		memcpy((*out)->data, s, len);
+		(*out)->data[len] = '\n';
+	}
+	free(s);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int log_text(struct sv_container *c, struct sv_blob **out)
+{
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = 0;
+	pthread_mutex_lock(&c->log_lock);
+	size_t start = (c->log_next + LOG_LINES - c->log_count) % LOG_LINES;
+	for (size_t i = 0; i < c->log_count && !rc; i++)
+		rc = sv_buf_printf(&b, "%s\n", c->log[(start + i) % LOG_LINES]);
+	pthread_mutex_unlock(&c->log_lock);
+	if (!rc) {
+		*out = sv_blob_dup(b.p, b.len);
+		rc = *out ? 0 : -ENOMEM;
+	}
+	sv_buf_fini(&b);
+	return rc;
+}
+
+int sv_meta_content(struct sv_container *c, uint32_t n, struct sv_blob **out)
+{
+	return n == c->meta_info ? info_json(c, out) : log_text(c, out);
+}
+
+/* ---- open and close ---------------------------------------------------- */
+
+int sv_add_meta(struct sv_container *c)
+{
+	c->meta_dir = sv_node_add(c, SV_ROOT, ".savefs", SV_N_DIR | SV_N_RO, 0, 0);
+	if (c->meta_dir == SV_NONE)
+		return -ENOMEM;
+	c->meta_info = sv_node_add(c, c->meta_dir, "info", SV_N_RO | SV_N_META, 0, 0);
+	c->meta_log = sv_node_add(c, c->meta_dir, "log", SV_N_RO | SV_N_META, 0, 0);
+	return c->meta_info == SV_NONE || c->meta_log == SV_NONE ? -ENOMEM : 0;
+}
+
+void sv_log_failure(struct sv_container *c, uint32_t i, const char *what,
+			const struct sv_err *err)
+{
+	char path[4096];
+	if (sv_path_locked(c, i, path, sizeof path))
+		snprintf(path, sizeof path, "node %u", i);
+	sv_log(c, "%s %s: %s", what, path, err->msg[0] ? err->msg : strerror(-err->code));
+}

@@ -1,0 +1,365 @@
+/*
+ * nodes.c - the node table: an array indexed by node number, never shrunk,
+ * so numbers are stable; node 0 is the root.  Names are found through a
+ * chained hash of (parent, name) threaded through sv_node.hnext.  Names
+ * from containers are made valid and unique here.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- node table -------------------------------------------------------- */
+
+static uint32_t name_hash(uint32_t parent, const char *name)
+{
+	uint32_t h = 2166136261u ^ parent;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h ^ (h >> 15);
+}
+
+static int rehash(struct sv_container *c, uint32_t size)
+{
+	uint32_t *t = malloc(size * sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	memset(t, 0xff, size * sizeof *t);
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (n->flags & SV_N_GONE)
+			continue;
+		uint32_t h = name_hash(n->parent, n->name) & (size - 1);
+		n->hnext = t[h];
+		t[h] = i;
+	}
+	free(c->htab);
+	c->htab = t;
+	c->hsize = size;
+	return 0;
+}
+
+void sv_hash_insert(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	uint32_t h = name_hash(n->parent, n->name) & (c->hsize - 1);
+	n->hnext = c->htab[h];
+	c->htab[h] = i;
+}
+
+void sv_hash_remove(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	uint32_t *pp = &c->htab[name_hash(n->parent, n->name) & (c->hsize - 1)];
+	while (*pp != SV_NONE) {
+		if (*pp == i) {
+			*pp = n->hnext;
+			break;
+		}
+		pp = &c->nodes[*pp].hnext;
+	}
+	n->hnext = SV_NONE;
+}
+
+/* Finds a live child by name, or SV_NONE. */
+uint32_t sv_find_child(struct sv_container *c, uint32_t parent,
+			   const char *name)
+{
+	uint32_t i = c->htab[name_hash(parent, name) & (c->hsize - 1)];
+	while (i != SV_NONE) {
+		struct sv_node *n = &c->nodes[i];
+		if (n->parent == parent && !(n->flags & SV_N_GONE) &&
+		    !strcmp(n->name, name))
+			return i;
+		i = n->hnext;
+	}
+	return SV_NONE;
+}
+
+int sv_kid_add(struct sv_container *c, struct sv_node *d, uint32_t k)
+{
+	if (d->nkids == d->capkids) {
+		uint32_t cap = d->capkids ? d->capkids * 2 : 8;
+		uint32_t *p = realloc(d->kids, cap * sizeof *p);
+		if (!p)
+			return -ENOMEM;
+		d->kids = p;
+		d->capkids = cap;
+	}
+	d->kids[d->nkids++] = k;
+	d->nsubdirs += (c->nodes[k].flags & SV_N_DIR) != 0;
+	return 0;
+}
+
+/* Keeps each child's kidpos equal to its index in the parent's list. */
+void sv_renumber_kids(struct sv_container *c, struct sv_node *d, uint32_t from)
+{
+	for (uint32_t i = from; i < d->nkids; i++)
+		c->nodes[d->kids[i]].kidpos = i;
+}
+
+void sv_kid_remove(struct sv_container *c, struct sv_node *d, uint32_t k)
+{
+	uint32_t i = c->nodes[k].kidpos;
+	if (i >= d->nkids || d->kids[i] != k)
+		return;
+	memmove(&d->kids[i], &d->kids[i + 1], (d->nkids - i - 1) * sizeof *d->kids);
+	d->nkids--;
+	d->nsubdirs -= (c->nodes[k].flags & SV_N_DIR) != 0;
+	sv_renumber_kids(c, d, i);
+}
+
+bool sv_name_ok(const char *s)
+{
+	if (!*s || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)
+		return false;
+	return !strchr(s, '/');
+}
+
+/* Creates a fresh node; returns its number or SV_NONE. */
+uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
+			 const char *name, uint32_t flags, uint64_t size,
+			 uint64_t key)
+{
+	if (c->nnodes == UINT32_MAX - 1)
+		return SV_NONE;
+	if (c->nnodes == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 64;
+		struct sv_node *p = realloc(c->nodes, cap * sizeof *p);
+		if (!p)
+			return SV_NONE;
+		c->nodes = p;
+		c->cap = cap;
+	}
+	if (c->nnodes + 1 > c->hsize / 2 && rehash(c, c->hsize * 2))
+		return SV_NONE;
+	uint32_t i = c->nnodes;
+	struct sv_node *n = &c->nodes[i];
+	memset(n, 0, sizeof *n);
+	n->name = strdup(name);
+	if (!n->name)
+		return SV_NONE;
+	n->parent = parent;
+	n->flags = flags;
+	n->size = n->stored_size = size;
+	n->key = key;
+	n->hnext = SV_NONE;
+	sv_buf_init(&n->pending);
+	if (i != SV_ROOT && sv_kid_add(c, &c->nodes[parent], i)) {
+		free(n->name);
+		return SV_NONE;
+	}
+	n->kidpos = i != SV_ROOT ? c->nodes[parent].nkids - 1 : 0;
+	c->nnodes++;
+	if (i != SV_ROOT)
+		sv_hash_insert(c, i);
+	return i;
+}
+
+uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
+		     uint32_t flags, uint64_t size, uint64_t key)
+{
+	char fixed[300];
+	if (parent >= c->nnodes || !(c->nodes[parent].flags & SV_N_DIR))
+		return SV_NONE;
+	if (!sv_name_ok(name)) {
+		size_t k = 0;
+		for (const char *p = name; *p && k < 200; p++)
+			fixed[k++] = *p == '/' ? '_' : *p;
+		fixed[k] = '\0';
+		if (!k || !strcmp(fixed, ".") || !strcmp(fixed, ".."))
+			snprintf(fixed + k, sizeof fixed - k, "_");
+		if (!c->reindexing)
+			sv_log(c, "name \"%.200s\" is not a valid file name: shown as \"%s\"",
+			       name, fixed);
+		name = fixed;
+	}
+	uint32_t i = sv_find_child(c, parent, name);
+	if (i != SV_NONE && c->reindexing && (c->nodes[i].flags & SV_N_STALE)) {
+		/* Found again after a commit: keep the number. */
+		struct sv_node *n = &c->nodes[i];
+		n->key = key;
+		n->dupnext = 0;
+		n->stored_size = size;
+		if ((n->flags & SV_N_DIRTY) && !(n->flags & SV_N_READY)) {
+			/* An edit still being written (its file is open): it stays
+			 * pending, on top of the new stored content. */
+			n->flags = flags | SV_N_DIRTY;
+			return i;
+		}
+		/* A lazily sized node's size is not known here: it changed only
+		 * if the format says so (a touch), and else keeps the size its
+		 * first stat found. */
+		bool lazy = flags & SV_N_LAZYSIZE;
+		bool changed = (!lazy && n->size != size) ||
+			       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED |
+					    SV_N_TOUCHED)) ||
+			       (flags & SV_N_DERIVED);
+		bool keep = lazy && !changed && (n->flags & SV_N_LAZYSIZE) &&
+			    __atomic_load_n(&n->sized, __ATOMIC_ACQUIRE);
+		n->flags = flags;
+		if (!keep) {
+			__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+			n->size = size;
+		}
+		if (changed)
+			n->gen++;
+		sv_buf_fini(&n->pending);
+		return i;
+	}
+	if (i != SV_NONE) {
+		/* Taken: make the name unique with a stable suffix. */
+		char alt[320];
+		const char *dot = strrchr(name, '.');
+		int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
+		/* The holder of the name remembers the next suffix to try, so a
+		 * thousand duplicates cost a thousand lookups, not a million. */
+		uint32_t owner = i;
+		unsigned k = c->nodes[owner].dupnext > 2 ? c->nodes[owner].dupnext : 2;
+		for (;; k++) {
+			/* "65534.bin" -> "65534~2.bin": the extension stays last. */
+			snprintf(alt, sizeof alt, "%.*s~%u%s", stem, name, k, name + stem);
+			uint32_t other = sv_find_child(c, parent, alt);
+			/* While re-indexing, a stale node of that name is this one. */
+			if (other == SV_NONE ||
+			    (c->reindexing && (c->nodes[other].flags & SV_N_STALE)))
+				break;
+		}
+		c->nodes[owner].dupnext = k + 1;
+		if (!c->reindexing)
+			sv_log(c, "duplicate name \"%s\": shown as \"%s\"", name, alt);
+		return sv_node_add(c, parent, alt, flags, size, key);
+	}
+	return sv_node_new(c, parent, name, flags, size, key);
+}
+
+void sv_node_touch(struct sv_container *c, uint32_t n)
+{
+	if (n < c->nnodes)
+		c->nodes[n].flags |= SV_N_TOUCHED;
+}
+
+
+struct sv_node *sv_node(struct sv_container *c, uint32_t n)
+{
+	return n < c->nnodes ? &c->nodes[n] : NULL;
+}
+
+uint32_t sv_node_count(const struct sv_container *c)
+{
+	return c->nnodes;
+}
+
+const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n)
+{
+	if (n >= c->nnodes)
+		return NULL;
+	struct sv_node *node = &c->nodes[n];
+	return (node->flags & (SV_N_DIRTY | SV_N_NEW)) && (node->flags & SV_N_READY)
+		       ? &node->pending : NULL;
+}
+
+bool sv_node_in_commit(struct sv_container *c, uint32_t n)
+{
+	if (n >= c->nnodes)
+		return false;
+	uint32_t f = c->nodes[n].flags;
+	if (f & (SV_N_GONE | SV_N_TEMP | SV_N_DIR | SV_N_META))
+		return false;
+	return !(f & SV_N_NEW) || (f & SV_N_READY);
+}
+
+
+/*
+ * Node i has left the tree.  If files are open on it, it lives on as an
+ * orphan, as an unlinked file does: its content (the pending edit, or a
+ * copy of what it reads) stays in memory for those opens until the last
+ * is released.  Otherwise its memory goes.  Write lock held; must run
+ * before a commit replaces what the node's content is read from.
+ */
+void sv_orphan_or_free(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) && !(n->flags & SV_N_DIR)) {
+		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
+			struct sv_blob *b = NULL;
+			struct sv_err err;
+			sv_buf_fini(&n->pending);
+			/* While re-indexing, the format's state is the new
+			 * container's: the old content was kept before. */
+			if (c->snap)
+				b = i < c->nsnap ? sv_blob_ref(c->snap[i]) : NULL;
+			else if (sv_content_locked(c, i, &b, &err))
+				b = NULL;
+			if (b)
+				sv_buf_add(&n->pending, b->data, b->len);
+			sv_blob_unref(b);
+		}
+		n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_READY)) |
+			   SV_N_GONE | SV_N_ORPHAN;
+		n->size = n->pending.len;
+		return;
+	}
+	n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_READY |
+				 SV_N_ORPHAN)) | SV_N_GONE;
+	sv_buf_fini(&n->pending);
+	n->size = 0;
+}
+
+/* Removes a node from its directory and the hash; the number stays used. */
+void sv_node_drop(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	sv_hash_remove(c, i);
+	sv_kid_remove(c, &c->nodes[n->parent], i);
+	sv_orphan_or_free(c, i);
+}
+
+/* ---- client side: lookup, stat, readdir, read -------------------------- */
+
+bool sv_live(struct sv_container *c, uint32_t n)
+{
+	return n < c->nnodes && !(c->nodes[n].flags & SV_N_GONE);
+}
+
+/* Live, or an orphan still open: what stat, read and write accept. */
+bool sv_usable(struct sv_container *c, uint32_t n)
+{
+	return n < c->nnodes && (!(c->nodes[n].flags & SV_N_GONE) ||
+				 (c->nodes[n].flags & SV_N_ORPHAN));
+}
+
+int sv_path_locked(struct sv_container *c, uint32_t n, char *buf,
+		       size_t size)
+{
+	if (!sv_live(c, n))
+		return -ENOENT;
+	if (!size)
+		return -ENAMETOOLONG;
+	size_t pos = size;
+	buf[--pos] = '\0';
+	while (n != SV_ROOT) {
+		const struct sv_node *node = &c->nodes[n];
+		size_t k = strlen(node->name);
+		size_t slash = pos < size - 1 ? 1 : 0;
+		if (k + slash > pos)
+			return -ENAMETOOLONG;
+		if (slash)
+			buf[--pos] = '/';
+		pos -= k;
+		memcpy(buf + pos, node->name, k);
+		n = node->parent;
+	}
+	memmove(buf, buf + pos, size - pos);
+	return 0;
+}
+
+int sv_path(struct sv_container *c, uint32_t n, char *buf, size_t size)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	int rc = sv_path_locked(c, n, buf, size);
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
