@@ -33,21 +33,76 @@ void sv_changed_add(struct changed_list *l, uint32_t i)
 	l->v[l->n++] = i;
 }
 
-/* Writes the new container and swaps it in; write lock held. */
+/*
+ * Puts the new file tmp (fd) at the container's path, atomically.  Where the
+ * file system can (RENAME_EXCHANGE), the two names are swapped, so that the
+ * file taken from the path can be looked at once more: if it is not the one
+ * read, as read (another program wrote to it or put another file there in
+ * the instant since the last check), it is swapped back and the commit
+ * refused.  The directory is synced before the old file goes; if that
+ * fails, the old file is put back too.  Elsewhere a plain rename() (then
+ * the last instant before it is not covered).  0, or -errno with nothing
+ * changed at the path.
+ */
+static int swap_in(struct sv_container *c, const char *tmp, int dfd, struct sv_err *err)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE)) {
+		if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+			return sv_err_set(err, -errno, "rename onto %s: %s", c->path, strerror(errno));
+		if (rename(tmp, c->path))
+			return sv_err_set(err, -errno, "rename onto %s: %s", c->path,
+					  strerror(errno));
+		if (fsync(dfd))
+			sv_log(c, "%s is written, but its directory could not be synced: %s",
+			       c->path, strerror(errno));
+		return 0;
+	}
+	/* The swap itself moved the old file's ctime: it is not compared. */
+	struct stat was;
+	int how = lstat(tmp, &was) ? SV_GUARD_DELETED : sv_guard_same(&c->st, &was);
+	if (how == SV_GUARD_CHANGED && was.st_size == c->st.st_size &&
+	    was.st_mtim.tv_sec == c->st.st_mtim.tv_sec &&
+	    was.st_mtim.tv_nsec == c->st.st_mtim.tv_nsec)
+		how = SV_GUARD_SAME;
+	int rc = 0;
+	if (how != SV_GUARD_SAME)
+		rc = sv_err_set(err, -EBUSY, "%s was changed by another program as it was "
+				"being replaced: not overwritten, the edit is dropped (remount "
+				"to see the file as it is now)", c->path);
+	else if (fsync(dfd))
+		rc = sv_err_set(err, -errno, "sync of the directory of %s: %s", c->path,
+				strerror(errno));
+	if (rc) {
+		/* Back as it was; the caller removes tmp, the new file again. */
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE))
+			sv_log(c, "cannot put %s back at %s: %s", tmp, c->path, strerror(errno));
+		fsync(dfd);
+		return rc;
+	}
+	if (unlink(tmp))
+		sv_log(c, "cannot remove the old file, now %s: %s", tmp, strerror(errno));
+	return 0;
+}
+
+/*
+ * Writes the new container and swaps it in, under the container's lock
+ * (guard.c), with its identity checked before and again just before the
+ * swap.  Write lock held.  On failure nothing at the path changed.
+ */
 static int write_new(struct sv_container *c, struct sv_err *err)
 {
-	struct stat now;
-	if (stat(c->path, &now) || now.st_ino != c->st.st_ino ||
-	    now.st_dev != c->st.st_dev || now.st_size != c->st.st_size ||
-	    now.st_mtim.tv_sec != c->st.st_mtim.tv_sec ||
-	    now.st_mtim.tv_nsec != c->st.st_mtim.tv_nsec)
-		return sv_err_set(err, -EBUSY,
-				  "%s changed on disk since it was read: not overwritten "
-				  "(remount to see the new file)", c->path);
+	int rc = sv_guard_lock(c, err);
+	if (rc)
+		return rc;
+	rc = sv_guard_check(c, "since it was read", err);
+	if (rc) {
+		sv_guard_unlock(c);
+		return rc;
+	}
 	char *dup = strdup(c->path);
 	size_t tlen = strlen(c->path) + 32;
 	char *tmp = malloc(tlen);
-	int rc = 0, fd = -1, dfd = -1;
+	int fd = -1, dfd = -1;
 	if (!dup || !tmp) {
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		goto out;
@@ -75,24 +130,29 @@ static int write_new(struct sv_container *c, struct sv_err *err)
 		rc = sv_err_set(err, -errno, "fsync %s: %s", tmp, strerror(errno));
 		goto unlink;
 	}
-	if (rename(tmp, c->path)) {
-		rc = sv_err_set(err, -errno, "rename onto %s: %s", c->path, strerror(errno));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = sv_err_set(err, -errno, "%s: %s", dir, strerror(errno));
 		goto unlink;
 	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	rc = sv_guard_check(c, "while the new file was written", err);
+	if (!rc)
+		rc = swap_in(c, tmp, dfd, err);
+	if (rc)
+		goto unlink;
 	close(c->fd);
 	c->fd = fd;
 	fd = -1;
 	if (fstat(c->fd, &c->st))
 		rc = sv_err_set(err, -EIO, "fstat: %s", strerror(errno));
+	sv_guard_fingerprint(c);
 	goto out;
 unlink:
 	unlink(tmp);
 out:
+	sv_guard_unlock(c);
+	if (dfd >= 0)
+		close(dfd);
 	if (fd >= 0)
 		close(fd);
 	free(tmp);
@@ -157,6 +217,8 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 void sv_discard_locked(struct sv_container *c, uint32_t i)
 {
 	struct sv_node *n = &c->nodes[i];
+	if (n->flags & (SV_N_NEW | SV_N_DIRTY))
+		__atomic_add_fetch(&n->drops, 1, __ATOMIC_RELEASE);
 	if (n->flags & SV_N_NEW) {
 		sv_node_drop(c, i);
 		n->gen++;
@@ -209,17 +271,47 @@ static bool anything_pending(struct sv_container *c)
 }
 
 /* Commits with the write lock held. */
+/*
+ * A commit failed: every edit it was to write is dropped, so that each file
+ * reads as stored again, nothing is tried again behind the user's back and
+ * the next commit of another file is not held up by it.  The reason is
+ * logged once per file.  Write lock held.
+ */
+static void drop_ready(struct sv_container *c, struct changed_list *changed,
+		       const struct sv_err *err)
+{
+	bool named = false;
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY) ||
+		    (n->flags & SV_N_GONE))
+			continue;
+		sv_log_failure(c, i, "not written", err);
+		sv_discard_locked(c, i);
+		sv_changed_add(changed, i);
+		named = true;
+	}
+	if (!named) /* a removal: its caller puts the entry back */
+		sv_log(c, "commit failed: %s", err->msg);
+}
+
+/* Commits with the write lock held. */
 static int commit_locked(struct sv_container *c, struct changed_list *changed,
 			 struct sv_err *err)
 {
 	if (!anything_pending(c))
 		return 0;
+	int rc = 0;
 	if (c->read_only)
-		return sv_err_set(err, -EROFS, "the container is mounted read-only");
-	if (c->broken)
-		return sv_err_set(err, -EIO, "the container could not be read again after "
-				  "a commit: remount it");
-	int rc = validate(c, changed, err);
+		rc = sv_err_set(err, -EROFS, "the container is mounted read-only");
+	else if (c->broken)
+		rc = sv_err_set(err, -EIO, "the container could not be read again after "
+				"a commit: remount it");
+	if (rc) {
+		drop_ready(c, changed, err);
+		return rc;
+	}
+	rc = validate(c, changed, err);
 	if (rc)
 		return rc;
 	if (!anything_pending(c))
@@ -228,8 +320,11 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 	 * now, while the format can still read the old file. */
 	uint32_t count = c->nnodes;
 	c->snap = calloc(count ? count : 1, sizeof *c->snap);
-	if (!c->snap)
-		return sv_err_set(err, -ENOMEM, "out of memory");
+	if (!c->snap) {
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+		drop_ready(c, changed, err);
+		return rc;
+	}
 	c->nsnap = count;
 	for (uint32_t i = 1; i < count; i++) {
 		struct sv_node *n = &c->nodes[i];
@@ -243,7 +338,7 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 	rc = write_new(c, err);
 	bool written = rc == 0;
 	if (!written)
-		sv_log(c, "commit failed: %s", err->msg);
+		drop_ready(c, changed, err);
 	else
 		rc = sv_reindex(c, changed, err);
 	for (uint32_t i = 1; i < count; i++)

@@ -86,8 +86,10 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	pthread_cond_init(&c->pf_cond, NULL);
 	pthread_mutex_init(&c->ld_lock, NULL);
 	pthread_cond_init(&c->ld_cond, NULL);
+	pthread_mutex_init(&c->fp_lock, NULL);
 	c->pf_dir = SV_NONE;
 	c->fd = -1;
+	c->fp_fd = -1;
 	c->opts = *opts;
 	c->opts.format = NULL;
 	c->read_only = opts->read_only;
@@ -170,6 +172,12 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 		goto fail;
 	if (!c->read_only)
 		prepare_dir(c);
+	if (!c->read_only) {
+		rc = sv_guard_claim(c, err);
+		if (rc)
+			goto fail;
+		sv_guard_fingerprint(c);
+	}
 	*out = c;
 	return 0;
 fail:
@@ -271,6 +279,7 @@ void sv_container_free(struct sv_container *c)
 	if (!c)
 		return;
 	sv_pf_stop(c);
+	sv_guard_fp_stop(c);
 	if (c->fmt && c->fmt->close)
 		c->fmt->close(c);
 	for (uint32_t i = 0; i < c->nnodes; i++) {
@@ -294,6 +303,7 @@ void sv_container_free(struct sv_container *c)
 	pthread_cond_destroy(&c->pf_cond);
 	pthread_mutex_destroy(&c->ld_lock);
 	pthread_cond_destroy(&c->ld_cond);
+	pthread_mutex_destroy(&c->fp_lock);
 	pthread_rwlock_destroy(&c->lock);
 	free(c);
 }

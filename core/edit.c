@@ -199,6 +199,14 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	return rc;
 }
 
+uint32_t sv_drops(struct sv_container *c, uint32_t n)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	uint32_t d = n < c->nnodes ? __atomic_load_n(&c->nodes[n].drops, __ATOMIC_ACQUIRE) : 0;
+	pthread_rwlock_unlock(&c->lock);
+	return d;
+}
+
 void sv_discard(struct sv_container *c, uint32_t n)
 {
 	pthread_rwlock_wrlock(&c->lock);

@@ -27,6 +27,8 @@
 
 #include "savefs.h"
 
+#include <sys/stat.h>
+
 #define LOG_LINES 256
 #define PF_QUEUE 64
 #define PF_MIN_SIZE 4096
@@ -94,6 +96,17 @@ struct sv_container {
 	sv_changed_fn notify;
 	void *notify_arg;
 
+	/* The fingerprint (guard.c): the hash of the container's bytes as of
+	 * fp_st, made by a worker on its own descriptor.  fp_lock protects
+	 * fp_hash and fp_valid while the worker runs; the rest is the write
+	 * lock's. */
+	pthread_mutex_t fp_lock;
+	pthread_t fp_thread;
+	bool fp_started, fp_valid;
+	int fp_fd;
+	struct stat fp_st;
+	uint64_t fp_hash;
+
 	pthread_mutex_t log_lock; /* protects the ring below */
 	char *log[LOG_LINES];
 	size_t log_next, log_count;
@@ -153,6 +166,30 @@ bool sv_plain_file(struct sv_container *c, uint32_t i);
 void sv_pf_note_read(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
 void sv_pf_stop(struct sv_container *c);
+
+/* ---- guard.c (write lock held) ---- */
+enum { SV_GUARD_SAME, SV_GUARD_CHANGED, SV_GUARD_REPLACED, SV_GUARD_DELETED };
+/* How the file `now` differs from the one `was`: SV_GUARD_*. */
+int sv_guard_same(const struct stat *was, const struct stat *now);
+/* 0 if the file at the path is still the one read (or was only touched),
+ * else -EBUSY with what happened to it; `when` ends the message ("since it
+ * was read"). */
+int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err);
+/* A read-write open's shared claim on the file: -EBUSY if another
+ * read-write mount holds it. */
+int sv_guard_claim(struct sv_container *c, struct sv_err *err);
+/* The commit's exclusive lock (waits a while, then -EBUSY), and back. */
+int sv_guard_lock(struct sv_container *c, struct sv_err *err);
+void sv_guard_unlock(struct sv_container *c);
+/* Starts fingerprinting the file as c->fd and c->st have it now. */
+void sv_guard_fingerprint(struct sv_container *c);
+/* True when the fingerprint is made (for /.savefs/info; any lock). */
+bool sv_guard_fingerprinted(struct sv_container *c);
+/* The same inode and size as fingerprinted, other times: true if the
+ * bytes are the same (and the new times are adopted). */
+bool sv_guard_touched(struct sv_container *c, const struct stat *now);
+/* Waits for the worker and lets its descriptor go. */
+void sv_guard_fp_stop(struct sv_container *c);
 
 /* ---- edit.c (write lock held) ---- */
 /* A write or truncation of node i goes to the format at once. */

@@ -89,6 +89,7 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_object_set_new(o, "container", json_string(c->path));
 	json_object_set_new(o, "container_size", json_integer((json_int_t)c->st.st_size));
 	json_object_set_new(o, "read_only", json_boolean(c->read_only));
+	json_object_set_new(o, "fingerprinted", json_boolean(sv_guard_fingerprinted(c)));
 	json_object_set_new(o, "files", json_integer(files));
 	json_object_set_new(o, "directories", json_integer(dirs));
 	if (c->fmt->info)

@@ -149,6 +149,8 @@ struct sv_node {
 	uint32_t kidpos;   /* internal: index in the parent's kids */
 	uint32_t opens;    /* open files on it (atomic; sv_open/sv_release) */
 	uint32_t sized;    /* SV_N_LAZYSIZE: size is known (atomic) */
+	uint32_t drops;    /* edits of it dropped (refused, or their commit
+			    * failed) so far (atomic) */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
@@ -441,6 +443,9 @@ int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn changed,
 	     void *arg, struct sv_err *err);
 /* Drops the pending edit of n (it reads as stored again). */
 void sv_discard(struct sv_container *c, uint32_t n);
+/* How many edits of n were dropped so far: a client that wrote to n and
+ * finds this moved knows its writes are gone (any lock, or none). */
+uint32_t sv_drops(struct sv_container *c, uint32_t n);
 
 /* Cache statistics of this container. */
 void sv_container_cache_stats(struct sv_container *c, struct sv_cache_stats *st);

@@ -331,15 +331,26 @@ static int reply_entry_for(fuse_req_t req, uint32_t n)
 }
 
 /*
- * Per-open state.  A close commits only if this open wrote (or ftruncated)
- * since its last close: shells open with O_TRUNC, dup2 and close the
- * original before anything is written, and committing that empty file
- * would lose the old content if the real write is then refused.  An edit
- * no close committed (": > file") is committed at release.
+ * Per-open state.  Only the open that changed a file commits it: its
+ * writer's close (FLUSH) commits what it wrote since its last close, and
+ * its release commits a change no close committed (an O_TRUNC open that
+ * wrote nothing: shells open with O_TRUNC, dup2 and close the original
+ * before anything is written, and committing that empty file at once would
+ * lose the old content if the real write is then refused).  An open that
+ * never changed the file commits nothing, even while another open is half
+ * way through writing it.
+ *
+ * A dropped edit (refused, or its commit failed) is never written on top
+ * of: once this open's edit was dropped, by its own close or fsync or by
+ * another open's, its writes fail with EIO until it truncates the file,
+ * so a half-written file never lands mixed with the stored one.
  */
 struct fh {
 	uint32_t node;
-	bool wrote;
+	bool wrote;            /* written since its last close committed */
+	bool changed;          /* changed, and not committed yet */
+	bool failed;           /* its edit was dropped: writes fail */
+	uint32_t drops;        /* the node's sv_drops() when the change began */
 	bool stream;           /* read in pieces (sv_read), never whole */
 	pid_t writer;          /* thread that wrote last: its close commits */
 	pthread_mutex_t lock;  /* protects big */
@@ -363,6 +374,26 @@ static int fh_new(struct fuse_file_info *fi, uint32_t node)
 	return 0;
 }
 
+/* -EIO if this open's edit was dropped since it began (its writes would
+ * land on the stored content), else 0. */
+static int fh_check(struct fs *fs, struct fh *h)
+{
+	if (h->failed || (h->changed && sv_drops(fs->c, h->node) != h->drops))
+		return -EIO;
+	return 0;
+}
+
+/* This open is about to change the file; `fresh`: from nothing (an
+ * O_TRUNC open, a truncation to 0), which clears an earlier failure. */
+static void fh_change(struct fs *fs, struct fh *h, bool fresh)
+{
+	if (fresh)
+		h->failed = false;
+	if (!h->changed || fresh)
+		h->drops = sv_drops(fs->c, h->node);
+	h->changed = true;
+}
+
 /* This open changed the file: commit at its close; its kept copy is stale. */
 static void fh_wrote(struct fh *h, fuse_req_t req)
 {
@@ -372,6 +403,23 @@ static void fh_wrote(struct fh *h, fuse_req_t req)
 	sv_blob_unref(h->big);
 	h->big = NULL;
 	pthread_mutex_unlock(&h->lock);
+}
+
+/* Commits this open's change (FLUSH, FSYNC, RELEASE); its changes are
+ * collected in ch.  0 or -errno; a failure marks the open failed. */
+static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch)
+{
+	struct sv_err err;
+	int rc = fh_check(fs, h);
+	h->wrote = h->changed = false;
+	if (!rc) {
+		live_sink = ch;
+		rc = sv_flush(fs->c, h->node, on_changed, ch, &err);
+		live_sink = NULL;
+	}
+	if (rc)
+		h->failed = true;
+	return rc;
 }
 
 static void fh_free(struct fh *h)
@@ -448,10 +496,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		struct changes ch = {.fs = fs};
 		live_sink = &ch;
-		rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
+		struct fh *h = fi && fi->fh ? FH(fi) : NULL;
+		rc = h && attr->st_size ? fh_check(fs, h) : 0;
+		if (!rc && h)
+			fh_change(fs, h, attr->st_size == 0);
+		if (!rc)
+			rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
-		if (!rc && fi && fi->fh)
-			fh_wrote(FH(fi), req);
+		if (!rc && h)
+			fh_wrote(h, req);
 		if (!rc && !fi)
 			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
 		live_sink = NULL;
@@ -581,6 +634,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fh_free(FH(fi));
 	if (!rc)
 		FH(fi)->stream = s.stream;
+	if (!rc && wr && (fi->flags & O_TRUNC))
+		fh_change(fs, FH(fi), true);
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -651,8 +706,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	 * size may predate another program's append to a followed log. */
 	uint64_t at = (fi->flags & O_APPEND) ? SV_AT_END : (uint64_t)off;
 	struct changes ch = {.fs = FS(req)};
+	struct fh *h = fi->fh ? FH(fi) : NULL;
+	int rc = h ? fh_check(FS(req), h) : 0;
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	if (h)
+		fh_change(FS(req), h, false);
 	live_sink = &ch;
-	int rc = sv_write(FS(req)->c, NODE(ino), at, buf, size, &err);
+	rc = sv_write(FS(req)->c, NODE(ino), at, buf, size, &err);
 	live_sink = NULL;
 	/* An append's new lines (a log's views) are shown once it returns;
 	 * this file's own pages are locked by the write: dropped later. */
@@ -668,17 +731,14 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
-	struct sv_err err;
 	struct changes ch = {.fs = fs};
+	struct fh *h = fi && fi->fh ? FH(fi) : NULL;
 	int rc = 0;
 	/* A close by another process (a child closing its inherited copy at
 	 * exec) must not commit a file its writer is still writing: that
 	 * edit is committed by the writer's close, or at release. */
-	if (fi && fi->fh && FH(fi)->wrote && FH(fi)->writer == fuse_req_ctx(req)->pid) {
-		FH(fi)->wrote = false;
-		live_sink = &ch;
-		rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-		live_sink = NULL;
+	if (h && h->wrote && h->writer == fuse_req_ctx(req)->pid) {
+		rc = fh_commit(fs, h, &ch);
 		/* Before close returns: the writer's next read must see the
 		 * committed tree, or its old content if the edit was refused. */
 		publish(&ch, true, 0);
@@ -690,12 +750,13 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
-	struct sv_err err;
 	struct changes ch = {.fs = fs};
-	live_sink = &ch;
-	int rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
-	live_sink = NULL;
-	publish(&ch, true, 0); /* as in op_flush */
+	struct fh *h = fi && fi->fh ? FH(fi) : NULL;
+	int rc = 0;
+	if (h && (h->changed || h->failed)) {
+		rc = fh_commit(fs, h, &ch);
+		publish(&ch, true, 0); /* as in op_flush */
+	}
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
 
@@ -703,12 +764,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct fs *fs = FS(req);
 	struct fh *h = FH(fi);
-	if (h && (fi->flags & O_ACCMODE) != O_RDONLY) {
-		struct sv_err err;
+	if (h && h->changed && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		struct changes ch = {.fs = fs};
-		live_sink = &ch;
-		sv_flush(fs->c, h->node, on_changed, &ch, &err);
-		live_sink = NULL;
+		fh_commit(fs, h, &ch);
 		publish(&ch, false, 0);
 	}
 	if (h)

@@ -47,12 +47,12 @@ check "the removed item is gone" test ! -e "$m/items/5-layer/00002.bin"
 
 # A removal whose commit fails (the container changed on disk) leaves
 # the entry where it was.
-touch -d '2001-01-01' "$c"
+cp -p -- "$c" "$c.other" && mv -- "$c.other" "$c"
 out=$(rm "$m/items/5-layer/00003.bin" 2>&1)
-expect_eq "rm fails when the container changed on disk" \
+expect_eq "rm fails when the container was replaced on disk" \
 	"rm: cannot remove '$m/items/5-layer/00003.bin': Device or resource busy" "$out"
 expect_same_file "the item is still listed and reads" "$TMP/orig-item3" "$m/items/5-layer/00003.bin"
-check "the log says why" grep -q "changed on disk since it was read" "$m/.savefs/log"
+check "the log says why" grep -q "$c was replaced by another file since it was read: not overwritten" "$m/.savefs/log"
 umount_sv "$m"
 mount_sv "$c" "$m" -o maxedit=1K || die "mount failed"
 expect_same_file "the item is still in the container" "$TMP/orig-item3" "$m/items/5-layer/00003.bin"

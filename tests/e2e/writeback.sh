@@ -238,19 +238,39 @@ suite()
 	unchanged "writes to a read-only mount"
 	umount_sv "$M"
 
-	# The container changed on disk by another program: the next commit
-	# fails with EBUSY and the file on disk stays as that program left it.
+	# A touch of the container changes its times, not its bytes: the
+	# next commit goes ahead.
 	mount_sv "$C" "$M" || return
 	touch -d "@$(($(date +%s) + 5))" "$C"
-	cp -- "$C" "$W/container.before"
 	expect_eq "$LABEL: close() after a write, the container touched meanwhile" \
-		"close EBUSY" "$(py_write "$M/data/00000.bin" "$W/abc")"
-	check "$LABEL: the touched container is left as it is" cmp -s "$W/container.before" "$C"
-	grep -q 'changed on disk' "$M/.savefs/log" ||
-		fail "$LABEL: .savefs/log does not say the container changed on disk"
+		"ok" "$(py_write "$M/data/00000.bin" "$W/abc")"
+	expect_same_file "$LABEL: the edit after a touch reads back" "$W/abc" "$M/data/00000.bin"
+	check "$LABEL: the log says the container was only touched" \
+		grep -q "$C was touched (its times changed, not its bytes): edits go on" "$M/.savefs/log"
 	umount_sv "$M"
-	check "$LABEL: the touched container is left as it is after the unmount" \
+	cp -- "$C" "$W/container.orig"
+
+	# The container changed in place by another program, which put its
+	# mtime back: the ctime tells.  The commit fails with EBUSY, the file
+	# on disk stays as that program left it, and the edit is dropped.
+	mount_sv "$C" "$M" || return
+	local mtime
+	mtime=$(stat -c %y -- "$C")
+	printf 'Z' | dd of="$C" bs=1 seek=$(($(stat -c %s -- "$C") - 1)) conv=notrunc status=none
+	touch -d "$mtime" -- "$C"
+	cp -- "$C" "$W/container.before"
+	cp -- "$M/data/00001.bin" "$W/stored1"
+	expect_eq "$LABEL: close() after a write, the container changed meanwhile" \
+		"close EBUSY" "$(py_write "$M/data/00001.bin" "$W/abc")"
+	check "$LABEL: the changed container is left as it is" cmp -s "$W/container.before" "$C"
+	check "$LABEL: .savefs/log says the container was changed" grep -q \
+		"not written data/00001.bin: $C was changed by another program since it was read: not overwritten" \
+		"$M/.savefs/log"
+	expect_same_file "$LABEL: the refused file reads as stored" "$W/stored1" "$M/data/00001.bin"
+	umount_sv "$M"
+	check "$LABEL: the changed container is left as it is after the unmount" \
 		cmp -s "$W/container.before" "$C"
+	cp -- "$W/container.orig" "$C"
 
 	mount_sv "$C" "$M" || return
 	"$MKDATAFILE" gen "$W/other.map" --data 3 --payload 1K --seed 9 || die "mkdatafile failed"
