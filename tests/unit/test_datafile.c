@@ -1019,8 +1019,8 @@ static void changed_on_disk(void)
 	T_INT(-EBUSY, sv_commit(c, NULL, NULL, &err));
 	char want[400];
 	snprintf(want, sizeof want,
-		 "%s changed on disk since it was read: not overwritten (remount to see the "
-		 "new file)", sv_container_path(c));
+		 "%s was replaced by another file since it was read: not overwritten, the "
+		 "edit is dropped (remount to see the file as it is now)", sv_container_path(c));
 	T_STR(want, err.msg);
 	struct sv_buf now = slurp(mappath);
 	T_UINT(other.len, now.len);
@@ -1034,7 +1034,8 @@ static void changed_on_disk(void)
 	orig = fresh(4, "DATA");
 	c = open_file(mappath);
 	int fd = open(mappath, O_WRONLY);
-	T_INT(1, pwrite(fd, "D", 1, 0));
+	T_INT(1, pwrite(fd, "A", 1, 0));
+	orig.p[0] = 'A';
 	struct timespec ts[2] = {{0, UTIME_OMIT}, {0, 0}};
 	clock_gettime(CLOCK_REALTIME, &ts[1]);
 	ts[1].tv_sec += 10;
@@ -1043,6 +1044,10 @@ static void changed_on_disk(void)
 	n = node_of(c, "data/00000.bin");
 	T_INT(0, sv_write(c, n, 0, "H", 1, &err));
 	T_INT(-EBUSY, sv_flush(c, n, NULL, NULL, &err));
+	snprintf(want, sizeof want, "%s was changed by another program since it was read: "
+		 "not overwritten, the edit is dropped (remount to see the file as it is now)",
+		 sv_container_path(c));
+	T_STR(want, err.msg);
 	now = slurp(mappath);
 	T_UINT(orig.len, now.len);
 	if (orig.len == now.len)
