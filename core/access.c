@@ -13,7 +13,7 @@
 int sv_open(struct sv_container *c, uint32_t n)
 {
 	pthread_rwlock_rdlock(&c->lock);
-	int rc = sv_usable(c, n) ? 0 : -ENOENT;
+	int rc = sv_gone_code(c, n);
 	if (!rc)
 		__atomic_add_fetch(&c->nodes[n].opens, 1, __ATOMIC_ACQ_REL);
 	pthread_rwlock_unlock(&c->lock);
@@ -56,8 +56,9 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	st->dir = n->flags & SV_N_DIR;
 	st->writable = writable(c, n);
 	st->volatile_ = n->flags & SV_N_META;
-	st->bad = n->flags & SV_N_BAD;
+	st->bad = (n->flags & SV_N_BAD) || sv_failed(n);
 	st->stream = n->flags & SV_N_STREAM;
+	st->direct = n->flags & SV_N_DIRECT;
 	st->gen = n->gen;
 	st->mtime = c->st.st_mtim;
 	if (st->dir) {
@@ -116,6 +117,8 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 	uint64_t size = 0;
 	if (!sv_content_locked(c, i, &b, &e))
 		size = b->len;
+	else if (e.code != -ENOMEM)
+		sv_log_failure(c, i, "read", &e); /* once: it is remembered */
 	sv_blob_unref(b);
 	__atomic_store_n(&n->size, size, __ATOMIC_RELAXED);
 	__atomic_store_n(&n->sized, 1, __ATOMIC_RELEASE);
@@ -171,7 +174,7 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 	int rc = 0;
 	pthread_rwlock_rdlock(&c->lock);
 	if (!sv_usable(c, n)) {
-		rc = -ENOENT;
+		rc = sv_gone_code(c, n);
 	} else {
 		sv_settle_size(c, n);
 		sv_fill_stat(c, n, st);
@@ -227,8 +230,6 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	return rc;
 }
 
-/* Cache keys: the node number, its generation, and a bit for edits. */
-#define EDIT_KEY (1ull << 63)
 
 uint64_t sv_cache_key(const struct sv_node *n, uint32_t i)
 {
@@ -280,6 +281,15 @@ int sv_content_locked(struct sv_container *c, uint32_t i,
 	*out = sv_cache_get(c->cache, key);
 	if (*out)
 		return 0;
+	if (sv_failed(n)) {
+		/* It failed before: the reason, not another decode. */
+		struct sv_blob *why = sv_cache_get(c->cache, key | FAIL_KEY);
+		if (why) {
+			sv_err_set(err, -EIO, "%.*s", (int)why->len, (const char *)why->data);
+			sv_blob_unref(why);
+			return -EIO;
+		}
+	}
 	return load_shared(c, i, key, out, err);
 }
 
@@ -329,6 +339,17 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 		*out = NULL;
 		rc = rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;
 		err->code = rc;
+		if (rc != -ENOMEM) {
+			/* Remembered for this generation: it reads EIO whatever
+			 * size it was believed to have, and is not decoded again
+			 * while its reason stays in the cache. */
+			struct sv_node *n = &c->nodes[i];
+			struct sv_blob *why = sv_blob_dup(err->msg, strlen(err->msg));
+			if (why)
+				sv_cache_put(c->cache, key | FAIL_KEY, why);
+			sv_blob_unref(why);
+			__atomic_store_n(&n->failed, (n->gen & 0x7fffffff) + 1, __ATOMIC_RELEASE);
+		}
 	} else {
 		sv_cache_put(c->cache, key, *out);
 	}

@@ -139,6 +139,9 @@ void sv_node_drop(struct sv_container *c, uint32_t i);
 bool sv_live(struct sv_container *c, uint32_t n);
 /* Live, or an orphan still open: what stat, read and write accept. */
 bool sv_usable(struct sv_container *c, uint32_t n);
+/* 0 if usable; else -ESTALE for a node that was removed or replaced
+ * (its number is old), -ENOENT for a number never given. */
+int sv_gone_code(struct sv_container *c, uint32_t n);
 int sv_path_locked(struct sv_container *c, uint32_t n, char *buf, size_t size);
 
 /* ---- meta.c ---- */
@@ -149,8 +152,17 @@ void sv_log_failure(struct sv_container *c, uint32_t i, const char *what,
 		    const struct sv_err *err);
 
 /* ---- access.c (read or write lock held) ---- */
-/* Cache keys: the node number, its generation, and a bit for edits. */
+/* Cache keys: the node number, its generation, and a bit for edits.  A
+ * failed load's reason is kept under the same bit: at one generation a
+ * node is either edited (its edit's copy) or read as stored (whose load
+ * may fail), never both. */
 #define EDIT_KEY (1ull << 63)
+#define FAIL_KEY EDIT_KEY
+/* True if n's content could not be made at its present generation. */
+static inline bool sv_failed(const struct sv_node *n)
+{
+	return __atomic_load_n(&n->failed, __ATOMIC_ACQUIRE) == (n->gen & 0x7fffffff) + 1;
+}
 uint64_t sv_cache_key(const struct sv_node *n, uint32_t i);
 int sv_content_locked(struct sv_container *c, uint32_t i, struct sv_blob **out,
 		      struct sv_err *err);

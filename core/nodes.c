@@ -331,6 +331,16 @@ bool sv_usable(struct sv_container *c, uint32_t n)
 				 (c->nodes[n].flags & SV_N_ORPHAN));
 }
 
+int sv_gone_code(struct sv_container *c, uint32_t n)
+{
+	if (sv_usable(c, n))
+		return 0;
+	/* A number the tree had: whoever holds it looked it up before the
+	 * node was removed or replaced (a rename onto it, a commit), and
+	 * should look its name up again (the kernel does, on ESTALE). */
+	return n < c->nnodes ? -ESTALE : -ENOENT;
+}
+
 int sv_path_locked(struct sv_container *c, uint32_t n, char *buf,
 		       size_t size)
 {

@@ -151,6 +151,8 @@ struct sv_node {
 	uint32_t sized;    /* SV_N_LAZYSIZE: size is known (atomic) */
 	uint32_t drops;    /* edits of it dropped (refused, or their commit
 			    * failed) so far (atomic) */
+	uint32_t failed;   /* gen + 1 when its content could not be made at
+			    * that generation, else 0 (atomic) */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
@@ -353,6 +355,8 @@ struct sv_stat {
 			 * hold the whole of a file that may be very large */
 	bool unsized;   /* (listings only) size not known yet: 0 here, and
 			 * sv_stat of the node gives it */
+	bool direct;    /* writes go to the format at once (an append-only
+			 * log): each write must reach it whole */
 	uint32_t mode;  /* full st_mode */
 	uint32_t nlink;
 	uint64_t size;
@@ -392,7 +396,9 @@ int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	       struct sv_err *err);
 /* A file was opened / its last use by that open ended.  A node removed or
  * replaced while open stays readable and writable for its opens (an
- * orphan, like an unlinked file) until the last release. */
+ * orphan, like an unlinked file) until the last release.  Opening, or
+ * stat of, a node that was removed or replaced gives -ESTALE: its name
+ * is to be looked up again (the new file a rename put there). */
 int sv_open(struct sv_container *c, uint32_t n);
 void sv_release(struct sv_container *c, uint32_t n);
 /* Copies up to size bytes at off into buf; *got receives the count. */

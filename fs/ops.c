@@ -640,9 +640,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, rc);
 		return;
 	}
-	if (s.volatile_ || s.bad) {
+	if (s.volatile_ || s.bad || (s.direct && wr)) {
 		/* Past the page cache: the size may change, or a bad entry's
-		 * stated size is 0 and the kernel would not ask for its EIO. */
+		 * stated size is 0 and the kernel would not ask for its EIO,
+		 * or each write must arrive whole (the page cache may split
+		 * one at a page's end, and half a line is not a line). */
 		fi->direct_io = 1;
 	} else {
 		fi->keep_cache = 1;

@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define BLOCK (1u << 20)        /* bytes read at a time while scanning */
@@ -126,6 +127,12 @@ struct nh {
 	pthread_mutex_t st_lock;
 	uint32_t st_ent;
 	struct sv_blob *st_blob;
+	/* the last state that could not be made (st_lock): line fail_ent did
+	 * not decode (fail_base UINT32_MAX: whatever came before it) or did
+	 * not apply to the state built from backup fail_base.  Every later
+	 * state on the same way fails the same, without decoding it again. */
+	uint32_t fail_ent, fail_base;
+	struct sv_err fail_err;
 };
 
 enum kind {
@@ -1191,7 +1198,7 @@ static int nh_open(struct sv_container *c, struct sv_err *err)
 	if (!nh)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&nh->st_lock, NULL);
-	nh->last_backup = nh->first_backup = nh->st_ent = UINT32_MAX;
+	nh->last_backup = nh->first_backup = nh->st_ent = nh->fail_ent = UINT32_MAX;
 	sv_container_set_priv(c, nh);
 	install_signals();
 	int rc = parse_header(c, nh, err);
@@ -1319,6 +1326,12 @@ static int state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv
 	struct sv_blob *cur = NULL;
 	uint32_t at;
 	int rc = 0;
+	if (nh->fail_ent != UINT32_MAX && nh->fail_ent >= b && nh->fail_ent <= k &&
+	    (nh->fail_base == UINT32_MAX || nh->fail_base == b)) {
+		*err = nh->fail_err;
+		pthread_mutex_unlock(&nh->st_lock);
+		return err->code;
+	}
 	if (nh->st_blob && nh->st_ent >= b && nh->st_ent <= k && nh->st_ent < nh->nents) {
 		cur = sv_blob_ref(nh->st_blob);
 		at = nh->st_ent;
@@ -1331,8 +1344,17 @@ static int state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv
 		sv_buf_fini(&s);
 		at = b;
 	}
-	for (uint32_t j = at + 1; !rc && j <= k; j++)
-		rc = apply_ent(c, &nh->ents[j], &cur, err);
+	uint32_t j = at;
+	for (; !rc && j < k; j++)
+		rc = apply_ent(c, &nh->ents[j + 1], &cur, err);
+	if (rc && rc != -ENOMEM && rc != -EIO) {
+		/* Remembered: the line itself, or its diff on this way. */
+		bool own = j == b || nh->ents[j].bad;
+		nh->fail_ent = j;
+		nh->fail_base = own ? UINT32_MAX : b;
+		nh->fail_err = *err;
+		nh->fail_err.code = rc;
+	}
 	if (!rc) {
 		sv_blob_unref(nh->st_blob);
 		nh->st_blob = sv_blob_ref(cur);
@@ -1558,10 +1580,21 @@ static int lock_log(int fd, struct locked *lk, struct sv_err *err)
 			return sv_err_set(err, -errno, "cannot lock it: %s", strerror(errno));
 		if (q.l_type == F_UNLCK)
 			continue;
-		if (now_ns() > deadline)
+		if (now_ns() > deadline) {
+			if (q.l_pid <= 0) /* an open file description's lock: no owner */
+				return sv_err_set(err, -EBUSY, "another program holds a lock on it "
+						  "and did not let go within 3 seconds: nothing "
+						  "appended");
 			return sv_err_set(err, -EBUSY, "process %d holds a lock on it and did "
 					  "not let go within 3 seconds: nothing appended",
 					  (int)q.l_pid);
+		}
+		if (q.l_type != F_RDLCK || q.l_pid <= 0) {
+			/* Not a game's read lock: a holder that does not know the
+			 * game's signals (they would kill it) is waited for. */
+			nanosleep(&(struct timespec){0, 10000000}, NULL);
+			continue;
+		}
 		bool known = false;
 		for (int i = 0; i < lk->nasked; i++)
 			known |= lk->asked[i] == q.l_pid;
@@ -1752,6 +1785,41 @@ static int check_lines(struct sv_container *c, struct nh *nh, const char *p, siz
 	return rc;
 }
 
+/*
+ * Writes p[0..n) at the file's real end, where `end` is believed to be
+ * (lock held).  The kernel appends (RWF_APPEND), so a program that writes
+ * without the lock is never written over; if it did write in the instant
+ * since the size was checked, the lines landed after its bytes: they are
+ * taken back when nothing follows them, and the append is refused.
+ */
+static int append_at_end(struct sv_container *c, int fd, uint64_t end, const char *p,
+			 size_t n, struct sv_err *err)
+{
+	struct iovec iov = {(void *)p, n};
+	bool appended = true;
+	ssize_t k = pwritev2(fd, &iov, 1, -1, RWF_APPEND);
+	if (k < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+		appended = false; /* a kernel without RWF_APPEND */
+		k = pwrite(fd, p, n, (off_t)end);
+	}
+	off_t after = k <= 0 ? -1 : appended ? lseek(fd, 0, SEEK_CUR) : (off_t)(end + (uint64_t)k);
+	struct stat st;
+	if (k == (ssize_t)n && after == (off_t)(end + n))
+		return 0;
+	int rc = k != (ssize_t)n ? sv_err_set(err, -EIO, "appending: %s",
+					      k < 0 ? strerror(errno) : "short write")
+		: sv_err_set(err, -EBUSY, "another program appended to it at the same "
+			     "moment: nothing appended; the tree now shows its lines");
+	if (k > 0 && after >= k && !fstat(fd, &st) && st.st_size == after) {
+		if (ftruncate(fd, after - k))
+			sv_log(c, "cannot take back an append: %s", strerror(errno));
+	} else if (k > 0) {
+		sv_log(c, "an append landed after another program's bytes and could "
+		       "not be taken back (more followed it)");
+	}
+	return rc;
+}
+
 /* Appends whole lines p[0..n) after checking them; the tree follows. */
 static int append_lines(struct sv_container *c, struct nh *nh, const char *p, size_t n,
 			struct sv_err *err)
@@ -1790,15 +1858,8 @@ static int append_lines(struct sv_container *c, struct nh *nh, const char *p, si
 		rc = sv_err_set(err, -EBUSY, "another program wrote to it since it was "
 				"read (%llu bytes, not %llu): nothing appended; the tree now shows "
 				"its lines", (unsigned long long)size, (unsigned long long)nh->end);
-	if (!rc) {
-		ssize_t k = pwrite(fd, p, n, (off_t)nh->end);
-		if (k != (ssize_t)n) {
-			rc = sv_err_set(err, -EIO, "appending: %s",
-					k < 0 ? strerror(errno) : "short write");
-			if (ftruncate(fd, (off_t)nh->end))
-				sv_log(c, "cannot take back a short append: %s", strerror(errno));
-		}
-	}
+	if (!rc)
+		rc = append_at_end(c, fd, nh->end, p, n, err);
 	if (!rc && new_backup != backup_off && nh->first_backup != UINT32_MAX) {
 		/* The first backup's number points at the latest backup. */
 		char hex[9];
