@@ -229,15 +229,38 @@ static uint64_t count_files(struct sv_container *c, uint32_t dir)
 	return n;
 }
 
+/*
+ * Writes b to path: into a new file beside it, renamed over it, so that a
+ * file already there (a link someone left in the target directory, a hard
+ * link to a file elsewhere) is replaced, never written through.
+ */
 static int write_file(const char *path, const struct sv_blob *b)
 {
-	/* Never through a link someone left in the target directory. */
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	int rc = sv_write_all(fd, b->data, b->len);
+	size_t n = strlen(path) + 16;
+	char *tmp = malloc(n);
+	if (!tmp)
+		return -ENOMEM;
+	const char *slash = strrchr(path, '/');
+	int dlen = slash ? (int)(slash - path + 1) : 0;
+	snprintf(tmp, n, "%.*s.savefs-XXXXXX", dlen, path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int rc = -errno;
+		free(tmp);
+		return rc;
+	}
+	mode_t mask = umask(0);
+	umask(mask);
+	int rc = fchmod(fd, 0644 & ~mask) ? -errno : 0;
+	if (!rc)
+		rc = sv_write_all(fd, b->data, b->len);
 	if (close(fd) && !rc)
 		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	free(tmp);
 	return rc;
 }
 

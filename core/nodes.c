@@ -115,7 +115,26 @@ bool sv_name_ok(const char *s)
 {
 	if (!*s || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)
 		return false;
-	return !strchr(s, '/');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p == '/' || *p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* Copies name into out (cap bytes, at least 16) with control characters
+ * written as \xHH, so that a listing stays one name a line, and with '/'
+ * as '_' when `slash`; at most 200 bytes of the name are taken. */
+static void escape_name(const char *name, char *out, size_t cap, bool slash)
+{
+	size_t k = 0;
+	for (const unsigned char *p = (const unsigned char *)name; *p && k + 5 < cap && k < 200;
+	     p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			k += (size_t)snprintf(out + k, cap - k, "\\x%02x", *p);
+		else
+			out[k++] = *p == '/' && slash ? '_' : (char)*p;
+	}
+	out[k] = '\0';
 }
 
 /* Creates a fresh node; returns its number or SV_NONE. */
@@ -165,15 +184,16 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 	if (parent >= c->nnodes || !(c->nodes[parent].flags & SV_N_DIR))
 		return SV_NONE;
 	if (!sv_name_ok(name)) {
-		size_t k = 0;
-		for (const char *p = name; *p && k < 200; p++)
-			fixed[k++] = *p == '/' ? '_' : *p;
-		fixed[k] = '\0';
+		escape_name(name, fixed, sizeof fixed, true);
+		size_t k = strlen(fixed);
 		if (!k || !strcmp(fixed, ".") || !strcmp(fixed, ".."))
 			snprintf(fixed + k, sizeof fixed - k, "_");
-		if (!c->reindexing)
-			sv_log(c, "name \"%.200s\" is not a valid file name: shown as \"%s\"",
-			       name, fixed);
+		if (!c->reindexing) {
+			char shown[300];
+			escape_name(name, shown, sizeof shown, false);
+			sv_log(c, "name \"%s\" is not a valid file name: shown as \"%s\"",
+			       shown, fixed);
+		}
 		name = fixed;
 	}
 	uint32_t i = sv_find_child(c, parent, name);

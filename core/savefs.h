@@ -467,7 +467,8 @@ int sv_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t want,
 	       struct sv_err *err);
 /* Writes all of p to fd, retrying short writes.  0 or -errno. */
 int sv_write_all(int fd, const void *p, size_t n);
-/* Copies n bytes from fd_in at off to the current position of fd_out. */
+/* Copies n bytes from fd_in at off to the current position of fd_out, with
+ * copy_file_range(2) where the kernel can, else through a buffer. */
 int sv_copy_range(int fd_in, uint64_t off, int fd_out, uint64_t n);
 
 #endif

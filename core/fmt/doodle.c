@@ -231,6 +231,50 @@ static int parse_json(const uint8_t *p, size_t n, const char *what, json_t **out
 	return 0;
 }
 
+struct gz_feed {
+	struct sv_gunzip g;
+	int rc;
+	struct sv_err err;
+};
+
+static size_t gz_feed_cb(void *buf, size_t len, void *arg)
+{
+	struct gz_feed *f = arg;
+	size_t got = 0;
+	if (!f->rc)
+		f->rc = sv_gunzip_read(&f->g, buf, len, &got, &f->err);
+	return f->rc ? (size_t)-1 : got;
+}
+
+/* Parses the JSON object of a gzip stream as it is inflated: memory goes
+ * to what the parser keeps, never to the inflated text (a small level
+ * followed by a gigabyte of spaces costs no gigabyte).  The inflated
+ * total is capped by max. */
+static int parse_json_gz(const uint8_t *p, size_t n, uint64_t max, json_t **out,
+			 struct sv_err *err)
+{
+	struct gz_feed f;
+	memset(&f, 0, sizeof f);
+	if (sv_gunzip_open(&f.g, p, n, max))
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	json_error_t je;
+	*out = json_load_callback(gz_feed_cb, &f, 0, &je);
+	sv_gunzip_close(&f.g);
+	int rc = 0;
+	if (f.rc)
+		rc = sv_err_set(err, f.rc, "doodle: %s", f.err.msg[0] ? f.err.msg : "gzip: out of memory");
+	else if (!*out)
+		rc = sv_err_set(err, -EBADMSG, "doodle: gzip content: byte %d: %s", je.position,
+				je.text);
+	else if (!json_is_object(*out))
+		rc = sv_err_set(err, -EBADMSG, "doodle: gzip content: not a JSON object");
+	if (rc) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 static uint64_t max_decode(struct drawing *d)
 {
 	return sv_container_opts(d->c)->max_decode;
@@ -852,8 +896,6 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 	if (rc)
 		return rc;
 	struct sv_blob *whole = NULL;
-	struct sv_buf text;
-	sv_buf_init(&text);
 	if (hn >= 4 && !memcmp(head, "PK\3\4", 4)) {
 		d->ctype = C_ZIP;
 		rc = sv_zip_open(&d->zip, src_read, d, d->size, MAX_MEMBERS, err);
@@ -901,20 +943,12 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 		rc = src_read(d, 0, whole->data, whole->len, err);
 		if (!rc && hn >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
 			d->ctype = C_GZIP;
-			rc = sv_gunzip(whole->data, whole->len, max_decode(d), &text, err);
-			if (!rc)
-				rc = parse_json(text.p, text.len, "gzip content", &d->root, err);
-			else {
-				char m[SV_ERR_MAX];
-				snprintf(m, sizeof m, "%s", err->msg);
-				sv_err_set(err, rc, "doodle: %s", m);
-			}
+			rc = parse_json_gz(whole->data, whole->len, max_decode(d), &d->root, err);
 		} else if (!rc) {
 			d->ctype = C_JSON;
 			rc = parse_json(whole->data, whole->len, "JSON", &d->root, err);
 		}
 		sv_blob_unref(whole);
-		sv_buf_fini(&text);
 		if (rc)
 			return rc;
 		json_t *ls = jget(d->root, "layers");

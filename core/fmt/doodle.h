@@ -14,6 +14,8 @@
 
 #include "savefs.h"
 
+#include <zlib.h>
+
 #include <jansson.h>
 
 /* ---- grids ---------------------------------------------------------------- */
@@ -201,6 +203,22 @@ int sv_base64_encode(const uint8_t *p, size_t n, struct sv_buf *out);
  * -EBADMSG (corrupt, truncated), -EFBIG (more than max). */
 int sv_gunzip(const uint8_t *p, size_t n, uint64_t max, struct sv_buf *out,
 	      struct sv_err *err);
+/*
+ * The same, read in pieces: the inflated bytes come out as the reader asks
+ * for them, so a parser needs only what it keeps.  sv_gunzip_read fills
+ * buf with up to size bytes (*got; fewer only at the end, then g->end is
+ * set) and fails as sv_gunzip does; the total is capped by max.
+ */
+struct sv_gunzip {
+	z_stream z;
+	size_t n, left;
+	uint64_t max, total;
+	bool end;
+};
+int sv_gunzip_open(struct sv_gunzip *g, const uint8_t *p, size_t n, uint64_t max);
+int sv_gunzip_read(struct sv_gunzip *g, uint8_t *buf, size_t size, size_t *got,
+		   struct sv_err *err);
+void sv_gunzip_close(struct sv_gunzip *g);
 /* Appends a gzip stream of p[0..n) to out (zlib default level). */
 int sv_gzip(const uint8_t *p, size_t n, struct sv_buf *out);
 
