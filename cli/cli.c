@@ -64,7 +64,9 @@ void sv_cli_usage(void)
 	       "  4  unknown format: no format recognises the container\n"
 	       "  5  malformed container (or a version not supported)\n"
 	       "  6  mount failed\n"
-	       "  7  a path in the container is missing or a file is unreadable\n");
+	       "  7  a path in the container is missing or a file is unreadable\n"
+	       "  8  an edit could not be written after its file was closed (at its\n"
+	       "     last release or at unmount; the reason was printed)\n");
 }
 
 int sv_cli_open_exit(int err)

@@ -17,6 +17,8 @@ enum {
 	SV_EXIT_MALFORMED = 5, /* malformed or unsupported container */
 	SV_EXIT_MOUNT = 6,     /* the mount failed */
 	SV_EXIT_PATH = 7,      /* a path is missing or a file unreadable */
+	SV_EXIT_UNWRITTEN = 8, /* the daemon stopped with an edit it could not
+				* write (its close had returned already) */
 };
 
 /* True if argv[1] names a command-line verb rather than a container. */

@@ -21,6 +21,8 @@ struct fs {
 	struct fs_notify *notify;     /* owned; started in init */
 	bool one_thread;              /* -s: a handler must not wait for a
 				       * request to be answered */
+	unsigned unwritten;           /* edits whose commit failed where no
+				       * caller could be told (atomic) */
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -193,7 +193,12 @@ out_signals:
 	fuse_remove_signal_handlers(se);
 out:
 	if (se)
-		fuse_session_destroy(se);
+		fuse_session_destroy(se); /* the last commit, at unmount */
+	if (status == SV_EXIT_OK && __atomic_load_n(&fs.unwritten, __ATOMIC_RELAXED)) {
+		fprintf(stderr, "savefs: %u edit(s) could not be written (see above)\n",
+			fs.unwritten);
+		status = SV_EXIT_UNWRITTEN;
+	}
 	sv_container_free(c);
 	free(fo.mountpoint);
 	free(cl.container);

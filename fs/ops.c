@@ -407,19 +407,37 @@ static void fh_wrote(struct fh *h, fuse_req_t req)
 
 /* Commits this open's change (FLUSH, FSYNC, RELEASE); its changes are
  * collected in ch.  0 or -errno; a failure marks the open failed. */
-static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch)
+static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch, struct sv_err *errp)
 {
+	struct sv_err local, *e = errp ? errp : &local;
 	struct sv_err err;
+	sv_err_clear(e);
 	int rc = fh_check(fs, h);
+	if (rc)
+		sv_err_set(e, rc, "the edit this open made was dropped before");
 	h->wrote = h->changed = false;
 	if (!rc) {
 		live_sink = ch;
 		rc = sv_flush(fs->c, h->node, on_changed, ch, &err);
 		live_sink = NULL;
+		if (rc)
+			*e = err;
 	}
 	if (rc)
 		h->failed = true;
 	return rc;
+}
+
+/* A commit failed where nobody can be told (a release, the unmount): said
+ * on stderr (seen with -f), and the daemon's exit status says it. */
+static void unwritten(struct fs *fs, uint32_t node, const struct sv_err *err)
+{
+	char path[4096];
+	if (node == SV_NONE || sv_path(fs->c, node, path, sizeof path))
+		snprintf(path, sizeof path, "an edit");
+	fprintf(stderr, "savefs: %s: not written: %s\n", path,
+		err->msg[0] ? err->msg : strerror(-err->code));
+	__atomic_add_fetch(&fs->unwritten, 1, __ATOMIC_RELAXED);
 }
 
 static void fh_free(struct fh *h)
@@ -459,7 +477,7 @@ static void op_destroy(void *userdata)
 	/* Anything still pending is committed on a clean unmount. */
 	struct sv_err err;
 	if (sv_commit(fs->c, NULL, NULL, &err))
-		fprintf(stderr, "savefs: unmount: %s\n", err.msg);
+		unwritten(fs, SV_NONE, &err);
 	fs_notify_stop(fs);
 }
 
@@ -740,7 +758,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * exec) must not commit a file its writer is still writing: that
 	 * edit is committed by the writer's close, or at release. */
 	if (h && h->wrote && h->writer == fuse_req_ctx(req)->pid) {
-		rc = fh_commit(fs, h, &ch);
+		rc = fh_commit(fs, h, &ch, NULL);
 		/* Before close returns: the writer's next read must see the
 		 * committed tree, or its old content if the edit was refused. */
 		publish(&ch, true, 0);
@@ -756,7 +774,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct fh *h = fi && fi->fh ? FH(fi) : NULL;
 	int rc = 0;
 	if (h && (h->changed || h->failed)) {
-		rc = fh_commit(fs, h, &ch);
+		rc = fh_commit(fs, h, &ch, NULL);
 		publish(&ch, true, 0); /* as in op_flush */
 	}
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
@@ -768,7 +786,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fh *h = FH(fi);
 	if (h && h->changed && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		struct changes ch = {.fs = fs};
-		fh_commit(fs, h, &ch);
+		struct sv_err err;
+		if (fh_commit(fs, h, &ch, &err))
+			unwritten(fs, h->node, &err);
 		publish(&ch, false, 0);
 	}
 	if (h)
