@@ -106,8 +106,11 @@ int sv_guard_lock(struct sv_container *c, struct sv_err *err)
 	for (int waited = 0;; waited += 10) {
 		if (!flock(c->fd, LOCK_EX | LOCK_NB))
 			return 0;
-		if (errno != EWOULDBLOCK && errno != EINTR)
+		if (errno == ENOLCK || errno == EINVAL || errno == EOPNOTSUPP)
 			return 0; /* no flock here: the identity checks still run */
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return sv_err_set(err, -errno, "cannot lock %s: %s", c->path,
+					  strerror(errno));
 		if (waited >= LOCK_WAIT_MS)
 			return sv_err_set(err, -EBUSY, "%s is locked by another program: "
 					  "not written, the edit is dropped", c->path);

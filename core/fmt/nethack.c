@@ -1788,36 +1788,39 @@ static int check_lines(struct sv_container *c, struct nh *nh, const char *p, siz
 /*
  * Writes p[0..n) at the file's real end, where `end` is believed to be
  * (lock held).  The kernel appends (RWF_APPEND), so a program that writes
- * without the lock is never written over; if it did write in the instant
- * since the size was checked, the lines landed after its bytes: they are
- * taken back when nothing follows them, and the append is refused.
+ * without the lock is never written over.  If it wrote in the instant
+ * since the size was checked, the lines land after its bytes: whole lines
+ * after whole lines are kept (*moved is set: the state after them is not
+ * the one checked), but lines glued to another program's unfinished line
+ * are refused (EBUSY; the rescan shows what is there).  Nothing is ever
+ * cut off, as that could cut another program's bytes.
  */
 static int append_at_end(struct sv_container *c, int fd, uint64_t end, const char *p,
-			 size_t n, struct sv_err *err)
+			 size_t n, bool *moved, struct sv_err *err)
 {
 	struct iovec iov = {(void *)p, n};
 	bool appended = true;
+	*moved = false;
 	ssize_t k = pwritev2(fd, &iov, 1, -1, RWF_APPEND);
 	if (k < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
 		appended = false; /* a kernel without RWF_APPEND */
 		k = pwrite(fd, p, n, (off_t)end);
 	}
-	off_t after = k <= 0 ? -1 : appended ? lseek(fd, 0, SEEK_CUR) : (off_t)(end + (uint64_t)k);
-	struct stat st;
-	if (k == (ssize_t)n && after == (off_t)(end + n))
+	if (k != (ssize_t)n)
+		return sv_err_set(err, -EIO, "appending: %s",
+				  k < 0 ? strerror(errno) : "short write");
+	off_t after = appended ? lseek(fd, 0, SEEK_CUR) : (off_t)(end + n);
+	if (after == (off_t)(end + n))
 		return 0;
-	int rc = k != (ssize_t)n ? sv_err_set(err, -EIO, "appending: %s",
-					      k < 0 ? strerror(errno) : "short write")
-		: sv_err_set(err, -EBUSY, "another program appended to it at the same "
-			     "moment: nothing appended; the tree now shows its lines");
-	if (k > 0 && after >= k && !fstat(fd, &st) && st.st_size == after) {
-		if (ftruncate(fd, after - k))
-			sv_log(c, "cannot take back an append: %s", strerror(errno));
-	} else if (k > 0) {
-		sv_log(c, "an append landed after another program's bytes and could "
-		       "not be taken back (more followed it)");
-	}
-	return rc;
+	char before = 0;
+	if (after < (off_t)n || pread(fd, &before, 1, after - (off_t)n - 1) != 1 || before != '\n')
+		return sv_err_set(err, -EBUSY, "another program appended an unfinished line "
+				  "at the same moment, without the game's lock: these lines "
+				  "follow it (see the transcript)");
+	sv_log(c, "another program appended at the same moment, without the game's "
+	       "lock: these lines follow its lines");
+	*moved = true;
+	return 0;
 }
 
 /* Appends whole lines p[0..n) after checking them; the tree follows. */
@@ -1858,9 +1861,10 @@ static int append_lines(struct sv_container *c, struct nh *nh, const char *p, si
 		rc = sv_err_set(err, -EBUSY, "another program wrote to it since it was "
 				"read (%llu bytes, not %llu): nothing appended; the tree now shows "
 				"its lines", (unsigned long long)size, (unsigned long long)nh->end);
+	bool moved = false;
 	if (!rc)
-		rc = append_at_end(c, fd, nh->end, p, n, err);
-	if (!rc && new_backup != backup_off && nh->first_backup != UINT32_MAX) {
+		rc = append_at_end(c, fd, nh->end, p, n, &moved, err);
+	if (!rc && !moved && new_backup != backup_off && nh->first_backup != UINT32_MAX) {
 		/* The first backup's number points at the latest backup. */
 		char hex[9];
 		snprintf(hex, sizeof hex, "%08llx", (unsigned long long)new_backup);
@@ -1889,7 +1893,7 @@ static int append_lines(struct sv_container *c, struct nh *nh, const char *p, si
 		goto out;
 	uint32_t first_new = (uint32_t)nh->nents;
 	rc = scan_from(c, nh, true, err);
-	if (!rc && nh->nents > first_new && state) {
+	if (!rc && nh->nents > first_new && state && !moved) {
 		/* Keep the state the check made: the next append starts there. */
 		pthread_mutex_lock(&nh->st_lock);
 		sv_blob_unref(nh->st_blob);
