@@ -784,7 +784,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct fs *fs = FS(req);
 	struct fh *h = FH(fi);
-	if (h && h->changed && (fi->flags & O_ACCMODE) != O_RDONLY) {
+	/* An edit dropped before (its refusal was reported, or logged) is not
+	 * committed, nor counted as unwritten: only a commit that fails here,
+	 * where nobody can be told, is. */
+	if (h && h->changed && (fi->flags & O_ACCMODE) != O_RDONLY && !fh_check(fs, h)) {
 		struct changes ch = {.fs = fs};
 		struct sv_err err;
 		if (fh_commit(fs, h, &ch, &err))
