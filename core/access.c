@@ -20,6 +20,26 @@ int sv_open(struct sv_container *c, uint32_t n)
 	return rc;
 }
 
+uint32_t sv_current(struct sv_container *c, uint32_t n)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	uint32_t r = n;
+	/* A rename onto a name replaces its node; follow the name (a few
+	 * times over, for renames in quick succession). */
+	for (int hops = 0; r < c->nnodes && !sv_usable(c, r) && hops < 16; hops++) {
+		const struct sv_node *x = &c->nodes[r];
+		uint32_t k = x->name && sv_live(c, x->parent) ? sv_find_child(c, x->parent, x->name)
+							     : SV_NONE;
+		if (k == SV_NONE || k == r) {
+			r = n;
+			break;
+		}
+		r = k;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return r;
+}
+
 void sv_release(struct sv_container *c, uint32_t n)
 {
 	/* The read lock suffices to count; only the last release of an

@@ -400,6 +400,12 @@ int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
  * stat of, a node that was removed or replaced gives -ESTALE: its name
  * is to be looked up again (the new file a rename put there). */
 int sv_open(struct sv_container *c, uint32_t n);
+/* The node a client's old node number stands for now: n itself if it is
+ * usable; if it was replaced (a rename onto its name, as sed -i and
+ * editors do), the node that has its name now, so that a reader that
+ * looked the name up just before the rename opens the new file; else n
+ * (whose calls then fail with -ESTALE or -ENOENT). */
+uint32_t sv_current(struct sv_container *c, uint32_t n);
 void sv_release(struct sv_container *c, uint32_t n);
 /* Copies up to size bytes at off into buf; *got receives the count. */
 int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,

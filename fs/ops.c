@@ -495,13 +495,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
-	int rc = sv_stat(fs->c, NODE(ino), &s);
+	int rc = sv_stat(fs->c, sv_current(fs->c, NODE(ino)), &s);
 	if (rc) {
 		reply_err(req, rc);
 		return;
 	}
 	struct stat st;
 	to_stat(&s, &st);
+	st.st_ino = ino;
 	fuse_reply_attr(req, &st, attr_timeout(fs, &s));
 }
 
@@ -637,7 +638,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
-	int rc = sv_stat(fs->c, NODE(ino), &s);
+	/* A node replaced since the kernel looked its name up: the file that
+	 * has the name now (its pages are not the old inode's: past the
+	 * page cache). */
+	uint32_t node = sv_current(fs->c, NODE(ino));
+	int rc = sv_stat(fs->c, node, &s);
 	if (!rc && s.dir)
 		rc = -EISDIR;
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
@@ -645,10 +650,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = sv_container_read_only(fs->c) ? -EROFS : -EACCES;
 	struct sv_err err;
 	if (!rc && wr && (fi->flags & O_TRUNC))
-		rc = sv_truncate(fs->c, NODE(ino), 0, &err);
+		rc = sv_truncate(fs->c, node, 0, &err);
 	if (!rc)
-		rc = fh_new(fi, NODE(ino));
-	if (!rc && (rc = sv_open(fs->c, NODE(ino))))
+		rc = fh_new(fi, node);
+	if (!rc && (rc = sv_open(fs->c, node)))
 		fh_free(FH(fi));
 	if (!rc)
 		FH(fi)->stream = s.stream;
@@ -658,7 +663,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, rc);
 		return;
 	}
-	if (s.volatile_ || s.bad || (s.direct && wr)) {
+	if (s.volatile_ || s.bad || (s.direct && wr) || node != NODE(ino)) {
 		/* Past the page cache: the size may change, or a bad entry's
 		 * stated size is 0 and the kernel would not ask for its EIO,
 		 * or each write must arrive whole (the page cache may split
@@ -683,7 +688,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (h && h->stream) {
 		char *buf = malloc(size ? size : 1);
 		size_t got = 0;
-		rc = buf ? sv_read(fs->c, NODE(ino), (uint64_t)off, buf, size, &got, &err)
+		rc = buf ? sv_read(fs->c, h->node, (uint64_t)off, buf, size, &got, &err)
 			 : -ENOMEM;
 		if (rc)
 			reply_err(req, rc);
@@ -698,7 +703,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pthread_mutex_unlock(&h->lock);
 	}
 	if (!b) {
-		rc = sv_content(fs->c, NODE(ino), &b, &err);
+		rc = sv_content(fs->c, h ? h->node : NODE(ino), &b, &err);
 		if (rc) {
 			reply_err(req, rc);
 			return;
@@ -735,7 +740,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (h)
 		fh_change(FS(req), h, false);
 	live_sink = &ch;
-	rc = sv_write(FS(req)->c, NODE(ino), at, buf, size, &err);
+	rc = sv_write(FS(req)->c, h ? h->node : NODE(ino), at, buf, size, &err);
 	live_sink = NULL;
 	/* An append's new lines (a log's views) are shown once it returns;
 	 * this file's own pages are locked by the write: dropped later. */
