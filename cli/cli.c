@@ -80,6 +80,18 @@ int sv_cli_open_exit(int err)
 	}
 }
 
+void sv_cli_open_error(const char *path, int rc, const struct sv_err *err)
+{
+	const char *msg = err->msg[0] ? err->msg : strerror(-rc);
+	size_t n = strlen(path);
+	/* Every message names the file, once (a bad option is not the
+	 * file's). */
+	if ((!strncmp(msg, path, n) && msg[n] == ':') || rc == -EINVAL)
+		fprintf(stderr, "savefs: %s\n", msg);
+	else
+		fprintf(stderr, "savefs: %s: %s\n", path, msg);
+}
+
 static int open_container(const char *path, struct sv_opts *o,
 			  struct sv_container **c)
 {
@@ -87,7 +99,7 @@ static int open_container(const char *path, struct sv_opts *o,
 	sv_err_clear(&err);
 	int rc = sv_container_open(path, o, c, &err);
 	if (rc) {
-		fprintf(stderr, "savefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+		sv_cli_open_error(path, rc, &err);
 		return sv_cli_open_exit(rc);
 	}
 	return SV_EXIT_OK;

@@ -26,7 +26,10 @@ bool sv_cli_is_verb(const char *arg);
 /* Runs a verb (argv[1]) or --help/--version/--formats; returns the exit code. */
 int sv_cli_main(int argc, char **argv);
 /* Maps a container-open error to its exit code. */
+struct sv_err;
 int sv_cli_open_exit(int err);
+/* Says why the container at path could not be opened: "savefs: PATH: why". */
+void sv_cli_open_error(const char *path, int rc, const struct sv_err *err);
 /* Prints usage to stdout. */
 void sv_cli_usage(void);
 

@@ -80,13 +80,26 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	st->stream = n->flags & SV_N_STREAM;
 	st->direct = n->flags & SV_N_DIRECT;
 	st->gen = n->gen;
-	st->mtime = c->st.st_mtim;
+	int64_t t = n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN) && n->etime_ns
+			    ? n->etime_ns : n->mtime_ns;
+	if (t)
+		st->mtime = (struct timespec){t / 1000000000, t % 1000000000};
+	else
+		st->mtime = c->mtime0;
+	/* Modes follow the container's own: who may read it may read its
+	 * files, who may write it may write them (a 0600 container gives 0600
+	 * files, owned by its owner); views and read-only mounts lose w, and
+	 * directories get x where they have r. */
+	uint32_t perm = (uint32_t)c->st.st_mode & 0666;
+	st->uid = (uint32_t)c->st.st_uid;
+	st->gid = (uint32_t)c->st.st_gid;
 	if (st->dir) {
 		bool w = !c->read_only && !(n->flags & SV_N_RO);
-		st->mode = S_IFDIR | (w ? 0755 : 0555);
+		uint32_t m = w ? perm : perm & ~0222u;
+		st->mode = S_IFDIR | m | ((m & 0444) >> 2);
 		st->nlink = 2 + n->nsubdirs;
 	} else {
-		st->mode = S_IFREG | (st->writable ? 0644 : 0444);
+		st->mode = S_IFREG | (st->writable ? perm : perm & ~0222u);
 		st->nlink = n->flags & SV_N_ORPHAN ? 0 : 1;
 		st->size = __atomic_load_n(&n->size, __ATOMIC_RELAXED);
 	}

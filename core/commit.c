@@ -160,6 +160,12 @@ out:
 	return rc;
 }
 
+/* Node i's content changed now, as the container file has it. */
+static void stamp(struct sv_container *c, uint32_t i)
+{
+	c->nodes[i].mtime_ns = (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
+}
+
 /* Reads the index again after a commit; write lock held. */
 int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		   struct sv_err *err)
@@ -206,6 +212,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 			sv_changed_add(changed, i);
 		} else if (i >= old_count || n->gen != old_gen[i]) {
 			sv_changed_add(changed, i);
+			stamp(c, i);
 		}
 	}
 	free(old_gen);
@@ -461,8 +468,10 @@ int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc,
 				n->gen++;
 				__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
 				sv_changed_add(&changed, i);
+				stamp(c, i);
 			} else if (i >= old_count && !(n->flags & SV_N_GONE)) {
 				sv_changed_add(&changed, i);
+				stamp(c, i);
 				if (n->parent != last_dir)
 					sv_changed_add(&changed, last_dir = n->parent);
 			}

@@ -223,6 +223,7 @@ static int open_common(struct sv_container *c, const char *path,
 		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
+	c->mtime0 = c->st.st_mtim;
 	if (S_ISDIR(c->st.st_mode)) {
 		rc = sv_err_set(err, -EISDIR, "%s: is a directory", path);
 		goto fail;

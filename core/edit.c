@@ -9,10 +9,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- edits ------------------------------------------------------------- */
 
 
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* Checks node i can be edited; called with the write lock held. */
 static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
@@ -120,8 +128,10 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	}
 	if (!rc && size)
 		memcpy(n->pending.p + off, buf, size);
-	if (!rc)
+	if (!rc) {
 		n->gen++;
+		n->etime_ns = now_ns();
+	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
@@ -148,8 +158,10 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 	}
 	if (!rc)
 		rc = resize_pending(c, &c->nodes[i], size, err);
-	if (!rc)
+	if (!rc) {
 		c->nodes[i].gen++;
+		c->nodes[i].etime_ns = now_ns();
+	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
@@ -190,10 +202,19 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	}
 	if (!rc) {
 		uint32_t i = sv_node_new(c, dir, name, flags, 0, 0);
-		if (i == SV_NONE)
+		if (i == SV_NONE) {
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
-		else
+		} else {
 			*out = i;
+			c->nodes[i].etime_ns = now_ns();
+			if (flags & SV_N_TEMP) {
+				char path[4096];
+				if (!sv_path_locked(c, i, path, sizeof path))
+					sv_log(c, "%s is not a name the container takes: it is kept in "
+					       "memory only, and discarded at unmount unless it is "
+					       "renamed onto an entry", path);
+			}
+		}
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -429,4 +450,22 @@ int sv_rename(struct sv_container *c, uint32_t dir, const char *name,
 {
 	struct rename_arg a = {dir, newdir, flags, name, newname};
 	return sv_commit_and_notify(c, changed, arg, err, pre_rename, &a);
+}
+
+int sv_temps(struct sv_container *c, void (*fn)(void *arg, const char *path), void *arg)
+{
+	int n = 0;
+	pthread_rwlock_rdlock(&c->lock);
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		char path[4096];
+		if ((c->nodes[i].flags & (SV_N_TEMP | SV_N_GONE)) != SV_N_TEMP ||
+		    sv_path_locked(c, i, path, sizeof path))
+			continue;
+		sv_log(c, "%s was not part of the container: discarded", path);
+		if (fn)
+			fn(arg, path);
+		n++;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return n;
 }

@@ -95,9 +95,8 @@ int sv_guard_claim(struct sv_container *c, struct sv_err *err)
 	}
 	if (errno != EWOULDBLOCK)
 		return 0; /* a file system without flock: nothing to share */
-	return sv_err_set(err, -EBUSY, "%s is mounted read-write by another savefs (or "
-			  "locked by another program): unmount that first, or mount with -o ro",
-			  c->path);
+	return sv_err_set(err, -EBUSY, "mounted read-write by another savefs (or locked "
+			  "by another program): unmount that first, or mount with -o ro");
 }
 
 int sv_guard_lock(struct sv_container *c, struct sv_err *err)

@@ -51,6 +51,8 @@ struct sv_container {
 	char *path;              /* owned */
 	int fd;                  /* the container file as last opened */
 	struct stat st;          /* its stat at open: detects outside changes */
+	struct timespec mtime0;  /* the container's mtime when first opened:
+				  * the mtime of every file not changed since */
 	bool read_only;
 
 	struct sv_node *nodes;   /* owned; nnodes used of cap */

@@ -153,6 +153,10 @@ struct sv_node {
 			    * failed) so far (atomic) */
 	uint32_t failed;   /* gen + 1 when its content could not be made at
 			    * that generation, else 0 (atomic) */
+	int64_t mtime_ns;  /* when its stored content last changed (a commit
+			    * or a followed change); 0: the container's
+			    * mtime when it was opened */
+	int64_t etime_ns;  /* its pending edit's last write */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
@@ -357,7 +361,8 @@ struct sv_stat {
 			 * sv_stat of the node gives it */
 	bool direct;    /* writes go to the format at once (an append-only
 			 * log): each write must reach it whole */
-	uint32_t mode;  /* full st_mode */
+	uint32_t mode;  /* full st_mode: permissions from the container's */
+	uint32_t uid, gid; /* the container's owner */
 	uint32_t nlink;
 	uint64_t size;
 	uint32_t gen;
@@ -453,6 +458,11 @@ int sv_commit(struct sv_container *c, sv_changed_fn changed, void *arg,
 /* Commits if node n has a pending edit, else does nothing. */
 int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn changed,
 	     void *arg, struct sv_err *err);
+/* Calls fn (lock held: it must not call back) with the path of each
+ * temporary file: files created under names the container does not take,
+ * held in memory only, which go when the container is freed.  Logs each.
+ * Returns how many there are. */
+int sv_temps(struct sv_container *c, void (*fn)(void *arg, const char *path), void *arg);
 /* Drops the pending edit of n (it reads as stored again). */
 void sv_discard(struct sv_container *c, uint32_t n);
 /* How many edits of n were dropped so far: a client that wrote to n and

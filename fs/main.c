@@ -23,11 +23,13 @@
 #include <unistd.h>
 
 struct cmdline {
-	char *container, *mountpoint;
+	char *container, *mountpoint, *extra;
 	char *cache, *format, *maxdecode, *maxedit, *readahead;
-	int ro, upgrade, help, version;
+	int ro, upgrade, help, version, allow_other;
 	int nonopt;
 };
+
+enum { KEY_RO = 1, KEY_ALLOW_OTHER };
 
 #define OPT(t, p) {t, offsetof(struct cmdline, p), 1}
 static const struct fuse_opt savefs_opts[] = {
@@ -36,7 +38,8 @@ static const struct fuse_opt savefs_opts[] = {
 	OPT("maxdecode=%s", maxdecode),
 	OPT("maxedit=%s", maxedit),
 	OPT("readahead=%s", readahead),
-	FUSE_OPT_KEY("ro", 1),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"upgrade", offsetof(struct cmdline, upgrade), 1},
 	FUSE_OPT_END,
 };
@@ -44,9 +47,13 @@ static const struct fuse_opt savefs_opts[] = {
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct cmdline *cl = data;
-	if (key == 1) {
+	if (key == KEY_RO) {
 		cl->ro = 1;
 		return 1; /* keep: the kernel marks the mount read-only too */
+	}
+	if (key == KEY_ALLOW_OTHER) {
+		cl->allow_other = 1;
+		return 1; /* kept, for libfuse */
 	}
 	if (key == FUSE_OPT_KEY_NONOPT) {
 		/* Both taken here: FUSE's parser would fail on a missing mount
@@ -55,8 +62,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 			cl->container = strdup(arg);
 		else if (cl->nonopt == 1)
 			cl->mountpoint = strdup(arg);
-		else
-			return 1;
+		else if (!cl->extra)
+			cl->extra = strdup(arg);
 		cl->nonopt++;
 		return 0;
 	}
@@ -74,6 +81,98 @@ static int parse_size_opt(const char *name, const char *val, uint64_t *out)
 	return 0;
 }
 
+/* libfuse's own messages, kept to be said in savefs's words. */
+static char fuse_said[1024];
+
+static void fuse_log_keep(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	size_t k = strlen(fuse_said);
+	if (k < sizeof fuse_said - 1)
+		vsnprintf(fuse_said + k, sizeof fuse_said - k, fmt, ap);
+}
+
+/* Options libfuse does not know fail here, as usage errors, before the
+ * container is opened: libfuse parses them on a copy of the arguments. */
+static int check_fuse_options(const struct fuse_args *args)
+{
+	struct fuse_args copy = FUSE_ARGS_INIT(0, NULL);
+	for (int i = 0; i < args->argc; i++)
+		fuse_opt_add_arg(&copy, args->argv[i]);
+	static const struct fuse_lowlevel_ops none;
+	fuse_said[0] = '\0';
+	fuse_set_log_func(fuse_log_keep);
+	struct fuse_session *se = fuse_session_new(&copy, &none, sizeof none, NULL);
+	fuse_set_log_func(NULL);
+	fuse_opt_free_args(&copy);
+	if (se) {
+		fuse_session_destroy(se);
+		return 0;
+	}
+	char *msg = fuse_said;
+	if (!strncmp(msg, "fuse: ", 6))
+		msg += 6;
+	size_t n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	fprintf(stderr, "savefs: %s (see savefs --help)\n", n ? msg : "bad options");
+	return -1;
+}
+
+/* Resolves the mount point to an absolute path (the daemon leaves the
+ * working directory, and an unmount at a signal must find it) and checks
+ * that nothing is mounted there.  0, or -1 with the reason said. */
+static int mount_point(const char *given, char **out)
+{
+	const char *why = NULL;
+	*out = realpath(given, NULL);
+	if (!*out) {
+		if (errno == ENOTCONN)
+			fprintf(stderr, "savefs: cannot mount on %s: a mount whose file system is "
+				"gone is there (%s): fusermount3 -u %s first\n", given,
+				strerror(errno), given);
+		else
+			fprintf(stderr, "savefs: cannot mount on %s: %s\n", given, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (stat(*out, &st))
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a directory";
+	FILE *f = why ? NULL : fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	while (f && !why && fgets(line, sizeof line, f)) {
+		/* id parent major:minor root MOUNTPOINT ...; octal escapes */
+		char *p = line;
+		for (int field = 0; field < 4 && p; field++)
+			p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+		if (!p)
+			continue;
+		char mp[4096];
+		size_t k = 0;
+		for (; *p && *p != ' ' && k < sizeof mp - 1; p++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
+				mp[k++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+				p += 3;
+			} else {
+				mp[k++] = *p;
+			}
+		}
+		mp[k] = '\0';
+		if (!strcmp(mp, *out))
+			why = "something is mounted there already (unmount it first)";
+	}
+	if (f)
+		fclose(f);
+	if (why) {
+		fprintf(stderr, "savefs: cannot mount on %s: %s\n", given, why);
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && sv_cli_is_verb(argv[1]))
@@ -86,6 +185,7 @@ int main(int argc, char **argv)
 	struct sv_container *c = NULL;
 	struct fuse_session *se = NULL;
 	struct fs fs = {0};
+	char *mnt = NULL;
 	int status = SV_EXIT_USAGE;
 
 	/* Decoded blobs are made in one worker thread and freed in another:
@@ -93,10 +193,17 @@ int main(int argc, char **argv)
 	 * bounds the resident size. */
 	mallopt(M_ARENA_MAX, 1);
 	sv_opts_init(&o);
-	if (fuse_opt_parse(&args, &cl, savefs_opts, opt_proc) == -1)
+	fuse_said[0] = '\0';
+	fuse_set_log_func(fuse_log_keep);
+	int parsed = fuse_opt_parse(&args, &cl, savefs_opts, opt_proc) == 0 &&
+		     fuse_parse_cmdline(&args, &fo) == 0;
+	fuse_set_log_func(NULL);
+	if (!parsed) {
+		char *msg = !strncmp(fuse_said, "fuse: ", 6) ? fuse_said + 6 : fuse_said;
+		msg[strcspn(msg, "\n")] = '\0';
+		fprintf(stderr, "savefs: %s (see savefs --help)\n", *msg ? msg : "bad options");
 		goto out;
-	if (fuse_parse_cmdline(&args, &fo) != 0)
-		goto out;
+	}
 	if (fo.show_help) {
 		sv_cli_usage();
 		status = SV_EXIT_OK;
@@ -107,8 +214,9 @@ int main(int argc, char **argv)
 		status = SV_EXIT_OK;
 		goto out;
 	}
-	if (fo.mountpoint || cl.nonopt > 2) {
-		fprintf(stderr, "savefs: too many arguments (see savefs --help)\n");
+	if (fo.mountpoint || cl.extra) {
+		fprintf(stderr, "savefs: too many arguments: `%s' after CONTAINER and MOUNTPOINT "
+			"(see savefs --help)\n", cl.extra ? cl.extra : fo.mountpoint);
 		goto out;
 	}
 	if (!cl.container || !cl.mountpoint) {
@@ -132,12 +240,17 @@ int main(int argc, char **argv)
 	}
 	o.read_only = cl.ro;
 	o.upgrade = cl.upgrade;
+	/* Other users are let in only as the container's modes allow. */
+	if (cl.allow_other)
+		fuse_opt_add_arg(&args, "-odefault_permissions");
+	if (check_fuse_options(&args))
+		goto out;
 
 	struct sv_err err;
 	sv_err_clear(&err);
 	int rc = sv_container_open(cl.container, &o, &c, &err);
 	if (rc) {
-		fprintf(stderr, "savefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+		sv_cli_open_error(cl.container, rc, &err);
 		status = sv_cli_open_exit(rc);
 		goto out;
 	}
@@ -154,21 +267,16 @@ int main(int argc, char **argv)
 	fs.timeout = 86400.0;
 	fs.cache_cap = o.cache_cap;
 	fs.one_thread = fo.singlethread;
-	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, &fs);
 	status = SV_EXIT_MOUNT;
-	struct stat mst;
-	const char *why = stat(cl.mountpoint, &mst) ? strerror(errno)
-			  : !S_ISDIR(mst.st_mode) ? "not a directory" : NULL;
-	if (why) {
-		fprintf(stderr, "savefs: cannot mount on %s: %s\n", cl.mountpoint, why);
+	if (mount_point(cl.mountpoint, &mnt))
 		goto out;
-	}
+	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, &fs);
 	if (!se)
 		goto out;
 	fs.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
-	if (fuse_session_mount(se, cl.mountpoint) != 0) {
+	if (fuse_session_mount(se, mnt) != 0) {
 		fprintf(stderr, "savefs: cannot mount on %s\n", cl.mountpoint);
 		goto out_signals;
 	}
@@ -184,7 +292,11 @@ int main(int argc, char **argv)
 		rc = fuse_session_loop_mt(se, lc);
 		fuse_loop_cfg_destroy(lc);
 	}
-	status = rc == 0 ? SV_EXIT_OK : SV_EXIT_MOUNT;
+	/* A stop by SIGINT, SIGTERM or SIGHUP (the loop returns its number)
+	 * is a clean one: unmounted, what is pending committed, exit 0. */
+	bool stopped = rc == SIGINT || rc == SIGTERM || rc == SIGHUP || rc == -SIGINT ||
+		       rc == -SIGTERM || rc == -SIGHUP;
+	status = rc == 0 || stopped ? SV_EXIT_OK : SV_EXIT_MOUNT;
 	/* The invalidation thread writes to the session's device: done with it
 	 * before the unmount closes that. */
 	fs_notify_stop(&fs);
@@ -200,9 +312,11 @@ out:
 		status = SV_EXIT_UNWRITTEN;
 	}
 	sv_container_free(c);
+	free(mnt);
 	free(fo.mountpoint);
 	free(cl.container);
 	free(cl.mountpoint);
+	free(cl.extra);
 	free(cl.cache);
 	free(cl.format);
 	free(cl.maxdecode);

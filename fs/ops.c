@@ -294,8 +294,8 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 	st->st_size = (off_t)s->size;
 	st->st_blksize = 65536;
 	st->st_blocks = (blkcnt_t)((s->size + 511) / 512);
-	st->st_uid = getuid();
-	st->st_gid = getgid();
+	st->st_uid = s->uid;
+	st->st_gid = s->gid;
 	st->st_mtim = s->mtime;
 	st->st_ctim = s->mtime;
 	st->st_atim = s->mtime;
@@ -471,6 +471,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		fprintf(stderr, "savefs: cannot start the invalidation thread\n");
 }
 
+static void say_discarded(void *arg, const char *path)
+{
+	fprintf(stderr, "savefs: %s was not part of the container and was discarded\n", path);
+}
+
 static void op_destroy(void *userdata)
 {
 	struct fs *fs = userdata;
@@ -478,6 +483,8 @@ static void op_destroy(void *userdata)
 	struct sv_err err;
 	if (sv_commit(fs->c, NULL, NULL, &err))
 		unwritten(fs, SV_NONE, &err);
+	/* Files the container has no place for go now: say which. */
+	sv_temps(fs->c, say_discarded, NULL);
 	fs_notify_stop(fs);
 }
 

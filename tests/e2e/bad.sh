@@ -26,7 +26,7 @@ for map in "$BAD"/*.map; do
 		timeout 10 "$SAVEFS" -f "$TMP/$name.map" "$m" 2> "$err" < /dev/null
 		rc=$?
 		expect_eq "$name: mount exit code" 5 "$rc"
-		expect_eq "$name: mount message" "savefs: $msg" "$(cat "$err")"
+		expect_eq "$name: mount message" "savefs: $TMP/$name.map: $msg" "$(cat "$err")"
 		san_check "savefs (mount of $name)" "$err"
 		is_mounted "$m" && fail "$name: mounted although its header is bad"
 		;;

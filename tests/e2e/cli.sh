@@ -39,7 +39,20 @@ expect_exit "unknown format" 4 "savefs: $TMP/text: not a container savefs knows 
 expect_exit "unknown format name" 2 "savefs: unknown format name \"zip\" (see --formats)" \
 	"$S" -o format=zip "$c" "$TMP/m"
 expect_exit "unsupported version" 5 \
-	"savefs: datafile: byte 4: version 5 is not supported (only 3 and 4)" "$S" "$TMP/v5.map" "$TMP/m"
+	"savefs: $TMP/v5.map: datafile: byte 4: version 5 is not supported (only 3 and 4)" \
+	"$S" "$TMP/v5.map" "$TMP/m"
+expect_exit "unknown mount option" 2 "savefs: unknown option(s): \`-o bogus' (see savefs --help)" \
+	"$S" -o bogus "$c" "$TMP/m"
+expect_exit "unknown short option" 2 "savefs: unknown option(s): \`-x' (see savefs --help)" \
+	"$S" -x "$c" "$TMP/m"
+expect_exit "misspelled long option" 2 \
+	"savefs: unknown option(s): \`--forground' (see savefs --help)" "$S" --forground "$c" "$TMP/m"
+expect_exit "an argument too many" 2 \
+	"savefs: too many arguments: \`extra' after CONTAINER and MOUNTPOINT (see savefs --help)" \
+	"$S" "$c" "$TMP/m" extra
+expect_exit "a bad value of a FUSE option" 2 \
+	"savefs: invalid parameter in option \`max_threads=x' (see savefs --help)" \
+	"$S" -o max_threads=x "$c" "$TMP/m"
 expect_exit "missing mount point" 6 "savefs: cannot mount on $TMP/none: No such file or directory" \
 	"$S" "$c" "$TMP/none"
 expect_exit "mount point is a file" 6 "savefs: cannot mount on $TMP/text: not a directory" \

@@ -557,7 +557,7 @@ PY
 /usr/bin/time -f '%M' -o "$d/rss" "$SAVEFS" info "$d/bomb.level" > /dev/null 2> "$d/err"
 rc=$?
 expect_eq "the gzip bomb is refused as malformed (exit 5)" 5 "$rc"
-expect_eq "its message" "savefs: doodle: gzip: more than 1073741824 bytes" "$(cat "$d/err")"
+expect_eq "its message" "savefs: $d/bomb.level: doodle: gzip: more than 1073741824 bytes" "$(cat "$d/err")"
 rss=$(tail -n 1 "$d/rss")
 check "the gzip bomb cost at most 200 MB (peak RSS $rss kB)" test "$rss" -lt 200000
 

@@ -269,8 +269,8 @@ static void header_case(const char *file, const char *msg, int code, const char 
 	char *argv[] = {(char *)savefs, "info", (char *)file, NULL};
 	char *out, *errs;
 	T_INT(code, run(argv, &out, NULL, &errs));
-	char want[SV_ERR_MAX + 16];
-	snprintf(want, sizeof want, "savefs: %s\n", msg);
+	char want[SV_ERR_MAX + 4200];
+	snprintf(want, sizeof want, "savefs: %s: %s\n", file, msg);
 	T_STR(want, errs);
 	T_STR("", out);
 	free(out);

@@ -719,6 +719,9 @@ static void end_and_check_stored(struct sv_container *c, struct sv_buf *orig)
 static void edit_and_commit(void)
 {
 	struct sv_buf orig = fresh(4, "DATA");
+	/* Modes follow the container's: 0640 gives 0640 files, 0440 views,
+	 * 0750 directories, owned by the container's owner. */
+	T_INT(0, chmod(mappath, 0640));
 	struct sv_container *c = open_file(mappath);
 	struct sv_err err;
 	uint32_t n = node_of(c, "items/5-layer/00001.bin");
@@ -726,9 +729,12 @@ static void edit_and_commit(void)
 	struct sv_stat st;
 	T_INT(0, sv_stat(c, n, &st));
 	T_OK(st.writable);
-	T_UINT(S_IFREG | 0644, st.mode);
+	T_UINT(S_IFREG | 0640, st.mode);
+	T_UINT(getuid(), st.uid);
 	T_INT(0, sv_stat(c, node_of(c, "header.json"), &st));
-	T_UINT(S_IFREG | 0444, st.mode);
+	T_UINT(S_IFREG | 0440, st.mode);
+	T_INT(0, sv_stat(c, SV_ROOT, &st));
+	T_UINT(S_IFDIR | 0750, st.mode);
 
 	/* Nothing pending: a commit does nothing. */
 	struct stat before, after;
