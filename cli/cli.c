@@ -30,15 +30,17 @@ bool sv_cli_is_verb(const char *arg)
 
 void sv_cli_usage(void)
 {
-	printf("usage: savefs [-f] [-d] [-o OPT[,OPT...]] CONTAINER MOUNTPOINT\n"
+	printf("usage: savefs [-f] [-d] [-s] [-o OPT[,OPT...]] CONTAINER MOUNTPOINT\n"
 	       "       savefs ls [-l] [-R] [-a] CONTAINER [PATH]\n"
 	       "       savefs cat CONTAINER PATH\n"
 	       "       savefs extract CONTAINER DIR\n"
 	       "       savefs info CONTAINER\n"
-	       "       savefs --help | --version | --formats\n"
+	       "       savefs -h | --help | -V | --version | --formats\n"
 	       "\n"
 	       "Mounts a game save container as a directory, or lists, prints and\n"
-	       "extracts the same tree without FUSE.  Unmount with fusermount3 -u.\n"
+	       "extracts the same tree without FUSE.  Unmount with fusermount3 -u,\n"
+	       "or stop the daemon with SIGINT or SIGTERM (what is pending is\n"
+	       "committed).  The format is sniffed from the container's bytes.\n"
 	       "\n"
 	       "mount options:\n"
 	       "  -f                 stay in the foreground\n"
@@ -53,17 +55,28 @@ void sv_cli_usage(void)
 	       "                     directory in order (default 8, 0 = off)\n"
 	       "  -o upgrade         commits write the newest container version (a v1/v2\n"
 	       "                     Sketchy Maze drawing becomes a zip with RLE chunks)\n"
-	       "  -o allow_other, -o default_permissions, ...  passed to FUSE\n"
+	       "  -o allow_other     other users may use the mount, as the container's\n"
+	       "                     own modes allow: files show the container's modes\n"
+	       "                     and owner, and default_permissions is added, so\n"
+	       "                     the kernel enforces them\n"
+	       "  -o default_permissions  the kernel checks modes (with allow_other: always)\n"
+	       "  -o max_threads=N   at most N threads serve requests (default 10)\n"
+	       "  -o max_idle_threads=N  threads kept waiting for requests\n"
+	       "  -o clone_fd        one /dev/fuse descriptor per thread\n"
+	       "  -o OPT             other FUSE mount options (nosuid, nodev, noexec,\n"
+	       "                     fsname=..., auto_unmount, ...) are passed to FUSE;\n"
+	       "                     an unknown one is a usage error\n"
 	       "  SIZE takes K, M, G suffixes.\n"
 	       "\n"
 	       "exit codes:\n"
-	       "  0  success\n"
+	       "  0  success (also a stop by SIGINT, SIGTERM or SIGHUP)\n"
 	       "  1  other failure (out of memory, cannot write output)\n"
 	       "  2  usage: bad command line or option\n"
-	       "  3  cannot open the container (missing, permission, I/O)\n"
+	       "  3  cannot open the container (missing, permission, I/O, or mounted\n"
+	       "     read-write elsewhere)\n"
 	       "  4  unknown format: no format recognises the container\n"
 	       "  5  malformed container (or a version not supported)\n"
-	       "  6  mount failed\n"
+	       "  6  mount failed (bad mount point, or something mounted there)\n"
 	       "  7  a path in the container is missing or a file is unreadable\n"
 	       "  8  an edit could not be written after its file was closed (at its\n"
 	       "     last release or at unmount; the reason was printed)\n");
@@ -530,6 +543,7 @@ int sv_cli_main(int argc, char **argv)
 		}
 	} else if (!strcmp(verb, "info")) {
 		struct sv_blob *b = NULL;
+		count_files(c, SV_ROOT); /* every lazy directory listed: all counted */
 		if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &b, NULL))
 			fwrite(b->data, 1, b->len, stdout);
 		sv_blob_unref(b);

@@ -157,9 +157,11 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
-	c->fd = open(c->path, O_RDWR | O_CLOEXEC);
-	if (c->fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM ||
-			  errno == ETXTBSY)) {
+	int why = 0; /* why a read-write open was refused */
+	c->fd = opts->read_only ? -1 : open(c->path, O_RDWR | O_CLOEXEC);
+	if (opts->read_only || (c->fd < 0 && (errno == EACCES || errno == EROFS ||
+					      errno == EPERM || errno == ETXTBSY))) {
+		why = opts->read_only ? 0 : errno;
 		c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
 		c->read_only = true;
 	}
@@ -170,6 +172,8 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 	rc = open_common(c, path, opts, err);
 	if (rc)
 		goto fail;
+	if (why)
+		sv_warn(c, "%s cannot be written (%s): mounted read-only", c->path, strerror(why));
 	if (!c->read_only)
 		prepare_dir(c);
 	if (!c->read_only) {

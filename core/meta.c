@@ -74,10 +74,12 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_t *o = json_object();
 	if (!o)
 		return -ENOMEM;
+	/* What the mount shows below its root, /.savefs/ aside (the entries
+	 * of a lazy directory once it was first listed). */
 	uint32_t files = 0, dirs = 0;
-	for (uint32_t i = 0; i < c->nnodes; i++) {
+	for (uint32_t i = 1; i < c->nnodes; i++) {
 		const struct sv_node *n = &c->nodes[i];
-		if (n->flags & (SV_N_GONE | SV_N_META | SV_N_TEMP) || i == c->meta_dir)
+		if (n->flags & (SV_N_GONE | SV_N_META) || i == c->meta_dir)
 			continue;
 		if (n->flags & SV_N_DIR)
 			dirs++;
