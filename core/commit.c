@@ -221,10 +221,12 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 }
 
 /* Drops node i's pending edit; write lock held. */
-void sv_discard_locked(struct sv_container *c, uint32_t i)
+/* Ends node i's edit: it reads as stored again; `dropped`: the edit is
+ * lost (its writers must not go on), not merely done with. */
+static void end_edit(struct sv_container *c, uint32_t i, bool dropped)
 {
 	struct sv_node *n = &c->nodes[i];
-	if (n->flags & (SV_N_NEW | SV_N_DIRTY))
+	if (dropped && (n->flags & (SV_N_NEW | SV_N_DIRTY)))
 		__atomic_add_fetch(&n->drops, 1, __ATOMIC_RELEASE);
 	if (n->flags & SV_N_NEW) {
 		sv_node_drop(c, i);
@@ -240,6 +242,27 @@ void sv_discard_locked(struct sv_container *c, uint32_t i)
 	}
 }
 
+void sv_discard_locked(struct sv_container *c, uint32_t i)
+{
+	end_edit(c, i, true);
+}
+
+int sv_view_same(struct sv_container *c, uint32_t i, const uint8_t *p, size_t len,
+		 struct sv_err *err)
+{
+	struct sv_blob *b = NULL;
+	struct sv_err e;
+	sv_err_clear(&e);
+	int rc = c->fmt->load(c, i, &b, &e);
+	if (rc)
+		rc = sv_err_set(err, -EIO, "%s", e.msg[0] ? e.msg : "cannot be read");
+	else if (b->len != len || (len && memcmp(b->data, p, len)))
+		rc = sv_err_set(err, -EPERM, "this file is a view of the container: it cannot be "
+				"written, except with the very bytes it shows");
+	sv_blob_unref(b);
+	return rc;
+}
+
 /* Validates every pending edit, dropping those refused; write lock held. */
 static int validate(struct sv_container *c, struct changed_list *changed,
 		    struct sv_err *err)
@@ -247,11 +270,30 @@ static int validate(struct sv_container *c, struct changed_list *changed,
 	int rc = 0;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		struct sv_node *n = &c->nodes[i];
-		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY) ||
-		    !c->fmt->check)
+		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY))
 			continue;
 		struct sv_err e;
 		sv_err_clear(&e);
+		if (n->flags & SV_N_RO) {
+			/* A view written with the bytes it shows: nothing to do. */
+			int r = sv_view_same(c, i, n->pending.p, n->pending.len, &e);
+			if (!r) {
+				end_edit(c, i, false);
+				sv_changed_add(changed, i);
+				continue;
+			}
+			e.code = r;
+			sv_log_failure(c, i, "refused", &e);
+			sv_discard_locked(c, i);
+			sv_changed_add(changed, i);
+			if (!rc) {
+				rc = r;
+				*err = e;
+			}
+			continue;
+		}
+		if (!c->fmt->check)
+			continue;
 		int r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
 		if (!r)
 			continue;

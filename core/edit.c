@@ -34,7 +34,7 @@ static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 		return 0; /* in memory only */
 	if (c->read_only)
 		return sv_err_set(err, -EROFS, "the container is mounted read-only");
-	if (n->flags & (SV_N_RO | SV_N_META))
+	if ((n->flags & SV_N_META) || ((n->flags & SV_N_RO) && !sv_view(n)))
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	if (n->flags & SV_N_DIRECT)
 		return sv_err_set(err, -EPERM, "this file can only be appended to, at its end");
@@ -406,6 +406,25 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 		int rc = can_edit(c, j, err);
 		if (rc)
 			return rc;
+		if (d->flags & SV_N_RO) {
+			/* A view: only the bytes it shows may be put there; then
+			 * node i simply becomes the view, unedited. */
+			rc = sv_view_same(c, j, n->pending.p, n->pending.len, err);
+			if (rc) {
+				sv_log_failure(c, j, "refused", err);
+				return rc;
+			}
+			n->key = d->key;
+			n->stored_size = d->stored_size;
+			n->flags = d->flags & ~(SV_N_NEW | SV_N_TEMP);
+			sv_buf_fini(&n->pending);
+			n->size = d->size;
+			__atomic_store_n(&n->sized, __atomic_load_n(&d->sized, __ATOMIC_ACQUIRE),
+					 __ATOMIC_RELEASE);
+			n->gen++;
+			rc = take_place(c, i, j);
+			return rc ? sv_err_set(err, rc, "out of memory") : 1;
+		}
 		if (c->fmt->check) {
 			rc = c->fmt->check(c, j, n->pending.p, n->pending.len, err);
 			if (rc) {

@@ -217,6 +217,17 @@ int sv_direct_end(struct sv_container *c, uint32_t i, uint32_t count, int rc,
 int sv_reindex(struct sv_container *c, struct changed_list *changed, struct sv_err *err);
 /* Drops node i's pending edit: it reads as stored again. */
 void sv_discard_locked(struct sv_container *c, uint32_t i);
+/* 0 if p[0..len) is what the view i shows now, else -EPERM (or -EIO)
+ * with the reason. */
+int sv_view_same(struct sv_container *c, uint32_t i, const uint8_t *p, size_t len,
+		 struct sv_err *err);
+/* A read-only view that takes a write of the bytes it shows (a restore
+ * that copies views too): a file of the container's, not a stream. */
+static inline bool sv_view(const struct sv_node *n)
+{
+	return (n->flags & (SV_N_RO | SV_N_META | SV_N_DIR | SV_N_STREAM | SV_N_DIRECT)) ==
+	       SV_N_RO;
+}
 int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc, struct sv_err *err);
 /* Takes the write lock, runs pre (1: nothing to commit), commits, tells fn
  * of the changed nodes, lets the lock go (no lock held on entry). */

@@ -361,6 +361,8 @@ struct sv_stat {
 			 * sv_stat of the node gives it */
 	bool direct;    /* writes go to the format at once (an append-only
 			 * log): each write must reach it whole */
+	bool view;      /* a read-only view: a write is accepted only if it
+			 * leaves the bytes as they are (a restore) */
 	uint32_t mode;  /* full st_mode: permissions from the container's */
 	uint32_t uid, gid; /* the container's owner */
 	uint32_t nlink;

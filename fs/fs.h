@@ -12,6 +12,7 @@
 #include "savefs.h"
 
 struct fs_notify; /* queue of kernel cache invalidations (ops.c) */
+struct fh;        /* an open file (ops.c) */
 
 struct fs {
 	struct sv_container *c;       /* owned by main.c */
@@ -23,6 +24,9 @@ struct fs {
 				       * request to be answered */
 	unsigned unwritten;           /* edits whose commit failed where no
 				       * caller could be told (atomic) */
+	pthread_mutex_t open_lock;    /* protects open_files */
+	struct fh *open_files;        /* every open file, for those the kernel
+				       * never releases (a stop by signal) */
 };
 
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -346,6 +346,7 @@ static int reply_entry_for(fuse_req_t req, uint32_t n)
  * so a half-written file never lands mixed with the stored one.
  */
 struct fh {
+	struct fh *prev, *next; /* in fs->open_files */
 	uint32_t node;
 	bool wrote;            /* written since its last close committed */
 	bool changed;          /* changed, and not committed yet */
@@ -363,13 +364,19 @@ static struct fh *FH(struct fuse_file_info *fi)
 	return (struct fh *)(uintptr_t)fi->fh;
 }
 
-static int fh_new(struct fuse_file_info *fi, uint32_t node)
+static int fh_new(struct fs *fs, struct fuse_file_info *fi, uint32_t node)
 {
 	struct fh *h = calloc(1, sizeof *h);
 	if (!h)
 		return -ENOMEM;
 	h->node = node;
 	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_lock(&fs->open_lock);
+	h->next = fs->open_files;
+	if (h->next)
+		h->next->prev = h;
+	fs->open_files = h;
+	pthread_mutex_unlock(&fs->open_lock);
 	fi->fh = (uintptr_t)h;
 	return 0;
 }
@@ -440,10 +447,18 @@ static void unwritten(struct fs *fs, uint32_t node, const struct sv_err *err)
 	__atomic_add_fetch(&fs->unwritten, 1, __ATOMIC_RELAXED);
 }
 
-static void fh_free(struct fh *h)
+static void fh_free(struct fs *fs, struct fh *h)
 {
 	if (!h)
 		return;
+	pthread_mutex_lock(&fs->open_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->open_files = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->open_lock);
 	sv_blob_unref(h->big);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -454,6 +469,7 @@ static void fh_free(struct fh *h)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
+	pthread_mutex_init(&fs->open_lock, NULL);
 	if (conn->capable & FUSE_CAP_READDIRPLUS) {
 		conn->want |= FUSE_CAP_READDIRPLUS;
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
@@ -485,6 +501,13 @@ static void op_destroy(void *userdata)
 		unwritten(fs, SV_NONE, &err);
 	/* Files the container has no place for go now: say which. */
 	sv_temps(fs->c, say_discarded, NULL);
+	/* Opens the kernel will never release (the daemon was stopped while
+	 * they were open): their edits were committed above. */
+	while (fs->open_files) {
+		struct fh *h = fs->open_files;
+		sv_release(fs->c, h->node);
+		fh_free(fs, h);
+	}
 	fs_notify_stop(fs);
 }
 
@@ -653,15 +676,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!rc && s.dir)
 		rc = -EISDIR;
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
-	if (!rc && wr && !s.writable)
+	/* A view opens for writing, to take back the bytes it shows (a
+	 * restore): anything else is refused at close. */
+	if (!rc && wr && !s.writable && !s.view)
 		rc = sv_container_read_only(fs->c) ? -EROFS : -EACCES;
 	struct sv_err err;
 	if (!rc && wr && (fi->flags & O_TRUNC))
 		rc = sv_truncate(fs->c, node, 0, &err);
 	if (!rc)
-		rc = fh_new(fi, node);
+		rc = fh_new(fs, fi, node);
 	if (!rc && (rc = sv_open(fs->c, node)))
-		fh_free(FH(fi));
+		fh_free(fs, FH(fi));
 	if (!rc)
 		FH(fi)->stream = s.stream;
 	if (!rc && wr && (fi->flags & O_TRUNC))
@@ -808,7 +833,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	if (h)
 		sv_release(fs->c, h->node);
-	fh_free(h);
+	fh_free(fs, h);
 	fuse_reply_err(req, 0);
 }
 
@@ -828,8 +853,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		reply_err(req, rc);
 		return;
 	}
-	if (fh_new(fi, n) || sv_open(fs->c, n)) {
-		fh_free(FH(fi));
+	fi->fh = 0;
+	if (fh_new(fs, fi, n) || sv_open(fs->c, n)) {
+		fh_free(fs, FH(fi));
 		reply_err(req, -ENOMEM);
 		return;
 	}
@@ -838,7 +864,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fi->keep_cache = 1;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		sv_release(fs->c, n);
-		fh_free(FH(fi));
+		fh_free(fs, FH(fi));
 	}
 }
 

@@ -566,9 +566,6 @@ static int make_header_json(struct df *d)
 
 static int build_tree(struct sv_container *c, struct df *d)
 {
-	if (sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED, d->header_len,
-			KEY(K_HEADER, 0)) == SV_NONE)
-		return -ENOMEM;
 	d->items_dir = sv_node_add(c, SV_ROOT, "items", SV_N_DIR, 0, 0);
 	d->data_dir = sv_node_add(c, SV_ROOT, "data", SV_N_DIR, 0, 0);
 	if (d->items_dir == SV_NONE || d->data_dir == SV_NONE)
@@ -606,6 +603,11 @@ static int build_tree(struct sv_container *c, struct df *d)
 				d->data[i].raw, KEY(K_DATA, i)) == SV_NONE)
 			return -ENOMEM;
 	}
+	/* Listed after what it describes: a tool that copies the tree back in
+	 * listing order (tar) restores the items before it meets this view. */
+	if (sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED, d->header_len,
+			KEY(K_HEADER, 0)) == SV_NONE)
+		return -ENOMEM;
 	return 0;
 }
 

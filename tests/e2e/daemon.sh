@@ -208,4 +208,84 @@ expect_eq "savefs info counts the directories the mount shows" "\"directories\":
 	"$(echo "$info" | grep -o '"directories": [0-9]*,')"
 umount_sv "$d/m"
 
+# ---- restoring a backup into a mount ---------------------------------------------------
+
+# change_level MNT: edits, removes and adds entries of a mounted level.
+change_level()
+{
+	local m=$1 a b
+	a=$(cd "$m/chunks/0" && ls -- *.txt | head -1)
+	b=$(cd "$m/chunks/0" && ls -- *.txt | sed -n 2p)
+	sed -i '$s/./0/g' "$m/chunks/0/$a" || fail "restore: sed -i of a chunk failed"
+	rm -- "$m/chunks/0/$b" || fail "restore: rm of a chunk failed"
+	sed -i 's/"title": "[^"]*"/"title": "changed"/' "$m/level.json" || fail "restore: sed -i level.json failed"
+	printf 'other bytes\n' > "$m/assets/screenshots/large.png"
+}
+
+# change_map MNT: edits and removes entries of a mounted map.
+change_map()
+{
+	local m=$1
+	printf '\007\000\000\000' > "$m/items/5-layer/00000.bin"
+	printf 'new data\n' > "$m/data/00001.bin"
+	rm -- "$m/items/5-layer/00001.bin" || fail "restore: rm of an item failed"
+}
+
+# restore LABEL CONTAINER CHANGE HOW: backs the mounted tree up, changes
+# it, restores it with HOW (tar or rsync), and checks every file of the
+# backup reads as backed up, in the mount and after a remount.
+restore()
+{
+	local label=$1 c=$2 change=$3 how=$4 d=$W/restore-$1-$4
+	mkdir -p "$d/m" "$d/b"
+	cp -- "$c" "$d/c${c##*/}"
+	c=$d/c${c##*/}
+	mount_sv "$c" "$d/m" || return
+	tree_listing "$d/m" > "$d/before.tree"
+	if [ "$how" = tar ]; then
+		tar -cf "$d/backup.tar" -C "$d/m" --exclude=./.savefs . || fail "$label: tar c failed"
+	else
+		rsync -a --exclude=.savefs "$d/m/" "$d/b/" || fail "$label: rsync to the backup failed"
+	fi
+	"$change" "$d/m"
+	tree_listing "$d/m" > "$d/changed.tree"
+	check "$label: the change changed the tree" sh -c "! cmp -s '$d/before.tree' '$d/changed.tree'"
+	if [ "$how" = tar ]; then
+		check "$label: tar --overwrite -xf restores without an error" \
+			tar --overwrite -xf "$d/backup.tar" -C "$d/m"
+	else
+		check "$label: rsync -a restores without an error" \
+			rsync -a --exclude=.savefs "$d/b/" "$d/m/"
+	fi
+	tree_listing "$d/m" > "$d/after.tree"
+	expect_same_text "$label ($how): every file reads as backed up" "$d/before.tree" "$d/after.tree"
+	remount_sv "$d/m" || return
+	tree_listing "$d/m" > "$d/after2.tree"
+	expect_same_text "$label ($how): and so after a remount" "$d/before.tree" "$d/after2.tree"
+	umount_sv "$d/m"
+}
+
+"$MKDOODLE" level "$W/r.level" --container zip --count 4 --size 16 --assets 1 --seed 12 > /dev/null ||
+	die "mkdoodle failed"
+restore level "$W/r.level" change_level tar
+restore level "$W/r.level" change_level rsync
+restore map "$W/base.map" change_map tar
+
+# A view written with other bytes than it shows is refused at close.
+d=$W/view
+mkdir -p "$d/m"
+cp -- "$W/base.map" "$d/c.map"
+mount_sv "$d/c.map" "$d/m" || die "mount failed"
+cp -- "$d/m/header.json" "$d/header.json"
+expect_eq "a view written with its own bytes: accepted" ok "$(py_write "$d/m/header.json" "$d/header.json")"
+printf 'x\n' > "$d/x"
+expect_eq "a view written with other bytes: refused at close" "close EPERM" \
+	"$(py_write "$d/m/header.json" "$d/x")"
+expect_same_file "the view is as it was" "$d/header.json" "$d/m/header.json"
+check "the log says why" grep -q \
+	"refused header.json: this file is a view of the container: it cannot be written, except with the very bytes it shows" \
+	"$d/m/.savefs/log"
+umount_sv "$d/m"
+check "the container is as it was" cmp -s "$W/base.map" "$d/c.map"
+
 finish

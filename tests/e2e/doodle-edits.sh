@@ -676,7 +676,9 @@ expect_eq "pack: levels/v2.level: chunk ${nv[0]} is gone" none "${jc[1]:-}"
 snap "$W/after.members"
 
 # index.json is read-only; drawings cannot be added or removed.
-{ printf '{}\n' > "$M/index.json"; } 2> "$W/op.err" && fail "pack: > index.json succeeded"
+printf '{}\n' > "$W/empty.json"
+expect_eq "pack: index.json written with other bytes: refused at close" "close EPERM" \
+	"$(py_write "$M/index.json" "$W/empty.json")"
 rmdir -- "$M/levels/v2" 2> /dev/null && fail "pack: rmdir levels/v2 succeeded"
 mkdir -- "$M/levels/new" 2> /dev/null && fail "pack: mkdir levels/new succeeded"
 cp -- "$fx/v2.level" "$M/levels/" 2> /dev/null

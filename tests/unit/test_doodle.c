@@ -2884,7 +2884,9 @@ static void levelpack_writeback(void)
 	struct sv_container *c = open_file(dpath);
 	struct sv_err err;
 	sv_err_clear(&err);
-	T_INT(-EPERM, sv_write(c, node_of(c, "index.json"), 0, "{", 1, &err));
+	T_INT(0, sv_truncate(c, node_of(c, "index.json"), 0, &err));
+	T_INT(0, sv_write(c, node_of(c, "index.json"), 0, "{", 1, &err));
+	T_INT(-EPERM, sv_flush(c, node_of(c, "index.json"), NULL, NULL, &err));
 	struct nodes nd;
 	memset(&nd, 0, sizeof nd);
 	remember(c, &nd, "levels/b");
