@@ -285,6 +285,9 @@ expect_same_file "the view is as it was" "$d/header.json" "$d/m/header.json"
 check "the log says why" grep -q \
 	"refused header.json: this file is a view of the container: it cannot be written, except with the very bytes it shows" \
 	"$d/m/.savefs/log"
+out=$(ln -- "$d/m/data/00000.bin" "$d/m/data/00000.bin~" 2>&1)
+expect_eq "a hard link is refused" \
+	"ln: failed to create hard link '$d/m/data/00000.bin~' => '$d/m/data/00000.bin': Operation not permitted" "$out"
 umount_sv "$d/m"
 check "the container is as it was" cmp -s "$W/base.map" "$d/c.map"
 
