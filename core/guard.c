@@ -42,8 +42,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-/* How long a commit waits for another holder of the container's lock. */
+/* How long a commit waits for another holder of the container's lock, and
+ * a read-write open for a mount that is going away. */
 #define LOCK_WAIT_MS 2000
+#define CLAIM_WAIT_MS 1000
 /* Containers up to this size are fingerprinted at once (a few ms, mostly
  * from the page cache the open just filled), larger ones by the worker. */
 #define FP_AT_ONCE (16ull << 20)
@@ -89,12 +91,19 @@ int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err)
 
 int sv_guard_claim(struct sv_container *c, struct sv_err *err)
 {
-	if (!flock(c->fd, LOCK_EX | LOCK_NB)) {
-		flock(c->fd, LOCK_SH | LOCK_NB);
-		return 0;
+	/* A mount just unmounted lets go when its daemon exits, a moment
+	 * after fusermount3 -u returns: wait for that, a little. */
+	for (int waited = 0;; waited += 10) {
+		if (!flock(c->fd, LOCK_EX | LOCK_NB)) {
+			flock(c->fd, LOCK_SH | LOCK_NB);
+			return 0;
+		}
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return 0; /* a file system without flock: nothing to share */
+		if (waited >= CLAIM_WAIT_MS)
+			break;
+		nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
 	}
-	if (errno != EWOULDBLOCK)
-		return 0; /* a file system without flock: nothing to share */
 	return sv_err_set(err, -EBUSY, "mounted read-write by another savefs (or locked "
 			  "by another program): unmount that first, or mount with -o ro");
 }
