@@ -274,27 +274,18 @@ static int validate(struct sv_container *c, struct changed_list *changed,
 			continue;
 		struct sv_err e;
 		sv_err_clear(&e);
+		int r = 0;
 		if (n->flags & SV_N_RO) {
 			/* A view written with the bytes it shows: nothing to do. */
-			int r = sv_view_same(c, i, n->pending.p, n->pending.len, &e);
+			r = sv_view_same(c, i, n->pending.p, n->pending.len, &e);
 			if (!r) {
 				end_edit(c, i, false);
 				sv_changed_add(changed, i);
 				continue;
 			}
-			e.code = r;
-			sv_log_failure(c, i, "refused", &e);
-			sv_discard_locked(c, i);
-			sv_changed_add(changed, i);
-			if (!rc) {
-				rc = r;
-				*err = e;
-			}
-			continue;
+		} else if (c->fmt->check) {
+			r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
 		}
-		if (!c->fmt->check)
-			continue;
-		int r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
 		if (!r)
 			continue;
 		e.code = r;

@@ -202,18 +202,23 @@ ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)
 	return real(fd, iov, n, off, flags);
 }
 
+/* open and open64: the mode is there only with O_CREAT or O_TMPFILE. */
+static int open_as(int (*real)(const char *, int, ...), const char *path, int flags,
+		   va_list ap)
+{
+	mode_t mode = flags & (O_CREAT | O_TMPFILE) ? va_arg(ap, mode_t) : 0;
+	FAIL_IF("open", path_matches(path), -1);
+	return real(path, flags, mode);
+}
+
 int open(const char *path, int flags, ...)
 {
 	REAL(int, "open", const char *, int, ...);
-	mode_t mode = 0;
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	FAIL_IF("open", path_matches(path), -1);
-	return real(path, flags, mode);
+	va_list ap;
+	va_start(ap, flags);
+	int fd = open_as(real, path, flags, ap);
+	va_end(ap);
+	return fd;
 }
 
 /* The names a program built with _FILE_OFFSET_BITS=64 calls. */
@@ -248,13 +253,9 @@ ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off64_t off, int fla
 int open64(const char *path, int flags, ...)
 {
 	REAL(int, "open64", const char *, int, ...);
-	mode_t mode = 0;
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	FAIL_IF("open", path_matches(path), -1);
-	return real(path, flags, mode);
+	va_list ap;
+	va_start(ap, flags);
+	int fd = open_as(real, path, flags, ap);
+	va_end(ap);
+	return fd;
 }
