@@ -549,13 +549,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		rc = h && attr->st_size ? fh_check(fs, h) : 0;
 		if (!rc && h)
 			fh_change(fs, h, attr->st_size == 0);
+		uint32_t node = h ? h->node : sv_current(fs->c, NODE(ino));
 		if (!rc)
-			rc = sv_truncate(fs->c, NODE(ino), (uint64_t)attr->st_size, &err);
+			rc = sv_truncate(fs->c, node, (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
 		if (!rc && h)
 			fh_wrote(h, req);
 		if (!rc && !fi)
-			rc = sv_flush(fs->c, NODE(ino), on_changed, &ch, &err);
+			rc = sv_flush(fs->c, node, on_changed, &ch, &err);
 		live_sink = NULL;
 		publish(&ch, false, ino);
 	}
