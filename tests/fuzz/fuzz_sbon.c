@@ -1,0 +1,80 @@
+/*
+ * fuzz_sbon.c - libFuzzer target for Starbound's SBON and versioned JSON
+ * (core/fmt/sbon.c).
+ *
+ * The first byte says how to read the rest: even, one SBON value; odd, one
+ * versioned JSON value.  For what reads (abort() otherwise: real
+ * invariants):
+ *   - a failure is -EBADMSG with a reason "byte N: ..." or -ENOMEM;
+ *   - what was read, written back, reads again, and writing that gives
+ *     the same bytes again (SBON has one encoding of a value savefs
+ *     writes: the second write is canonical).  Values are compared by
+ *     their bytes: jansson's json_equal stops keys at a NUL, which SBON
+ *     keys may hold;
+ *   - reading never goes past the input (the bounded reader).
+ *
+ * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
+ * driver replay.c for `meson test` (fuzz-replay-sbon).
+ */
+#include "fmt/sbon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fail(const char *what, const char *msg)
+{
+	fprintf(stderr, "fuzz_sbon: %s%s%s\n", what, msg ? ": " : "", msg ? msg : "");
+	abort();
+}
+
+typedef int (*read_fn)(struct sv_rd *, json_t **, struct sv_err *);
+typedef int (*write_fn)(struct sv_buf *, const json_t *, struct sv_err *);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!size)
+		return 0;
+	bool versioned = data[0] & 1;
+	read_fn rd = versioned ? sv_vjson_read : sv_sbon_read;
+	write_fn wr = versioned ? sv_vjson_write : sv_sbon_write;
+	struct sv_rd r;
+	sv_rd_init(&r, data + 1, size - 1);
+	json_t *v = NULL;
+	struct sv_err err;
+	sv_err_clear(&err);
+	int rc = rd(&r, &v, &err);
+	if (rc) {
+		if (v)
+			fail("a failed read left a value", NULL);
+		if (rc == -ENOMEM)
+			return 0;
+		if (rc != -EBADMSG || strncmp(err.msg, "byte ", 5))
+			fail("a read failed without a reason", err.msg);
+		return 0;
+	}
+	if (r.off > size - 1)
+		fail("read past the input", NULL);
+	struct sv_buf a, b;
+	sv_buf_init(&a);
+	sv_buf_init(&b);
+	if (wr(&a, v, &err))
+		fail("what was read cannot be written", err.msg);
+	struct sv_rd r2;
+	sv_rd_init(&r2, a.p, a.len);
+	json_t *w = NULL;
+	if (rd(&r2, &w, &err))
+		fail("what was written cannot be read", err.msg);
+	if (r2.off != a.len)
+		fail("what was written is longer than its value", NULL);
+	if (wr(&b, w, &err) || b.len != a.len || memcmp(a.p, b.p, a.len))
+		fail("a second write gave other bytes", NULL);
+	json_decref(v);
+	json_decref(w);
+	sv_buf_fini(&a);
+	sv_buf_fini(&b);
+	return 0;
+}
