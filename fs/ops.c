@@ -525,7 +525,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
-	int rc = sv_stat(fs->c, sv_current(fs->c, NODE(ino)), &s);
+	int rc = sv_stat(fs->c, NODE(ino), &s);
+	if (rc == -ESTALE) /* replaced by a rename: the file with its name */
+		rc = sv_stat(fs->c, sv_current(fs->c, NODE(ino)), &s);
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -672,8 +674,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* A node replaced since the kernel looked its name up: the file that
 	 * has the name now (its pages are not the old inode's: past the
 	 * page cache). */
-	uint32_t node = sv_current(fs->c, NODE(ino));
+	uint32_t node = NODE(ino);
 	int rc = sv_stat(fs->c, node, &s);
+	if (rc == -ESTALE)
+		rc = sv_stat(fs->c, node = sv_current(fs->c, node), &s);
 	if (!rc && s.dir)
 		rc = -EISDIR;
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;

@@ -270,6 +270,11 @@ restore()
 	remount_sv "$d/m" || return
 	tree_listing "$d/m" > "$d/after2.tree"
 	expect_same_text "$label ($how): and so after a remount" "$d/before.tree" "$d/after2.tree"
+	# The restored container, read by the independent decoder.
+	case $c in
+	*.map) check_decoder "$c" "$d/m" "$d/after2.tree" ;;
+	*.level) check_ddecode "$c" "$d/m" "$d/after2.tree" ;;
+	esac
 	umount_sv "$d/m"
 }
 

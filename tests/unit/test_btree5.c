@@ -172,83 +172,95 @@ static int note(void *arg, const uint8_t *key, const struct sv_bt5_loc *loc)
 	return 0;
 }
 
+/* A database's records and what a walk of it saw. */
+struct db {
+	int n;
+	uint8_t (*keys)[KS];
+	struct sv_buf *vals;
+	struct bld b;
+	struct seen s;
+};
+
+static void db_init(struct db *d, int n)
+{
+	d->n = n;
+	d->keys = malloc((size_t)n * KS);
+	d->vals = calloc((size_t)n, sizeof *d->vals);
+	/* Room for a damaged tree that gives records twice. */
+	d->s = (struct seen){0, malloc((size_t)n * 4 * KS),
+			     malloc((size_t)n * 4 * sizeof(struct sv_bt5_loc))};
+}
+
+static void db_fini(struct db *d)
+{
+	for (int i = 0; i < d->n; i++)
+		sv_buf_fini(&d->vals[i]);
+	free(d->s.keys);
+	free(d->s.locs);
+	free(d->keys);
+	free(d->vals);
+	sv_buf_fini(&d->b.f);
+}
+
 static void records(int n, int per_leaf, int fanout, size_t big_every)
 {
-	uint8_t (*keys)[KS] = malloc((size_t)n * KS);
-	struct sv_buf *vals = calloc((size_t)n, sizeof *vals);
+	struct db d;
+	db_init(&d, n);
 	for (int i = 0; i < n; i++) {
-		keys[i][0] = 1;
-		put32(keys[i] + 1, (uint32_t)i * 7 + 3);
+		d.keys[i][0] = 1;
+		put32(d.keys[i] + 1, (uint32_t)i * 7 + 3);
 		size_t len = big_every && i % (int)big_every == 0 ? 1000 + (size_t)i : (size_t)(i % 40);
-		sv_buf_init(&vals[i]);
-		sv_buf_reserve(&vals[i], len + 1);
+		sv_buf_reserve(&d.vals[i], len + 1);
 		for (size_t j = 0; j < len; j++)
-			vals[i].p[j] = (uint8_t)(i * 31 + j);
-		vals[i].len = len;
+			d.vals[i].p[j] = (uint8_t)(i * 31 + j);
+		d.vals[i].len = len;
 	}
-	struct bld b;
 	bool root_leaf;
-	build(&b, keys, vals, n, per_leaf, fanout, &root_leaf);
+	build(&d.b, d.keys, d.vals, n, per_leaf, fanout, &root_leaf);
 	struct sv_bt5 h;
 	struct sv_err err;
-	T_INT(0, sv_bt5_header(b.f.p, b.f.len, b.f.len, &h, &err));
+	T_INT(0, sv_bt5_header(d.b.f.p, d.b.f.len, d.b.f.len, &h, &err));
 	T_STR("World4", h.content_id);
-	T_UINT(b.n, h.nblocks);
+	T_UINT(d.b.n, h.nblocks);
 	T_OK(sv_bt5_active(&h)->root_is_leaf == root_leaf);
-	struct seen s = {0, malloc((size_t)n * KS), malloc((size_t)n * sizeof(struct sv_bt5_loc))};
-	T_INT(0, sv_bt5_walk(&h, mem_pread, &b.f, note, &s, &err));
-	T_INT(n, s.n);
-	for (int i = 0; i < s.n && i < n; i++) {
-		T_MEM(keys[i], s.keys[i], KS);
-		T_UINT(vals[i].len, s.locs[i].len);
-		uint8_t *v = malloc(vals[i].len + 1);
-		T_INT(0, sv_bt5_value(&h, mem_pread, &b.f, &s.locs[i], v, &err));
-		T_MEM(vals[i].p, v, vals[i].len);
+	T_INT(0, sv_bt5_walk(&h, mem_pread, &d.b.f, note, &d.s, &err));
+	T_INT(n, d.s.n);
+	for (int i = 0; i < d.s.n && i < n; i++) {
+		T_MEM(d.keys[i], d.s.keys[i], KS);
+		T_UINT(d.vals[i].len, d.s.locs[i].len);
+		uint8_t *v = malloc(d.vals[i].len + 1);
+		T_INT(0, sv_bt5_value(&h, mem_pread, &d.b.f, &d.s.locs[i], v, &err));
+		T_MEM(d.vals[i].p, v, d.vals[i].len);
 		free(v);
-		sv_buf_fini(&vals[i]);
 	}
-	free(s.keys);
-	free(s.locs);
-	free(keys);
-	free(vals);
-	sv_buf_fini(&b.f);
+	db_fini(&d);
 }
 
 /* A database of 40 records in leaves of 4 under an index of fan-out 3,
  * damaged by `damage`, must fail with msg. */
 static void refused(void (*damage)(struct bld *, struct sv_bt5 *), const char *msg)
 {
-	int n = 40;
-	uint8_t (*keys)[KS] = malloc((size_t)n * KS);
-	struct sv_buf *vals = calloc((size_t)n, sizeof *vals);
-	for (int i = 0; i < n; i++) {
-		keys[i][0] = 1;
-		put32(keys[i] + 1, (uint32_t)i);
-		sv_buf_init(&vals[i]);
-		sv_buf_add(&vals[i], "value", 5);
+	struct db d;
+	db_init(&d, 40);
+	for (int i = 0; i < d.n; i++) {
+		d.keys[i][0] = 1;
+		put32(d.keys[i] + 1, (uint32_t)i);
+		sv_buf_add(&d.vals[i], "value", 5);
 	}
-	struct bld b;
 	bool root_leaf;
-	build(&b, keys, vals, n, 4, 3, &root_leaf);
+	build(&d.b, d.keys, d.vals, d.n, 4, 3, &root_leaf);
 	struct sv_bt5 h;
 	struct sv_err err;
 	sv_err_clear(&err);
-	int rc = sv_bt5_header(b.f.p, b.f.len, b.f.len, &h, &err);
-	damage(&b, &h);
+	int rc = sv_bt5_header(d.b.f.p, d.b.f.len, d.b.f.len, &h, &err);
+	damage(&d.b, &h);
 	if (!rc)
-		rc = sv_bt5_header(b.f.p, b.f.len, b.f.len, &h, &err);
-	struct seen s = {0, malloc((size_t)n * 4 * KS), malloc((size_t)n * 4 * sizeof(struct sv_bt5_loc))};
+		rc = sv_bt5_header(d.b.f.p, d.b.f.len, d.b.f.len, &h, &err);
 	if (!rc)
-		rc = sv_bt5_walk(&h, mem_pread, &b.f, note, &s, &err);
+		rc = sv_bt5_walk(&h, mem_pread, &d.b.f, note, &d.s, &err);
 	T_INT(-EBADMSG, rc);
 	T_STR(msg, err.msg);
-	for (int i = 0; i < n; i++)
-		sv_buf_fini(&vals[i]);
-	free(s.keys);
-	free(s.locs);
-	free(keys);
-	free(vals);
-	sv_buf_fini(&b.f);
+	db_fini(&d);
 }
 
 static void bad_magic(struct bld *b, struct sv_bt5 *h) { b->f.p[3] = 'X'; }
