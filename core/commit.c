@@ -160,6 +160,51 @@ out:
 	return rc;
 }
 
+/*
+ * The format writes the container itself, the way its game does, under the
+ * container's lock and after the same identity check as a new file gets.
+ * Write lock held.
+ */
+static int write_in_place(struct sv_container *c, struct sv_err *err)
+{
+	int rc = sv_guard_lock(c, err);
+	if (rc)
+		return rc;
+	rc = sv_guard_check(c, "since it was read", err);
+	if (!rc)
+		rc = c->fmt->commit_in_place(c, c->fd, err);
+	if (!rc) {
+		c->in_place = true;
+		if (fstat(c->fd, &c->st))
+			rc = sv_err_set(err, -EIO, "fstat: %s", strerror(errno));
+		sv_guard_fingerprint(c);
+	}
+	sv_guard_unlock(c);
+	return rc;
+}
+
+/*
+ * A commit in place was refused because another program committed to the
+ * same file meanwhile: the file is read again, so that the tree shows it
+ * as it is now and the next edit starts from there.  Write lock held.
+ */
+static void read_again(struct sv_container *c, struct changed_list *changed)
+{
+	struct stat now;
+	if (stat(c->path, &now) || now.st_dev != c->st.st_dev || now.st_ino != c->st.st_ino ||
+	    fstat(c->fd, &c->st))
+		return;
+	struct sv_err e;
+	sv_err_clear(&e);
+	if (sv_reindex(c, changed, &e)) {
+		c->broken = true;
+		sv_log(c, "re-reading %s failed: %s", c->path, e.msg);
+		return;
+	}
+	sv_guard_fingerprint(c);
+	sv_log(c, "%s was read again as another program left it", c->path);
+}
+
 /* Node i's content changed now, as the container file has it. */
 static void stamp(struct sv_container *c, uint32_t i)
 {
@@ -182,10 +227,16 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < old_count; i++)
 		old_gen[i] = c->nodes[i].gen;
-	c->fmt->close(c);
-	c->priv = NULL;
 	c->reindexing = true;
-	int rc = c->fmt->open(c, err);
+	int rc;
+	if (c->in_place && c->fmt->rebuild) {
+		rc = c->fmt->rebuild(c, err);
+	} else {
+		c->fmt->close(c);
+		c->priv = NULL;
+		rc = c->fmt->open(c, err);
+	}
+	c->in_place = false;
 	/* A lazy directory that was listed before is listed again now, so that
 	 * its entries keep their numbers (it still holds them, stale). */
 	for (bool again = rc == 0; again;) {
@@ -375,10 +426,12 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		    sv_content_locked(c, i, &c->snap[i], &e))
 			c->snap[i] = NULL;
 	}
-	rc = write_new(c, err);
+	rc = c->fmt->commit_in_place ? write_in_place(c, err) : write_new(c, err);
 	bool written = rc == 0;
 	if (!written)
 		drop_ready(c, changed, err);
+	if (rc == -EBUSY && c->fmt->commit_in_place)
+		read_again(c, changed);
 	else
 		rc = sv_reindex(c, changed, err);
 	for (uint32_t i = 1; i < count; i++)

@@ -236,6 +236,16 @@ struct sv_format {
 	 * content of SV_N_DIRTY and SV_N_NEW nodes, SV_N_GONE nodes left
 	 * out) to fd, which is an empty file.  NULL: the format is read-only. */
 	int (*commit)(struct sv_container *c, int fd, struct sv_err *err);
+	/* Instead of commit(), for a container its game changes in place:
+	 * writes every pending edit into the container file itself (fd, open
+	 * read-write), the game's way, so that a crash at any moment leaves
+	 * the old state or the new one.  On success the format's state is
+	 * the new one and rebuild() (or, when NULL, close and open) makes the
+	 * tree from it.  The core holds the container's lock and has checked
+	 * that no other program changed it; -EBUSY from here means another
+	 * program committed to it meanwhile (the core then reads it again). */
+	int (*commit_in_place)(struct sv_container *c, int fd, struct sv_err *err);
+	int (*rebuild)(struct sv_container *c, struct sv_err *err);
 	/* Adds format-specific fields to the /.savefs/info object (a jansson
 	 * json_t *, passed as void * to keep jansson out of this header). */
 	void (*info)(struct sv_container *c, void *json_object);
@@ -483,6 +493,20 @@ void sv_container_cache_stats(struct sv_container *c, struct sv_cache_stats *st)
  */
 int sv_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t want,
 	       struct sv_err *err);
+/*
+ * Inflates a zlib stream of unknown size into out (appended), producing at
+ * most cap bytes: -EFBIG past it, -EBADMSG (with the reason) if the stream
+ * is corrupt, ends early, or is followed by other bytes.
+ */
+int sv_inflate_any(const uint8_t *src, size_t n, uint64_t cap, struct sv_buf *out,
+		   struct sv_err *err);
+/* True if p starts like a zlib stream (deflate, a valid header check). */
+bool sv_zlib_like(const uint8_t *p, size_t n);
+/* Appends the zlib stream of p[0..n) at level (-1: default). */
+int sv_deflate(const uint8_t *p, size_t n, int level, struct sv_buf *out);
+/* A named step of a commit: a test names one in SAVEFS_TEST_KILL_AT and the
+ * process is killed (SIGKILL) there, to check what a crash leaves. */
+void sv_test_step(const char *step);
 /* Writes all of p to fd, retrying short writes.  0 or -errno. */
 int sv_write_all(int fd, const void *p, size_t n);
 /* Copies n bytes from fd_in at off to the current position of fd_out, with

@@ -5,6 +5,7 @@
 #include "savefs.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +221,84 @@ int sv_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t want,
 	}
 	inflateEnd(&z);
 	return rc;
+}
+
+bool sv_zlib_like(const uint8_t *p, size_t n)
+{
+	return n >= 2 && (p[0] & 0x0f) == 8 && (p[0] >> 4) <= 7 && !(((p[0] << 8) | p[1]) % 31);
+}
+
+int sv_inflate_any(const uint8_t *src, size_t n, uint64_t cap, struct sv_buf *out,
+		   struct sv_err *err)
+{
+	if (!sv_zlib_like(src, n))
+		return sv_err_set(err, -EBADMSG, "not a zlib stream");
+	if (n > UINT_MAX)
+		return sv_err_set(err, -EFBIG, "zlib stream too large");
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	if (inflateInit(&z) != Z_OK)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	z.next_in = (Bytef *)(uintptr_t)src;
+	z.avail_in = (uInt)n;
+	size_t start = out->len;
+	int zr = Z_OK, rc = 0;
+	while (zr == Z_OK) {
+		size_t room = n * 4 + 4096;
+		if (out->len - start + room > cap + 1)
+			room = (size_t)(cap + 1 - (out->len - start));
+		if (room > (1u << 30))
+			room = 1u << 30;
+		if (sv_buf_reserve(out, room)) {
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		z.next_out = out->p + out->len;
+		z.avail_out = (uInt)room;
+		zr = inflate(&z, Z_NO_FLUSH);
+		out->len += room - z.avail_out;
+		if (out->len - start > cap) {
+			rc = sv_err_set(err, -EFBIG, "inflates past the limit of %llu bytes",
+					(unsigned long long)cap);
+			break;
+		}
+		if (zr == Z_BUF_ERROR && z.avail_in == 0) {
+			rc = sv_err_set(err, -EBADMSG, "zlib stream ends early after %zu bytes",
+					out->len - start);
+			break;
+		}
+		if (zr == Z_BUF_ERROR)
+			zr = Z_OK;
+	}
+	if (!rc && zr == Z_STREAM_END && z.avail_in)
+		rc = sv_err_set(err, -EBADMSG, "%u bytes follow the zlib stream", z.avail_in);
+	else if (!rc && zr == Z_MEM_ERROR)
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	else if (!rc && zr != Z_STREAM_END)
+		rc = sv_err_set(err, -EBADMSG, "corrupt zlib stream (%s)", z.msg ? z.msg : "data error");
+	inflateEnd(&z);
+	if (rc)
+		out->len = start;
+	return rc;
+}
+
+int sv_deflate(const uint8_t *p, size_t n, int level, struct sv_buf *out)
+{
+	uLong bound = compressBound((uLong)n);
+	if (n > UINT_MAX || sv_buf_reserve(out, bound))
+		return -ENOMEM;
+	uLongf got = bound;
+	if (compress2(out->p + out->len, &got, p, (uLong)n, level) != Z_OK)
+		return -ENOMEM;
+	out->len += got;
+	return 0;
+}
+
+void sv_test_step(const char *step)
+{
+	const char *at = getenv("SAVEFS_TEST_KILL_AT");
+	if (at && !strcmp(at, step))
+		kill(getpid(), SIGKILL);
 }
 
 int sv_write_all(int fd, const void *p, size_t n)

@@ -74,6 +74,8 @@ struct walk {
 	uint8_t *seen;      /* a bit per block */
 	uint8_t *last;      /* the last record's key */
 	bool have_last;
+	const struct sv_bt5_shape *shape; /* or NULL */
+	void *shape_arg;
 };
 
 /* Reads block n into buf (block_size bytes), once per walk; `kind` its
@@ -113,6 +115,8 @@ static int stream_next(struct stream *s)
 		return sv_err_set(s->w->err, -EBADMSG, "btree: block %u: the leaf's data ends "
 				  "early", s->block);
 	int rc = read_block(s->w, next, "LL", s->buf);
+	if (!rc && s->w->shape)
+		rc = s->w->shape->chain(s->w->shape_arg, next);
 	if (!rc) {
 		s->block = next;
 		s->pos = 2;
@@ -164,6 +168,8 @@ static int walk_leaf(struct walk *w, uint32_t n, uint8_t *buf, uint8_t *key)
 	const struct sv_bt5 *h = w->h;
 	struct stream s = {w, buf, n, 2};
 	int rc = read_block(w, n, "LL", buf);
+	if (!rc && w->shape)
+		rc = w->shape->leaf(w->shape_arg, n);
 	uint8_t cnt[4];
 	if (!rc)
 		rc = stream_read(&s, cnt, 4);
@@ -231,6 +237,8 @@ static int walk_node(struct walk *w, uint32_t n, bool leaf, int depth, int level
 	kids[0] = be32(buf + 7);
 	for (uint32_t i = 0; i < count; i++)
 		kids[i + 1] = be32(buf + 11 + (size_t)i * (h->key_size + 4) + h->key_size);
+	if (w->shape)
+		rc = w->shape->index(w->shape_arg, n, lv, count, buf + 11);
 	for (uint32_t i = 0; !rc && i <= count; i++)
 		rc = walk_node(w, kids[i], lv == 0, depth + 1, lv == 0 ? -1 : lv - 1);
 	free(kids);
@@ -243,7 +251,14 @@ out:
 int sv_bt5_walk(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		sv_bt5_record_fn fn, void *arg, struct sv_err *err)
 {
-	struct walk w = {h, rd, rd_arg, fn, arg, err, NULL, NULL, false};
+	return sv_bt5_walk_shape(h, rd, rd_arg, fn, arg, NULL, NULL, err);
+}
+
+int sv_bt5_walk_shape(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
+		      sv_bt5_record_fn fn, void *arg, const struct sv_bt5_shape *shape,
+		      void *shape_arg, struct sv_err *err)
+{
+	struct walk w = {h, rd, rd_arg, fn, arg, err, NULL, NULL, false, shape, shape_arg};
 	w.seen = calloc((size_t)(h->nblocks / 8 + 1), 1);
 	w.last = malloc(h->key_size);
 	int rc = w.seen && w.last ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
@@ -282,5 +297,67 @@ int sv_bt5_value(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		pos = 2;
 	}
 	free(buf);
+	return rc;
+}
+
+int sv_bt5_free_chain(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
+		      uint32_t **ff, uint32_t *nff, uint32_t **ent, uint32_t *nent,
+		      struct sv_err *err)
+{
+	*ff = *ent = NULL;
+	*nff = *nent = 0;
+	uint32_t next = sv_bt5_active(h)->free_head;
+	uint8_t *buf = malloc(h->block_size);
+	uint8_t *seen = calloc((size_t)(h->nblocks / 8 + 1), 1);
+	size_t capf = 0, cape = 0;
+	int rc = buf && seen ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+	while (!rc && next != SV_BT5_NONE) {
+		if (next >= h->nblocks) {
+			rc = sv_err_set(err, -EBADMSG, "btree: block %u: a free index past the device "
+					"size (%llu blocks)", next, (unsigned long long)h->nblocks);
+			break;
+		}
+		if (seen[next / 8] & (1u << (next % 8))) {
+			rc = sv_err_set(err, -EBADMSG, "btree: block %u: the free-index chain "
+					"comes back to it", next);
+			break;
+		}
+		seen[next / 8] |= (uint8_t)(1u << (next % 8));
+		rc = rd(rd_arg, SV_BT5_HEADER + (uint64_t)next * h->block_size, buf,
+			h->block_size, err);
+		if (rc)
+			break;
+		uint32_t count = be32(buf + 6);
+		if (memcmp(buf, "FF", 2) || count > (h->block_size - 10) / 4) {
+			rc = sv_err_set(err, -EBADMSG, "btree: block %u: not a free index", next);
+			break;
+		}
+		if (*nff == capf || *nent + count > cape) {
+			capf = capf * 2 + 8;
+			cape = cape * 2 + count + 64;
+			uint32_t *a = realloc(*ff, capf * sizeof *a), *b;
+			if (a)
+				*ff = a;
+			b = realloc(*ent, cape * sizeof *b);
+			if (b)
+				*ent = b;
+			if (!a || !b) {
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+				break;
+			}
+		}
+		(*ff)[(*nff)++] = next;
+		for (uint32_t i = 0; i < count; i++)
+			(*ent)[(*nent)++] = be32(buf + 10 + 4 * (size_t)i);
+		next = be32(buf + 2);
+	}
+	free(buf);
+	free(seen);
+	if (rc) {
+		free(*ff);
+		free(*ent);
+		*ff = *ent = NULL;
+		*nff = *nent = 0;
+	}
 	return rc;
 }

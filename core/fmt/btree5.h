@@ -70,6 +70,27 @@ typedef int (*sv_bt5_record_fn)(void *arg, const uint8_t *key, const struct sv_b
 int sv_bt5_walk(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		sv_bt5_record_fn fn, void *arg, struct sv_err *err);
 
+/* The shape of the tree, told in the walk's order (pre-order): an index
+ * block (`entries`: n x (key, u32 child), after its first child), the first
+ * block of a leaf, each further block of that leaf.  Non-zero stops. */
+struct sv_bt5_shape {
+	int (*index)(void *arg, uint32_t block, uint8_t level, uint32_t n,
+		     const uint8_t *entries);
+	int (*leaf)(void *arg, uint32_t block);
+	int (*chain)(void *arg, uint32_t block);
+};
+int sv_bt5_walk_shape(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
+		      sv_bt5_record_fn fn, void *arg, const struct sv_bt5_shape *shape,
+		      void *shape_arg, struct sv_err *err);
+
+/* Reads the active root's free-index chain: its blocks (*ff) and the free
+ * block numbers they list (*ent), both malloc'd.  A block past the device
+ * size, a chain that comes back on itself or a block that is not a free
+ * index is -EBADMSG. */
+int sv_bt5_free_chain(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
+		      uint32_t **ff, uint32_t *nff, uint32_t **ent, uint32_t *nent,
+		      struct sv_err *err);
+
 /* Reads a record's value (loc->len bytes) into buf, following its leaf's
  * chain of blocks. */
 int sv_bt5_value(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,

@@ -93,6 +93,43 @@ static int read_string(struct sv_rd *r, json_t **out, struct sv_err *err)
 	return 0;
 }
 
+static int read_value(struct sv_rd *r, json_t **out, unsigned depth, struct sv_err *err);
+
+/* An object's body: VLQ n, then n x (string key, value). */
+static int read_object(struct sv_rd *r, json_t **out, unsigned depth, struct sv_err *err)
+{
+	uint64_t n;
+	int rc = read_count(r, &n, err);
+	if (rc)
+		return rc;
+	json_t *o = json_object();
+	if (!o)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < n && !rc; i++) {
+		json_t *k = NULL, *v = NULL;
+		size_t kat = r->off;
+		rc = read_string(r, &k, err);
+		if (!rc)
+			rc = read_value(r, &v, depth + 1, err);
+		if (!rc && json_object_getn(o, json_string_value(k), json_string_length(k)))
+			rc = bad(r, kat, err, "a key twice in one object");
+		if (!rc) {
+			/* The value is the object's now, even if this fails. */
+			if (json_object_setn_new(o, json_string_value(k), json_string_length(k), v))
+				rc = -ENOMEM;
+			v = NULL;
+		}
+		json_decref(v);
+		json_decref(k);
+	}
+	if (rc) {
+		json_decref(o);
+		return rc;
+	}
+	*out = o;
+	return 0;
+}
+
 static int read_value(struct sv_rd *r, json_t **out, unsigned depth, struct sv_err *err)
 {
 	size_t at = r->off;
@@ -159,38 +196,8 @@ static int read_value(struct sv_rd *r, json_t **out, unsigned depth, struct sv_e
 		*out = a;
 		return 0;
 	}
-	case 7: {
-		uint64_t n;
-		if ((rc = read_count(r, &n, err)))
-			return rc;
-		json_t *o = json_object();
-		if (!o)
-			return -ENOMEM;
-		for (uint64_t i = 0; i < n && !rc; i++) {
-			json_t *k = NULL, *v = NULL;
-			size_t kat = r->off;
-			rc = read_string(r, &k, err);
-			if (!rc)
-				rc = read_value(r, &v, depth + 1, err);
-			if (!rc && json_object_getn(o, json_string_value(k), json_string_length(k)))
-				rc = bad(r, kat, err, "a key twice in one object");
-			if (!rc) {
-				/* The value is the object's now, even if this fails. */
-				if (json_object_setn_new(o, json_string_value(k), json_string_length(k),
-							 v))
-					rc = -ENOMEM;
-				v = NULL;
-			}
-			json_decref(v);
-			json_decref(k);
-		}
-		if (rc) {
-			json_decref(o);
-			return rc;
-		}
-		*out = o;
-		return 0;
-	}
+	case 7:
+		return read_object(r, out, depth, err);
 	default: {
 		char what[48];
 		snprintf(what, sizeof what, "an unknown value type %u", type);
@@ -209,6 +216,23 @@ static int put_string(struct sv_buf *b, const char *s, size_t n)
 {
 	int rc = sv_vlq_put(b, n);
 	return rc ? rc : sv_buf_add(b, s, n);
+}
+
+static int write_value(struct sv_buf *b, const json_t *v, unsigned depth, struct sv_err *err);
+
+static int write_object(struct sv_buf *b, const json_t *v, unsigned depth, struct sv_err *err)
+{
+	int rc = sv_vlq_put(b, json_object_size(v));
+	const char *k;
+	size_t klen;
+	json_t *x;
+	json_object_keylen_foreach((json_t *)v, k, klen, x) {
+		if (!rc)
+			rc = put_string(b, k, klen);
+		if (!rc)
+			rc = write_value(b, x, depth + 1, err);
+	}
+	return rc;
 }
 
 static int write_value(struct sv_buf *b, const json_t *v, unsigned depth, struct sv_err *err)
@@ -254,22 +278,10 @@ static int write_value(struct sv_buf *b, const json_t *v, unsigned depth, struct
 			rc = write_value(b, json_array_get(v, i), depth + 1, err);
 		return rc;
 	}
-	case JSON_OBJECT: {
+	case JSON_OBJECT:
 		t = 7;
 		rc = sv_buf_add(b, &t, 1);
-		if (!rc)
-			rc = sv_vlq_put(b, json_object_size(v));
-		const char *k;
-		size_t klen;
-		json_t *x;
-		json_object_keylen_foreach((json_t *)v, k, klen, x) {
-			if (!rc)
-				rc = put_string(b, k, klen);
-			if (!rc)
-				rc = write_value(b, x, depth + 1, err);
-		}
-		return rc;
-	}
+		return rc ? rc : write_object(b, v, depth, err);
 	}
 	return sv_err_set(err, -EINVAL, "a value of an unknown kind");
 }
@@ -333,4 +345,28 @@ int sv_vjson_write(struct sv_buf *b, const json_t *v, struct sv_err *err)
 	if (rc)
 		return sv_err_set(err, rc, "out of memory");
 	return sv_sbon_write(b, content, err);
+}
+
+int sv_sbon_read_map(struct sv_rd *r, json_t **out, struct sv_err *err)
+{
+	int rc = read_object(r, out, 0, err);
+	return rc == -ENOMEM ? sv_err_set(err, rc, "out of memory") : rc;
+}
+
+int sv_sbon_write_map(struct sv_buf *b, const json_t *v, struct sv_err *err)
+{
+	if (!json_is_object(v))
+		return sv_err_set(err, -EINVAL, "an object was expected");
+	int rc = write_object(b, v, 0, err);
+	return rc == -ENOMEM ? sv_err_set(err, rc, "out of memory") : rc;
+}
+
+int sv_sbon_read_string(struct sv_rd *r, json_t **out, struct sv_err *err)
+{
+	return read_string(r, out, err);
+}
+
+int sv_sbon_write_string(struct sv_buf *b, const char *s, size_t n)
+{
+	return put_string(b, s, n);
 }

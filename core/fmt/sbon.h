@@ -43,6 +43,14 @@ int sv_sbon_read(struct sv_rd *r, json_t **out, struct sv_err *err);
  * is not finite). */
 int sv_sbon_write(struct sv_buf *b, const json_t *v, struct sv_err *err);
 
+/* An object without its type byte (a map container: VLQ n, then n x
+ * (string key, SBON value)), read and written. */
+int sv_sbon_read_map(struct sv_rd *r, json_t **out, struct sv_err *err);
+int sv_sbon_write_map(struct sv_buf *b, const json_t *v, struct sv_err *err);
+/* A string (VLQ length + UTF-8), read as a jansson string and written. */
+int sv_sbon_read_string(struct sv_rd *r, json_t **out, struct sv_err *err);
+int sv_sbon_write_string(struct sv_buf *b, const char *s, size_t n);
+
 /* A versioned JSON value: {"id", "version" (absent when the file has
  * none), "content"}, the object savefs shows. */
 int sv_vjson_read(struct sv_rd *r, json_t **out, struct sv_err *err);
