@@ -18,11 +18,15 @@
 extern const struct sv_format sv_fmt_datafile;
 extern const struct sv_format sv_fmt_doodle;
 extern const struct sv_format sv_fmt_nethack;
+extern const struct sv_format sv_fmt_btreedb5;
+extern const struct sv_format sv_fmt_sbvj01;
 
 const struct sv_format *const sv_formats[] = {
 	&sv_fmt_datafile,
 	&sv_fmt_doodle,
 	&sv_fmt_nethack,
+	&sv_fmt_btreedb5,
+	&sv_fmt_sbvj01,
 	NULL,
 };
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* "byte N: what" for the reader's current offset (or its failure's). */
@@ -154,8 +155,13 @@ static int read_value(struct sv_rd *r, json_t **out, unsigned depth, struct sv_e
 			u = u << 8 | p[i];
 		double d;
 		memcpy(&d, &u, sizeof d);
-		if (!isfinite(d))
-			return bad(r, at, err, "a double that is not a finite number");
+		if (!isfinite(d)) {
+			/* JSON has no NaN or infinity: kept bit for bit in a marker. */
+			char bits[17];
+			snprintf(bits, sizeof bits, "%016llx", (unsigned long long)u);
+			*out = json_pack("{ss}", SV_SBON_DOUBLE, bits);
+			break;
+		}
 		*out = json_real(d);
 		break;
 	}
@@ -278,7 +284,28 @@ static int write_value(struct sv_buf *b, const json_t *v, unsigned depth, struct
 			rc = write_value(b, json_array_get(v, i), depth + 1, err);
 		return rc;
 	}
-	case JSON_OBJECT:
+	case JSON_OBJECT: {
+		const char *bits = json_string_value(json_object_get(v, SV_SBON_DOUBLE));
+		if (!bits || json_object_size(v) != 1)
+			goto object;
+		uint64_t u = 0;
+		size_t k = 0;
+		for (; bits[k] && k < 16; k++) {
+			char c = bits[k];
+			int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+			if (d < 0)
+				break;
+			u = u << 4 | (uint64_t)d;
+		}
+		if (k != 16 || bits[k])
+			return sv_err_set(err, -EINVAL, "\"%s\" holds a double's 64 bits as 16 "
+					  "lower-case hex digits", SV_SBON_DOUBLE);
+		uint8_t p[9] = {2};
+		for (int i = 0; i < 8; i++)
+			p[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+		return sv_buf_add(b, p, sizeof p);
+	}
+	object:
 		t = 7;
 		rc = sv_buf_add(b, &t, 1);
 		return rc ? rc : write_object(b, v, depth, err);

@@ -30,6 +30,10 @@
 #include <jansson.h>
 
 #define SV_SBON_MAX_DEPTH 512
+/* A double that is not a finite number (NaN, infinity: real files have
+ * them) reads as the object {"$double": "<its 64 bits as 16 hex digits>"}
+ * and such an object writes back as that double, bit for bit. */
+#define SV_SBON_DOUBLE "$double"
 
 int sv_vlq_read(struct sv_rd *r, uint64_t *out, struct sv_err *err);
 int sv_svlq_read(struct sv_rd *r, int64_t *out, struct sv_err *err);
