@@ -79,7 +79,7 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	st->bad = (n->flags & SV_N_BAD) || sv_failed(n);
 	st->stream = n->flags & SV_N_STREAM;
 	st->direct = n->flags & SV_N_DIRECT;
-	st->view = sv_view(n) && !c->read_only && c->fmt->commit;
+	st->view = sv_view(n) && !c->read_only && (c->fmt->commit || c->fmt->commit_in_place);
 	st->gen = n->gen;
 	int64_t t = n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN) && n->etime_ns
 			    ? n->etime_ns : n->mtime_ns;

@@ -263,7 +263,7 @@ static int open_common(struct sv_container *c, const char *path,
 			goto fail;
 		}
 	}
-	if (!c->fmt->commit && !c->fmt->write)
+	if (!c->fmt->commit && !c->fmt->commit_in_place && !c->fmt->write)
 		c->read_only = true;
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);

@@ -38,7 +38,7 @@ static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	if (n->flags & SV_N_DIRECT)
 		return sv_err_set(err, -EPERM, "this file can only be appended to, at its end");
-	if (!c->fmt->commit)
+	if (!c->fmt->commit && !c->fmt->commit_in_place)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	return 0;
 }

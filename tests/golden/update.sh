@@ -1,6 +1,6 @@
 #!/bin/bash
-# update.sh - regenerates the golden listings in tests/golden/datafile/
-# and tests/golden/doodle/.
+# update.sh - regenerates the golden listings in tests/golden/datafile/,
+# tests/golden/doodle/ and tests/golden/starbound/.
 #
 #   tests/golden/update.sh            (after ninja -C build)
 #
@@ -21,6 +21,9 @@
 . "$(dirname "$0")/../e2e/lib.sh"
 # shellcheck source=tests/golden/doodle/fixtures.sh
 . "$(dirname "$0")/doodle/fixtures.sh"
+# shellcheck source=tests/golden/starbound/fixtures.sh
+. "$(dirname "$0")/starbound/fixtures.sh"
+: "${MKSBDB:=$SRC_ROOT/build/tests/mksbdb}"
 
 [ -x "$SAVEFS" ] || die "SAVEFS=$SAVEFS is not an executable (build first)"
 [ -x "$MKDATAFILE" ] || die "MKDATAFILE=$MKDATAFILE is not an executable (build first)"
@@ -73,4 +76,18 @@ make_doodles "$TMP/doodle" || die "mkdoodle failed"
 for g in $DOODLE_FIXTURES; do
 	golden "$g" "$(doodle_file "$TMP/doodle" "$g")"
 done
+out="$GOLDEN/starbound"
+decoder=check_sbdecode
+check_sbdecode()
+{
+	check "$1: savefs and the independent reader agree" \
+		"$PYTHON" "$SRC_ROOT/tests/tools/sbdecode.py" compare "$1" "$2"
+}
+make_sb_golden "$TMP/sb" || die "mksbdb failed"
+for g in $SB_FIXTURES; do
+	golden "$g" "$TMP/sb/$g.world"
+done
+if [ -f "$SAMPLES/starbound/go-starbound_test.world" ]; then
+	golden go-starbound_test "$SAMPLES/starbound/go-starbound_test.world"
+fi
 finish
