@@ -54,6 +54,7 @@ void sv_bt5_tree_free(struct sv_bt5_tree *t)
 	free(t->locs);
 	free(t->ff);
 	free(t->freeb);
+	free(t->free_bad);
 	free(t);
 }
 
@@ -204,8 +205,16 @@ int sv_bt5_tree_load(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 	free(L.used);
 	if (rc == -ENOMEM || (rc > 0))
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	if (!rc)
-		rc = sv_bt5_free_chain(h, rd, rd_arg, &t->ff, &t->nff, &t->freeb, &t->nfree, err);
+	if (!rc) {
+		struct sv_err fe;
+		sv_err_clear(&fe);
+		int frc = sv_bt5_free_chain(h, rd, rd_arg, &t->ff, &t->nff, &t->freeb, &t->nfree,
+					    &fe);
+		if (frc == -ENOMEM)
+			rc = sv_err_set(err, frc, "out of memory");
+		else if (frc && !(t->free_bad = strdup(fe.msg)))
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+	}
 	if (rc) {
 		sv_bt5_tree_free(t);
 		return rc;
@@ -741,6 +750,9 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 	for (size_t i = 1; i < n; i++)
 		if (cmp_change(&ch[i - 1], &ch[i], w.ks) >= 0)
 			return sv_err_set(err, -EINVAL, "btree: changes out of order");
+	if (t->free_bad)
+		return sv_err_set(err, -EIO, "%s: the database cannot be written without "
+				  "knowing its free blocks", t->free_bad);
 	w.nw = calloc(1, sizeof *w.nw);
 	w.blk = malloc(w.bs);
 	struct ents top = {0};

@@ -62,6 +62,8 @@ struct sv_bt5_tree {
 	uint32_t *ff, nff;    /* the free-index chain's blocks */
 	uint32_t *freeb, nfree; /* the free blocks it lists */
 	uint32_t levels;      /* index levels above the leaves */
+	char *free_bad;       /* the free-index chain could not be read (the
+			       * reason): the tree reads, a commit refuses */
 };
 
 /* Loads the shape of the active tree of the database read through rd. */

@@ -43,6 +43,8 @@ enum { K_HEADER = 1, K_KEY, K_META, K_TSV, K_TXT, K_PNG, K_ENT, K_UNIQ, K_PREVIE
 
 enum { F_OTHER, F_WORLD, F_CELESTIAL };
 
+#define SECTOR_MAX (2 * 10 + SV_SB_TILES * 39)
+
 struct sb {
 	struct sv_bt5_tree *t;
 	int family;
@@ -260,6 +262,8 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 		s->family = F_WORLD;
 	else if (!strcmp(h.content_id, "Celestial2"))
 		s->family = F_CELESTIAL;
+	if (s->t->free_bad)
+		sv_warn(c, "%s: the database reads, but cannot be written", s->t->free_bad);
 	if ((uint64_t)sv_bt5_active(&h)->device_size != size)
 		sv_warn(c, "btree: the file is %llu bytes, its device size %lld: the game cuts it "
 			"to the device size", (unsigned long long)size,
@@ -303,9 +307,16 @@ static int value(struct sv_container *c, const struct sb *s, uint32_t i, struct 
 	sv_err_clear(&e);
 	int rc = raw_value(c, s, i, &raw, &e);
 	bool want = s->family != F_OTHER || sv_zlib_like(raw.p, raw.len);
+	/* A tile sector is never longer than its two VLQs and 1024 tiles of
+	 * 39 bytes: a stream that inflates past that is refused early. */
+	uint64_t cap = sv_container_opts(c)->max_decode;
+	if (world_key(s, rkey(s, i), 1) && cap > SECTOR_MAX)
+		cap = SECTOR_MAX;
 	*zl = false;
 	if (!rc && want) {
-		rc = sv_inflate_any(raw.p, raw.len, sv_container_opts(c)->max_decode, out, &e);
+		rc = sv_inflate_any(raw.p, raw.len, cap, out, &e);
+		if (rc == -EFBIG && cap == SECTOR_MAX)
+			rc = -EBADMSG; /* not a limit: no sector is that long */
 		if (!rc)
 			*zl = true;
 		else if (s->family == F_OTHER)
@@ -453,12 +464,17 @@ static int preview(struct sv_container *c, const struct sb *s, struct sv_buf *ou
 		const uint8_t *k = rkey(s, i);
 		if (!world_key(s, k, 1))
 			continue;
-		rc = sector(c, s, i, sec, err);
+		/* A sector that does not read shows magenta (its file says why). */
+		struct sv_err e;
+		int bad = sector(c, s, i, sec, &e);
+		if (bad == -ENOMEM)
+			rc = sv_err_set(err, bad, "out of memory");
 		for (uint32_t t = 0; !rc && t < SV_SB_TILES; t++) {
 			uint32_t x = be16(k + 1) * 32 + t % 32, y = be16(k + 3) * 32 + t / 32;
 			if (x >= w || y >= h || x % scale || y % scale)
 				continue;
-			px[(size_t)(ph - 1 - y / scale) * pw + x / scale] = sv_sb_pixel(&sec->t[t]);
+			px[(size_t)(ph - 1 - y / scale) * pw + x / scale] =
+				bad ? SV_DOODLE_BADPIX : sv_sb_pixel(&sec->t[t]);
 		}
 	}
 	if (!rc && sv_png_encode(pw, ph, px, sv_sb_palette(), out))
