@@ -430,10 +430,10 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 	bool written = rc == 0;
 	if (!written)
 		drop_ready(c, changed, err);
-	if (rc == -EBUSY && c->fmt->commit_in_place)
-		read_again(c, changed);
 	else
 		rc = sv_reindex(c, changed, err);
+	if (rc == -EBUSY && !written && c->fmt->commit_in_place)
+		read_again(c, changed);
 	for (uint32_t i = 1; i < count; i++)
 		sv_blob_unref(c->snap[i]);
 	free(c->snap);

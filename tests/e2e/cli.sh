@@ -70,7 +70,9 @@ check "--help names every exit code" sh -c "'$S' --help | grep -c '^  [0-7]  ' |
 check "--version" sh -c "'$S' --version | grep -Eqx 'savefs [0-9]+\.[0-9]+\.[0-9]+'"
 expect_eq "--formats" "datafile   Teeworlds/DDNet map datafile (.map), versions 3 and 4
 doodle     Sketchy Maze level, doodad or levelpack (.level, .doodad, .levelpack: JSON, gzip JSON or zip)
-nethack    NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0" \
+nethack    NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0
+btreedb5   Starbound BTreeDB5 database (.world, .shipworld, universe.chunks)
+sbvj01     Starbound versioned JSON file (.player, universe.dat, .metadata)" \
 	"$("$S" --formats)"
 
 # The FUSE-free verbs walk the mount's tree.
