@@ -27,11 +27,24 @@ void sv_sb_float(float f, char *buf, size_t size)
 		snprintf(buf, size, f > 0 ? "inf" : "-inf");
 		return;
 	}
-	for (int p = 1; p <= 9; p++) {
-		snprintf(buf, size, "%.*g", p, (double)f);
-		if (strtof(buf, NULL) == f)
-			return;
+	/* The shortest of %.1g .. %.9g (and, for a whole number, its plain
+	 * digits) that reads back to f; on a tie, the one without an
+	 * exponent. */
+	char best[32] = "", cand[32];
+	for (int p = 0; p <= 9; p++) {
+		if (p == 0 && !(f == (float)(int64_t)f && f > -1e9f && f < 1e9f))
+			continue;
+		if (p == 0)
+			snprintf(cand, sizeof cand, "%.0f", (double)f);
+		else
+			snprintf(cand, sizeof cand, "%.*g", p, (double)f);
+		if (strtof(cand, NULL) != f)
+			continue;
+		size_t n = strlen(cand), b = strlen(best);
+		if (!b || n < b || (n == b && strchr(best, 'e') && !strchr(cand, 'e')))
+			memcpy(best, cand, n + 1);
 	}
+	snprintf(buf, size, "%s", best);
 }
 
 /* ---- .tsv ------------------------------------------------------------------ */
@@ -40,28 +53,81 @@ static const char cols[] = "x\ty\tfg\tfg_hue\tfg_colour\tfg_mod\tfg_mod_hue\tbg\
 			   "bg_colour\tbg_mod\tbg_mod_hue\tliquid\tlevel\tpressure\tsource\t"
 			   "collision\tdungeon\tbiome\tenv_biome\ttransition\troot";
 
+/* Appends v in decimal and a tab (or end) at q; returns the end. */
+static char *put_uint(char *q, uint32_t v, char end)
+{
+	char tmp[12];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*q++ = tmp[--n];
+	*q++ = end;
+	return q;
+}
+
+static char *put_float(char *q, float f)
+{
+	/* Most tiles hold no liquid: 0 and small whole numbers are quick. */
+	if (f == 0 && !signbit(f)) {
+		*q++ = '0';
+	} else if (f > 0 && f < 1e5f && f == (float)(uint32_t)f) {
+		/* Five digits or fewer: never longer than an exponent form. */
+		q = put_uint(q, (uint32_t)f, 0) - 1;
+	} else {
+		char buf[24];
+		sv_sb_float(f, buf, sizeof buf);
+		size_t n = strlen(buf);
+		memcpy(q, buf, n);
+		q += n;
+	}
+	*q++ = '\t';
+	return q;
+}
+
 int sv_sb_tsv(const struct sv_sb_sector *s, unsigned sx, unsigned sy, struct sv_buf *out)
 {
 	int rc = sv_buf_printf(out, "# %s\n# version %llu generation %llu\n", cols,
 			       (unsigned long long)s->version, (unsigned long long)s->generation);
-	char lv[24], pr[24], root[32];
-	for (int i = 0; !rc && i < SV_SB_TILES; i++) {
+	/* A line is at most 22 fields of up to 11 characters and a root of
+	 * two int32s. */
+	if (rc || sv_buf_reserve(out, (size_t)SV_SB_TILES * 300))
+		return -ENOMEM;
+	char *q = (char *)out->p + out->len;
+	for (int i = 0; i < SV_SB_TILES; i++) {
 		const struct sv_sb_tile *t = &s->t[i];
-		sv_sb_float(t->level, lv, sizeof lv);
-		sv_sb_float(t->pressure, pr, sizeof pr);
+		q = put_uint(q, sx * 32 + (unsigned)i % 32, '\t');
+		q = put_uint(q, sy * 32 + (unsigned)i / 32, '\t');
+		q = put_uint(q, t->fg.material, '\t');
+		q = put_uint(q, t->fg.hue, '\t');
+		q = put_uint(q, t->fg.colour, '\t');
+		q = put_uint(q, t->fg.mod, '\t');
+		q = put_uint(q, t->fg.mod_hue, '\t');
+		q = put_uint(q, t->bg.material, '\t');
+		q = put_uint(q, t->bg.hue, '\t');
+		q = put_uint(q, t->bg.colour, '\t');
+		q = put_uint(q, t->bg.mod, '\t');
+		q = put_uint(q, t->bg.mod_hue, '\t');
+		q = put_uint(q, t->liquid, '\t');
+		q = put_float(q, t->level);
+		q = put_float(q, t->pressure);
+		q = put_uint(q, t->source, '\t');
+		q = put_uint(q, t->collision, '\t');
+		q = put_uint(q, t->dungeon, '\t');
+		q = put_uint(q, t->biome, '\t');
+		q = put_uint(q, t->env_biome, '\t');
+		*q++ = s->version < 417 ? '-' : t->transition ? '1' : '0';
+		*q++ = '\t';
 		if (t->has_root)
-			snprintf(root, sizeof root, "%d,%d", t->root_x, t->root_y);
+			q += sprintf(q, "%d,%d", t->root_x, t->root_y);
 		else
-			snprintf(root, sizeof root, "-");
-		rc = sv_buf_printf(out, "%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\t%s\t%d\t"
-				   "%u\t%u\t%u\t%u\t%s\t%s\n",
-				   sx * 32 + i % 32, sy * 32 + i / 32, t->fg.material, t->fg.hue,
-				   t->fg.colour, t->fg.mod, t->fg.mod_hue, t->bg.material, t->bg.hue,
-				   t->bg.colour, t->bg.mod, t->bg.mod_hue, t->liquid, lv, pr, t->source,
-				   t->collision, t->dungeon, t->biome, t->env_biome,
-				   s->version < 417 ? "-" : t->transition ? "1" : "0", root);
+			*q++ = '-';
+		*q++ = '\n';
 	}
-	return rc;
+	out->len = (size_t)(q - (char *)out->p);
+	return 0;
 }
 
 /* A line of text: [p, end) without its line end. */
@@ -144,7 +210,7 @@ static int parse_tile(struct line *l, unsigned ex, unsigned ey, unsigned version
 	const char *p = l->p, *end = l->end;
 	unsigned long v[11], x, y;
 	char msg[120];
-	if (!field_uint(&p, end, 1u << 20, &x) || !field_uint(&p, end, 1u << 20, &y))
+	if (!field_uint(&p, end, 1u << 21, &x) || !field_uint(&p, end, 1u << 21, &y))
 		return bad_line(err, l->no, "x and y must be the tile's coordinates");
 	if (x != ex || y != ey) {
 		snprintf(msg, sizeof msg, "tile %lu,%lu where %u,%u belongs (rows stay in stored "

@@ -44,6 +44,10 @@ enum { K_HEADER = 1, K_KEY, K_META, K_TSV, K_TXT, K_PNG, K_ENT, K_UNIQ, K_PREVIE
 enum { F_OTHER, F_WORLD, F_CELESTIAL };
 
 #define SECTOR_MAX (2 * 10 + SV_SB_TILES * 39)
+/* A record's view: its size is known once decoded, which a listing does
+ * not do (ls -R of a world would inflate every record); its first stat
+ * does. */
+#define LAZY (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)
 
 struct sb {
 	struct sv_bt5_tree *t;
@@ -176,7 +180,7 @@ static int build(struct sv_container *c, struct sb *s)
 		if (ks > 256)
 			break;
 		hex(rkey(s, i), ks, name);
-		if (sv_node_add(c, s->keys_dir, name, SV_N_LAZYSIZE, 0, KEY(K_KEY, i)) == SV_NONE)
+		if (sv_node_add(c, s->keys_dir, name, LAZY, 0, KEY(K_KEY, i)) == SV_NONE)
 			return -ENOMEM;
 	}
 	if (s->family == F_WORLD) {
@@ -195,15 +199,15 @@ static int build(struct sv_container *c, struct sb *s)
 			switch (k[0]) {
 			case 0:
 				if (!memcmp(k, "\0\0\0\0\0", 5))
-					n = sv_node_add(c, world, "metadata.json", SV_N_LAZYSIZE, 0,
+					n = sv_node_add(c, world, "metadata.json", LAZY, 0,
 							KEY(K_META, i));
 				break;
 			case 1:
 				snprintf(name + len, sizeof name - len, ".tsv");
-				n = sv_node_add(c, s->tiles_dir, name, SV_N_LAZYSIZE, 0, KEY(K_TSV, i));
+				n = sv_node_add(c, s->tiles_dir, name, LAZY, 0, KEY(K_TSV, i));
 				snprintf(name + len, sizeof name - len, ".txt");
 				if (n != SV_NONE)
-					n = sv_node_add(c, s->tiles_dir, name, SV_N_LAZYSIZE, 0,
+					n = sv_node_add(c, s->tiles_dir, name, LAZY, 0,
 							KEY(K_TXT, i));
 				snprintf(name + len, sizeof name - len, ".png");
 				if (n != SV_NONE)
@@ -211,7 +215,7 @@ static int build(struct sv_container *c, struct sb *s)
 				break;
 			case 2:
 				snprintf(name + len, sizeof name - len, ".json");
-				n = sv_node_add(c, s->ent_dir, name, SV_N_LAZYSIZE, 0, KEY(K_ENT, i));
+				n = sv_node_add(c, s->ent_dir, name, LAZY, 0, KEY(K_ENT, i));
 				break;
 			case 3:
 			case 4:
@@ -559,7 +563,7 @@ static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
 		if (!rc)
 			rc = sv_sb_vdoc_read(v.p, v.len, &j, &e);
 		json_int_t x, y;
-		uint32_t flags = SV_N_LAZYSIZE;
+		uint32_t flags = LAZY;
 		if (!rc && !json_unpack(json_object_get(j, "content"), "{s[II]}", "chunkIndex", &x, &y)) {
 			snprintf(name, sizeof name, "%lld,%lld.json", (long long)x, (long long)y);
 		} else {
@@ -1188,7 +1192,7 @@ static int open_vj(struct sv_container *c, struct sv_err *err)
 {
 	if (sv_container_size(c) < 7)
 		return sv_err_set(err, -EBADMSG, "sbvj01: byte 6: the file ends after its magic");
-	if (sv_node_add(c, SV_ROOT, "data.json", SV_N_LAZYSIZE, 0, KEY(K_DATA, 0)) == SV_NONE)
+	if (sv_node_add(c, SV_ROOT, "data.json", LAZY, 0, KEY(K_DATA, 0)) == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }

@@ -268,11 +268,18 @@ def shortest(f):
         return "nan"
     if f in (float("inf"), float("-inf")):
         return "inf" if f > 0 else "-inf"
-    for p in range(1, 10):
-        s = "%.*g" % (p, f)
-        if struct.unpack(">f", struct.pack(">f", float(s)))[0] == f:
-            return s
-    return "%.9g" % f
+    # The shortest of %.1g .. %.9g (and a whole number's plain digits)
+    # that reads back to the same float; on a tie, no exponent.
+    cands = ["%.*g" % (p, f) for p in range(1, 10)]
+    if f == int(f) and abs(f) < 1e9:
+        cands.insert(0, "%.0f" % f)
+    best = None
+    for c in cands:
+        if struct.unpack(">f", struct.pack(">f", float(c)))[0] != f:
+            continue
+        if best is None or len(c) < len(best) or (len(c) == len(best) and "e" in best and "e" not in c):
+            best = c
+    return best
 
 
 def tiles(v):
