@@ -203,6 +203,18 @@ void sv_guard_fingerprint(struct sv_container *c)
 		c->fp_started = !pthread_create(&c->fp_thread, NULL, fp_main, c);
 }
 
+void sv_container_forked(struct sv_container *c)
+{
+	/* A worker that was hashing in the parent may have held the lock. */
+	pthread_mutex_init(&c->fp_lock, NULL);
+	if (!c->fp_started)
+		return;
+	c->fp_started = false;
+	pthread_rwlock_wrlock(&c->lock);
+	sv_guard_fingerprint(c);
+	pthread_rwlock_unlock(&c->lock);
+}
+
 bool sv_guard_fingerprinted(struct sv_container *c)
 {
 	pthread_mutex_lock(&c->fp_lock);

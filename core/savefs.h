@@ -302,6 +302,12 @@ const struct sv_format *sv_container_format(const struct sv_container *c);
 const char *sv_container_path(const struct sv_container *c);
 bool sv_container_read_only(const struct sv_container *c);
 
+/* The process forked (a daemon's fork after the container was opened):
+ * the worker threads the core started before stayed in the parent; the
+ * ones it needs are started again here.  Call in the child, before
+ * anything else uses the container. */
+void sv_container_forked(struct sv_container *c);
+
 /* Registers fn (called with the lock held: it must not call back) for
  * changes made outside commits: direct writes (a log appended to) and a
  * followed container changed by another program.  New nodes are reported

@@ -281,6 +281,9 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 	fuse_daemonize(fo.foreground);
+	/* The child goes on alone: threads the core started stayed behind. */
+	if (!fo.foreground)
+		sv_container_forked(c);
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {

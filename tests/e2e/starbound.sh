@@ -317,6 +317,21 @@ printf 'file size after each 10 edits: %s\n' "${sizes[*]}"
 expect_eq "the file stops growing (the last 50 edits)" "${sizes[5]}" "${sizes[9]}"
 decoder_ok "after 100 edits" "$W/grow.world" --exact
 
+# ---- a daemon (not -f) with a container past 16 MiB ----------------------------
+# Its fingerprint is made by a worker thread, started when the container is
+# opened, before the daemon forks: the child must not wait for a thread
+# that stayed in the parent (it did, and commits hung).
+"$MKSBDB" world "$W/large.world" -s 1 -e 1 -L 40000000 || die "mksbdb large world"
+check "the large world is past 16 MiB" test "$(stat -c %s "$W/large.world")" -gt $((16 << 20))
+mkdir -p "$TMP/md"
+"$SAVEFS" "$W/large.world" "$TMP/md" || fail "savefs (daemon) failed to mount"
+for i in 1 2 3; do
+	check "daemonised: edit $i commits" timeout 20 sed -i "s/\"a chest\"/\"daemon $i\"/" "$TMP/md/world/entities/0,0.json"
+done
+check "daemonised: the last edit is there" timeout 10 grep -q '"daemon 1"' "$TMP/md/world/entities/0,0.json"
+fusermount3 -u "$TMP/md" || fusermount3 -u -z "$TMP/md"
+decoder_ok "after the daemon's commits" "$W/large.world" --exact
+
 # ---- crashes at every step of a commit ---------------------------------------
 for step in blocks synced root flipped; do
 	cp "$W/v416.world" "$W/crash.world"
