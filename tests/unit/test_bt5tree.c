@@ -291,6 +291,7 @@ static void reuse(void)
 	for (int i = 0; i < 200; i++)
 		del[i] = (struct sv_bt5_change){keys[i], NULL, 0};
 	T_INT(0, sv_bt5_tree_commit(t, fd, del, 200, NULL, &nw, &e));
+	sv_bt5_tree_free(nw);
 	sv_bt5_tree_free(t);
 	t = load(fd);
 	T_UINT(0, t->nrecs);
