@@ -120,8 +120,33 @@ static const uint8_t *rkey(const struct sb *s, uint32_t i)
 
 static void hex(const uint8_t *k, uint32_t n, char *out)
 {
-	for (uint32_t i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", k[i]);
+	static const char digits[] = "0123456789abcdef";
+	for (uint32_t i = 0; i < n; i++) {
+		out[2 * i] = digits[k[i] >> 4];
+		out[2 * i + 1] = digits[k[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* Writes "<a>,<b>" (two 16-bit numbers) at out; returns its length.  The
+ * names of every sector are made at open: no printf there. */
+static size_t pair_name(unsigned a, unsigned b, char *out)
+{
+	char tmp[12];
+	size_t n = 0, k;
+	for (unsigned v = 2; v--;) {
+		unsigned x = v ? a : b;
+		k = 0;
+		do
+			tmp[k++] = (char)('0' + x % 10);
+		while ((x /= 10));
+		while (k)
+			out[n++] = tmp[--k];
+		if (v)
+			out[n++] = ',';
+	}
+	out[n] = '\0';
+	return n;
 }
 
 static unsigned be16(const uint8_t *p)
@@ -222,8 +247,7 @@ static int build(struct sv_container *c, struct sb *s)
 		bool uniques = false;
 		for (uint32_t i = 0; i < t->nrecs; i++) {
 			const uint8_t *k = rkey(s, i);
-			snprintf(name, sizeof name, "%u,%u", be16(k + 1), be16(k + 3));
-			size_t len = strlen(name);
+			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
 			uint32_t n = 0;
 			switch (k[0]) {
 			case 0:
@@ -232,18 +256,18 @@ static int build(struct sv_container *c, struct sb *s)
 							KEY(K_META, i));
 				break;
 			case 1:
-				snprintf(name + len, sizeof name - len, ".tsv");
+				memcpy(name + len, ".tsv", 5);
 				n = sv_node_add(c, s->tiles_dir, name, LAZY, 0, KEY(K_TSV, i));
-				snprintf(name + len, sizeof name - len, ".txt");
+				memcpy(name + len, ".txt", 5);
 				if (n != SV_NONE)
 					n = sv_node_add(c, s->tiles_dir, name, LAZY, 0,
 							KEY(K_TXT, i));
-				snprintf(name + len, sizeof name - len, ".png");
+				memcpy(name + len, ".png", 5);
 				if (n != SV_NONE)
 					n = sv_node_add(c, s->tiles_dir, name, SV_N_RO, png, KEY(K_PNG, i));
 				break;
 			case 2:
-				snprintf(name + len, sizeof name - len, ".json");
+				memcpy(name + len, ".json", 6);
 				n = sv_node_add(c, s->ent_dir, name, LAZY, 0, KEY(K_ENT, i));
 				break;
 			case 3:
