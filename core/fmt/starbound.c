@@ -319,8 +319,11 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 	free(w.buf);
 	if (rc)
 		return rc;
-	if (!strcmp(h.content_id, "World4"))
+	if (!strcmp(h.content_id, "World4") && h.key_size == 5)
 		s->family = F_WORLD;
+	else if (!strcmp(h.content_id, "World4"))
+		sv_warn(c, "btree: a World4 database with %u-byte keys (the game's are 5 bytes): "
+			"only keys/ is shown", (unsigned)h.key_size);
 	else if (!strcmp(h.content_id, "Celestial2"))
 		s->family = F_CELESTIAL;
 	if (s->t->free_bad)
