@@ -53,6 +53,9 @@ void sv_cli_usage(void)
 	       "  -o maxedit=SIZE    largest file an edit may grow to (default 1G)\n"
 	       "  -o readahead=N     files decoded ahead of a reader going through a\n"
 	       "                     directory in order (default 8, 0 = off)\n"
+	       "  -o events=NAME     recordings: the host's event table, parkour (the\n"
+	       "                     default: ids 0-14) or builtin (0-9); also taken by\n"
+	       "                     ls, cat, extract and info, before their arguments\n"
 	       "  -o upgrade         commits write the newest container version (a v1/v2\n"
 	       "                     Sketchy Maze drawing becomes a zip with RLE chunks)\n"
 	       "  -o allow_other     other users may use the mount, as the container's\n"
@@ -463,6 +466,14 @@ int sv_cli_main(int argc, char **argv)
 	}
 	struct ls_ctx lx = {0};
 	int argi = 2;
+	const char *events = NULL;
+	/* Options every verb takes: -o events=NAME. */
+	while (argi + 1 < argc && !strcmp(argv[argi], "-o")) {
+		if (strncmp(argv[argi + 1], "events=", 7))
+			return usage_error("the commands take only -o events=NAME");
+		events = argv[argi + 1] + 7;
+		argi += 2;
+	}
 	if (!strcmp(verb, "ls")) {
 		for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
 			for (const char *p = argv[argi] + 1; *p; p++) {
@@ -487,6 +498,7 @@ int sv_cli_main(int argc, char **argv)
 	struct sv_opts o;
 	sv_opts_init(&o);
 	o.read_only = true;
+	o.events = events;
 	if (!strcmp(verb, "bench-inproc")) {
 		/* One thread decoding one file after another: the baseline. */
 		o.cache_cap = 1 << 20;

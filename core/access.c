@@ -149,13 +149,46 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 	struct sv_err e;
 	sv_err_clear(&e);
 	uint64_t size = 0;
-	if (!sv_content_locked(c, i, &b, &e))
+	if ((n->flags & SV_N_STREAM) && c->fmt->size) {
+		if (c->fmt->size(c, i, &size, &e)) {
+			size = 0;
+			if (e.code != -ENOMEM)
+				sv_log_failure(c, i, "read", &e);
+		}
+	} else if (!sv_content_locked(c, i, &b, &e))
 		size = b->len;
 	else if (e.code != -ENOMEM)
 		sv_log_failure(c, i, "read", &e); /* once: it is remembered */
 	sv_blob_unref(b);
 	__atomic_store_n(&n->size, size, __ATOMIC_RELAXED);
 	__atomic_store_n(&n->sized, 1, __ATOMIC_RELEASE);
+}
+
+/* A name the table does not have: the format may make it (a file any
+ * name of a pattern opens, not all of them listed).  Read lock held,
+ * dropped and taken again.  0 and the node, or -ENOENT. */
+static int sv_lookup_new(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out)
+{
+	pthread_rwlock_unlock(&c->lock);
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = -ENOENT;
+	if (sv_live(c, dir) && !c->broken) {
+		*out = sv_find_child(c, dir, name);
+		if (*out != SV_NONE) {
+			rc = 0;
+		} else {
+			struct sv_err e;
+			sv_err_clear(&e);
+			rc = c->fmt->lookup(c, dir, name, &e);
+			if (!rc)
+				*out = sv_find_child(c, dir, name);
+			if (!rc && *out == SV_NONE)
+				rc = -ENOENT;
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	pthread_rwlock_rdlock(&c->lock);
+	return rc;
 }
 
 int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
@@ -174,7 +207,7 @@ int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
 	else if (!strcmp(name, ".."))
 		*out = c->nodes[dir].parent;
 	else if ((*out = sv_find_child(c, dir, name)) == SV_NONE)
-		rc = -ENOENT;
+		rc = c->fmt->lookup ? sv_lookup_new(c, dir, name, out) : -ENOENT;
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
@@ -241,6 +274,8 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 			struct sv_stat st;
 			uint32_t k = d->kids[i];
 			const struct sv_node *kn = &c->nodes[k];
+			if (kn->flags & SV_N_UNLISTED)
+				continue;
 			bool costly = (kn->flags & (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
 					      (SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
 				      !(kn->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
@@ -430,6 +465,8 @@ int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out,
 			struct sv_err *err)
 {
+	if (c->fmt->size)
+		sv_settle_size(c, i);
 	uint64_t size = c->nodes[i].size;
 	if (size > c->opts.max_decode)
 		return sv_err_set(err, -EFBIG, "%llu bytes: more than the decode limit "

@@ -426,13 +426,16 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		    sv_content_locked(c, i, &c->snap[i], &e))
 			c->snap[i] = NULL;
 	}
-	rc = c->fmt->commit_in_place ? write_in_place(c, err) : write_new(c, err);
+	/* A directory is always changed in place (new members renamed into
+	 * it); a file in place when its format has no whole-file commit. */
+	bool in_place = c->fmt->commit_in_place && (c->is_dir || !c->fmt->commit);
+	rc = in_place ? write_in_place(c, err) : write_new(c, err);
 	bool written = rc == 0;
 	if (!written)
 		drop_ready(c, changed, err);
 	else
 		rc = sv_reindex(c, changed, err);
-	if (rc == -EBUSY && !written && c->fmt->commit_in_place)
+	if (rc == -EBUSY && !written && in_place)
 		read_again(c, changed);
 	for (uint32_t i = 1; i < count; i++)
 		sv_blob_unref(c->snap[i]);

@@ -20,6 +20,7 @@ extern const struct sv_format sv_fmt_doodle;
 extern const struct sv_format sv_fmt_nethack;
 extern const struct sv_format sv_fmt_btreedb5;
 extern const struct sv_format sv_fmt_sbvj01;
+extern const struct sv_format sv_fmt_recording;
 
 const struct sv_format *const sv_formats[] = {
 	&sv_fmt_datafile,
@@ -27,6 +28,7 @@ const struct sv_format *const sv_formats[] = {
 	&sv_fmt_nethack,
 	&sv_fmt_btreedb5,
 	&sv_fmt_sbvj01,
+	&sv_fmt_recording,
 	NULL,
 };
 
@@ -48,33 +50,6 @@ int sv_container_fd(const struct sv_container *c) { return c->fd; }
 const struct sv_format *sv_container_format(const struct sv_container *c) { return c->fmt; }
 const char *sv_container_path(const struct sv_container *c) { return c->path; }
 bool sv_container_read_only(const struct sv_container *c) { return c->read_only; }
-
-int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
-		       size_t n, struct sv_err *err)
-{
-	uint64_t size = (uint64_t)c->st.st_size;
-	if (off > size || n > size - off)
-		return sv_err_set(err, -EBADMSG,
-				  "range %llu+%zu lies past the end of the file (%llu bytes)",
-				  (unsigned long long)off, n, (unsigned long long)size);
-	uint8_t *p = buf;
-	while (n) {
-		ssize_t k = pread(c->fd, p, n, (off_t)off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return sv_err_set(err, -EIO, "read failed at offset %llu: %s",
-					  (unsigned long long)off, strerror(errno));
-		if (k == 0)
-			return sv_err_set(err, -EIO,
-					  "file shrank while reading at offset %llu",
-					  (unsigned long long)off);
-		p += k;
-		off += (uint64_t)k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
 
 static int open_common(struct sv_container *c, const char *path,
 		       const struct sv_opts *opts, struct sv_err *err);
@@ -163,8 +138,16 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 	}
 	int why = 0; /* why a read-write open was refused */
 	c->fd = opts->read_only ? -1 : open(c->path, O_RDWR | O_CLOEXEC);
-	if (opts->read_only || (c->fd < 0 && (errno == EACCES || errno == EROFS ||
-					      errno == EPERM || errno == ETXTBSY))) {
+	if (c->fd < 0 && errno == EISDIR) {
+		/* A directory of member files: written through new members
+		 * renamed into it, so writable if the directory is. */
+		c->is_dir = true;
+		if (access(c->path, W_OK))
+			why = errno;
+		c->read_only = why != 0;
+		c->fd = open(c->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else if (opts->read_only || (c->fd < 0 && (errno == EACCES || errno == EROFS ||
+						     errno == EPERM || errno == ETXTBSY))) {
 		why = opts->read_only ? 0 : errno;
 		c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
 		c->read_only = true;
@@ -178,7 +161,7 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 		goto fail;
 	if (why)
 		sv_warn(c, "%s cannot be written (%s): mounted read-only", c->path, strerror(why));
-	if (!c->read_only)
+	if (!c->read_only && !c->is_dir)
 		prepare_dir(c);
 	if (!c->read_only) {
 		rc = sv_guard_claim(c, err);
@@ -232,11 +215,8 @@ static int open_common(struct sv_container *c, const char *path,
 		goto fail;
 	}
 	c->mtime0 = c->st.st_mtim;
-	if (S_ISDIR(c->st.st_mode)) {
-		rc = sv_err_set(err, -EISDIR, "%s: is a directory", path);
-		goto fail;
-	}
-	if (!S_ISREG(c->st.st_mode)) {
+	c->is_dir = S_ISDIR(c->st.st_mode);
+	if (!c->is_dir && !S_ISREG(c->st.st_mode)) {
 		rc = sv_err_set(err, -EMEDIUMTYPE, "%s: not a regular file", path);
 		goto fail;
 	}
@@ -245,6 +225,21 @@ static int open_common(struct sv_container *c, const char *path,
 		if (!c->fmt) {
 			rc = sv_err_set(err, -EINVAL, "unknown format name \"%s\" (see --formats)",
 					opts->format);
+			goto fail;
+		}
+		if (c->is_dir && !c->fmt->probe_dir) {
+			rc = sv_err_set(err, -EISDIR, "%s: is a directory, and %s containers are files",
+					path, c->fmt->name);
+			goto fail;
+		}
+	} else if (c->is_dir) {
+		for (size_t i = 0; sv_formats[i] && !c->fmt; i++)
+			if (sv_formats[i]->probe_dir && sv_formats[i]->probe_dir(c))
+				c->fmt = sv_formats[i];
+		if (!c->fmt) {
+			rc = sv_err_set(err, -EMEDIUMTYPE,
+					"%s: is a directory, and not one savefs knows (see --formats)",
+					path);
 			goto fail;
 		}
 	} else {
@@ -263,7 +258,8 @@ static int open_common(struct sv_container *c, const char *path,
 			goto fail;
 		}
 	}
-	if (!c->fmt->commit && !c->fmt->commit_in_place && !c->fmt->write)
+	if ((!c->fmt->commit && !c->fmt->commit_in_place && !c->fmt->write) ||
+	    (c->is_dir && !c->fmt->commit_in_place))
 		c->read_only = true;
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);

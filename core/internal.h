@@ -5,6 +5,7 @@
  *
  * The core's files, one concern each:
  *   container.c  the format registry, opening, sniffing, closing
+ *   source.c     the container's bytes: a file, or a directory's members
  *   nodes.c      the node table: add, find by (parent, name), names made
  *                valid and unique, removal and orphans, paths
  *   access.c     the client side: lookup, stat, readdir, reads, loads
@@ -54,6 +55,7 @@ struct sv_container {
 	struct timespec mtime0;  /* the container's mtime when first opened:
 				  * the mtime of every file not changed since */
 	bool read_only;
+	bool is_dir;             /* a directory of member files (source.c) */
 
 	struct sv_node *nodes;   /* owned; nnodes used of cap */
 	uint32_t nnodes, cap;

@@ -134,6 +134,8 @@ enum {
 				    * settle the size (it costs a decode per
 				    * file: a game state rebuilt); its first
 				    * stat does */
+	SV_N_UNLISTED = 1 << 18,   /* opens by name, but listings leave it
+				    * out (one of a pattern's many names) */
 };
 
 struct sv_node {
@@ -179,6 +181,8 @@ struct sv_opts {
 			       * (default 8; 0 = off) */
 	bool upgrade;         /* a commit writes the format's newest container
 			       * version (formats that have several) */
+	const char *events;   /* recordings: the host's event table, "builtin"
+			       * or "parkour" (NULL: parkour) */
 };
 
 #define SV_DEFAULT_CACHE (64ull << 20)
@@ -211,6 +215,9 @@ struct sv_format {
 	const char *description; /* "Teeworlds/DDNet map datafile (.map)" */
 	/* Non-zero if the first n bytes (n may be small) look like this format. */
 	int (*probe)(const uint8_t *head, size_t n);
+	/* For a container that is a directory: non-zero if its members (read
+	 * with sv_member_*) look like this format.  NULL: never a directory. */
+	int (*probe_dir)(struct sv_container *c);
 	/* Reads the index and builds the tree with sv_node_add().  Must not
 	 * decode payload.  Sets c's private state with sv_container_set_priv. */
 	int (*open)(struct sv_container *c, struct sv_err *err);
@@ -253,6 +260,16 @@ struct sv_format {
 	 * or listing, and again after a commit for one listed before (lock
 	 * held exclusively).  NULL: no lazy directories. */
 	int (*expand)(struct sv_container *c, uint32_t dir, struct sv_err *err);
+	/* A name not in directory dir was looked up: the format may add it
+	 * with sv_node_add (a file every name of a pattern opens, of which
+	 * the listing shows some) and return 0, else -ENOENT (lock held
+	 * exclusively).  NULL: only listed names exist. */
+	int (*lookup)(struct sv_container *c, uint32_t dir, const char *name,
+		      struct sv_err *err);
+	/* The size of an SV_N_LAZYSIZE stream, found without reading it
+	 * whole (lock held shared).  NULL: the stream is read to measure it. */
+	int (*size)(struct sv_container *c, uint32_t node, uint64_t *size,
+		    struct sv_err *err);
 	/* Copies up to size bytes at off of an SV_N_STREAM node into buf;
 	 * *got < size only at its end (lock held shared).  NULL: no stream
 	 * nodes. */
@@ -330,8 +347,38 @@ uint64_t sv_container_size(const struct sv_container *c);
  * reason if the range lies outside the file, -EIO if the host fails. */
 int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
 		       size_t n, struct sv_err *err);
-/* The open file descriptor of the container (for copying stored bytes). */
+/* The open file descriptor of the container (for copying stored bytes);
+ * of a directory container, the directory. */
 int sv_container_fd(const struct sv_container *c);
+
+/*
+ * Containers that are directories (a recording being written: a preamble
+ * and segments).  Members are regular files directly inside it, named
+ * without '/'; a symbolic link is refused (-EBADMSG).  Each call opens the
+ * member afresh, so a member replaced by rename is seen whole, old or new.
+ * Thread-safe.
+ */
+bool sv_container_is_dir(const struct sv_container *c);
+/* Stats a member: -ENOENT if it is not there, -EBADMSG if not a file. */
+int sv_member_stat(struct sv_container *c, const char *name, struct stat *st,
+		   struct sv_err *err);
+/* Reads exactly n bytes at off of a member: -EBADMSG past its end. */
+int sv_member_pread(struct sv_container *c, const char *name, uint64_t off, void *buf,
+		    size_t n, struct sv_err *err);
+/* Appends a whole member to out: -EFBIG if it is larger than max. */
+int sv_member_read_all(struct sv_container *c, const char *name, uint64_t max,
+		       struct sv_buf *out, struct sv_err *err);
+/* Calls fn with each entry's name (not "." or ".."), in no order, until
+ * it returns non-zero (which is returned). */
+int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name),
+		   void *arg, struct sv_err *err);
+/* Replaces (or creates) a member with p[0..n): written to
+ * "<tmp_prefix>XXXXXXXX.tmp" in the directory, synced, renamed over it,
+ * and the directory synced: a crash leaves the old member or the new one
+ * (and perhaps the temporary file).  Test steps "member-written",
+ * "member-renamed". */
+int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
+		      const void *p, size_t n, struct sv_err *err);
 
 /*
  * Adds (or, while re-indexing after a commit, finds again) the node `name`

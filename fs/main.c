@@ -24,7 +24,7 @@
 
 struct cmdline {
 	char *container, *mountpoint, *extra;
-	char *cache, *format, *maxdecode, *maxedit, *readahead;
+	char *cache, *format, *maxdecode, *maxedit, *readahead, *events;
 	int ro, upgrade, help, version, allow_other;
 	int nonopt;
 };
@@ -38,6 +38,7 @@ static const struct fuse_opt savefs_opts[] = {
 	OPT("maxdecode=%s", maxdecode),
 	OPT("maxedit=%s", maxedit),
 	OPT("readahead=%s", readahead),
+	OPT("events=%s", events),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"upgrade", offsetof(struct cmdline, upgrade), 1},
@@ -228,6 +229,7 @@ int main(int argc, char **argv)
 	    parse_size_opt("maxedit", cl.maxedit, &o.max_edit))
 		goto out;
 	o.format = cl.format;
+	o.events = cl.events;
 	if (cl.readahead) {
 		char *end;
 		unsigned long v = strtoul(cl.readahead, &end, 10);
@@ -325,6 +327,7 @@ out:
 	free(cl.maxdecode);
 	free(cl.maxedit);
 	free(cl.readahead);
+	free(cl.events);
 	fuse_opt_free_args(&args);
 	return status;
 }

@@ -72,7 +72,8 @@ expect_eq "--formats" "datafile   Teeworlds/DDNet map datafile (.map), versions 
 doodle     Sketchy Maze level, doodad or levelpack (.level, .doodad, .levelpack: JSON, gzip JSON or zip)
 nethack    NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0
 btreedb5   Starbound BTreeDB5 database (.world, .shipworld, universe.chunks)
-sbvj01     Starbound versioned JSON file (.player, universe.dat, .metadata)" \
+sbvj01     Starbound versioned JSON file (.player, universe.dat, .metadata)
+recording  chunked replay recording, version 4 (.hcrp, or a segmented directory)" \
 	"$("$S" --formats)"
 
 # The FUSE-free verbs walk the mount's tree.

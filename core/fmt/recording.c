@@ -1,0 +1,800 @@
+/*
+ * recording.c - chunked replay recordings (format version 4): one compacted
+ * file, or a segmented directory still being written.
+ *
+ * Layout (../shared/formats/recording.md; all big-endian):
+ *   header, 256 bytes   i32 magic "HCRP", i16 version (4), i16 flags,
+ *                       16-byte world id, i8 world version length (0..32),
+ *                       that many bytes, i64 timestamp (ms), i16 dictionary,
+ *                       i32 metadata length, i32 index length, i32 tick
+ *                       count, i32 chunk count, i32 data version; zeros
+ *   metadata            network NBT (type byte, nameless payload)
+ *   index               per chunk: VarInt start tick, VarInt ticks, u8 flags
+ *                       (1: opens with a snapshot), i64 offset, VarInt
+ *                       compressed length, VarInt decompressed length
+ *   chunks              one zstd frame each
+ * Compacted: one file, offsets absolute.  Segmented: a directory with
+ * preamble.dat (header, metadata, index), segment-NNN.dat, and an empty
+ * `finished` once done; an offset is segment << 32 | offset in it, and the
+ * chunks of a segment lie back to back from 0.  Only the preamble defines
+ * the content: a segment it does not reference, and .preamble-*.tmp
+ * leftovers, are ignored.
+ *
+ * Open reads the header, metadata and index and nothing else; a chunk is
+ * inflated when one of its views is read.  A segmented recording is
+ * followed: a new preamble (or `finished`) reads the index again.
+ */
+#include "savefs.h"
+
+#include "nbt.h"
+#include "rcevents.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#define HEADER 256
+#define PREAMBLE "preamble.dat"
+#define MAX_PREAMBLE (256u << 20)
+
+enum { K_HEADER, K_SNBT, K_NBT, K_INDEX, K_BIN, K_TXT, K_AT, K_TIMELINE, K_COMPACT, K_DIR };
+#define KEY(kind, i) ((uint64_t)(kind) << 40 | (uint64_t)(i))
+#define KIND(k) ((int)((k) >> 40))
+#define INDEX(k) ((uint64_t)(k) & ((1ull << 40) - 1))
+
+struct chunk {
+	uint32_t start, ticks;
+	uint8_t flags;
+	uint64_t offset;      /* as stored */
+	uint32_t clen, ulen;
+	uint64_t txt;         /* its text's length + 1, 0 until known (atomic) */
+};
+
+struct rec {
+	bool segmented, finished;
+	int table;
+	uint8_t head[HEADER];
+	int16_t version, flags, dictionary;
+	uint8_t wvlen;
+	int64_t timestamp;
+	int32_t meta_len, index_len, tick_count, chunk_count, data_version;
+	uint8_t *pre;         /* header + metadata + index, as stored */
+	size_t pre_len;
+	struct sv_nbt meta;
+	struct chunk *chunks;
+	uint32_t n;
+	struct sv_buf header_json, index_tsv, snbt;
+	uint64_t compact_size;
+	uint32_t at_dir, chunks_dir;
+	struct stat pre_st;   /* segmented: the preamble as read */
+};
+
+/* ---- parsing ------------------------------------------------------------ */
+
+static uint64_t be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int parse_header(struct rec *r, const uint8_t *h, struct sv_err *err)
+{
+	if (be(h, 4) != 0x48435250)
+		return sv_err_set(err, -EBADMSG, "recording: byte 0: not a recording (no HCRP magic)");
+	r->version = (int16_t)be(h + 4, 2);
+	if (r->version != 4)
+		return sv_err_set(err, -ENOTSUP, "recording: byte 4: format version %d; savefs "
+				  "reads version 4", r->version);
+	r->flags = (int16_t)be(h + 6, 2);
+	int8_t wv = (int8_t)h[24];
+	if (wv < 0 || wv > 32)
+		return sv_err_set(err, -EBADMSG, "recording: byte 24: world version length %d, "
+				  "not 0 to 32", wv);
+	r->wvlen = (uint8_t)wv;
+	const uint8_t *p = h + 25 + wv;
+	r->timestamp = (int64_t)be(p, 8);
+	r->dictionary = (int16_t)be(p + 8, 2);
+	r->meta_len = (int32_t)be(p + 10, 4);
+	r->index_len = (int32_t)be(p + 14, 4);
+	r->tick_count = (int32_t)be(p + 18, 4);
+	r->chunk_count = (int32_t)be(p + 22, 4);
+	r->data_version = (int32_t)be(p + 26, 4);
+	size_t at = (size_t)(p - h);
+	if (r->meta_len < 0 || r->index_len < 0 || r->tick_count < 0 || r->chunk_count < 0)
+		return sv_err_set(err, -EBADMSG, "recording: byte %zu: a negative length or count "
+				  "(metadata %d, index %d, ticks %d, chunks %d)", at + 10,
+				  r->meta_len, r->index_len, r->tick_count, r->chunk_count);
+	return 0;
+}
+
+/* The metadata and index at r->pre + HEADER. */
+static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
+		      struct sv_err *err)
+{
+	const uint8_t *p = r->pre;
+	size_t used;
+	int rc = sv_nbt_read(p + HEADER, (size_t)r->meta_len, &r->meta, &used, err);
+	if (rc) {
+		char m[SV_ERR_MAX];
+		snprintf(m, sizeof m, "%s", err->msg);
+		return sv_err_set(err, -EBADMSG, "recording: metadata at byte %d: %s", HEADER, m);
+	}
+	if (used != (size_t)r->meta_len)
+		return sv_err_set(err, -EBADMSG, "recording: byte %d: the metadata takes %zu bytes, "
+				  "the header says %d", HEADER, used, r->meta_len);
+	size_t off = HEADER + (size_t)r->meta_len, end = off + (size_t)r->index_len;
+	if ((size_t)r->chunk_count > (size_t)r->index_len / 12 + 1)
+		return sv_err_set(err, -EBADMSG, "recording: byte 50: %d chunks cannot fit an index "
+				  "of %d bytes", r->chunk_count, r->index_len);
+	r->chunks = calloc((size_t)r->chunk_count + 1, sizeof *r->chunks);
+	if (!r->chunks)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	uint64_t tick = 0, data_start = end, prev_end = end;
+	int64_t seg = -1;
+	uint64_t seg_next = 0;
+	for (int32_t i = 0; i < r->chunk_count; i++) {
+		size_t at = off;
+		int32_t start, ticks, clen, ulen;
+		if (sv_rc_varint(p, end, &off, &start) || sv_rc_varint(p, end, &off, &ticks) ||
+		    off + 9 > end)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: index entry %d is "
+					  "malformed or cut short", at, i);
+		uint8_t flags = p[off];
+		uint64_t o = be(p + off + 1, 8);
+		off += 9;
+		if (sv_rc_varint(p, end, &off, &clen) || sv_rc_varint(p, end, &off, &ulen))
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: index entry %d is "
+					  "malformed or cut short", at, i);
+		if ((uint64_t)(uint32_t)start != tick || start < 0)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d starts at tick "
+					  "%d, expected %llu (chunks follow each other from tick 0)",
+					  at, i, start, (unsigned long long)tick);
+		if (ticks <= 0)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d has %d ticks",
+					  at, i, ticks);
+		if (clen <= 0 || ulen <= 0)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d has a length "
+					  "of %d compressed, %d decompressed", at, i, clen, ulen);
+		if (r->segmented) {
+			int64_t s = (int64_t)(o >> 32);
+			uint64_t so = o & 0xffffffffu;
+			if ((int64_t)o < 0 || s < seg || s > seg + 1 || (s != seg && so != 0) ||
+			    (s == seg && so != seg_next))
+				return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d at "
+						  "segment %lld offset %llu: segments hold their "
+						  "chunks back to back from offset 0",
+						  at, i, (long long)s, (unsigned long long)so);
+			seg = s;
+			seg_next = so + (uint64_t)clen;
+		} else {
+			if (o < data_start || o < prev_end || o > file_size ||
+			    (uint64_t)clen > file_size - o)
+				return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d at "
+						  "%llu+%d %s", at, i, (unsigned long long)o, clen,
+						  o > file_size || (uint64_t)clen > file_size - o
+							  ? "lies past the end of the file"
+							  : "overlaps what comes before it");
+			prev_end = o + (uint64_t)clen;
+		}
+		r->chunks[i] = (struct chunk){(uint32_t)start, (uint32_t)ticks, flags, o,
+					      (uint32_t)clen, (uint32_t)ulen, 0};
+		tick += (uint64_t)ticks;
+		r->compact_size += (uint64_t)clen;
+	}
+	if (off != end)
+		return sv_err_set(err, -EBADMSG, "recording: byte %zu: the index of %d chunks takes "
+				  "%zu bytes, the header says %d", HEADER + (size_t)r->meta_len,
+				  r->chunk_count, off - HEADER - (size_t)r->meta_len, r->index_len);
+	if (tick != (uint64_t)r->tick_count)
+		return sv_err_set(err, -EBADMSG, "recording: byte %d: the header says %d ticks, the "
+				  "chunks hold %llu", 25 + r->wvlen + 18, r->tick_count,
+				  (unsigned long long)tick);
+	r->n = (uint32_t)r->chunk_count;
+	r->compact_size += end;
+	(void)c;
+	return 0;
+}
+
+static int read_preamble(struct sv_container *c, struct rec *r, struct sv_err *err)
+{
+	uint64_t size;
+	if (r->segmented) {
+		struct sv_buf b;
+		sv_buf_init(&b);
+		int rc = sv_member_stat(c, PREAMBLE, &r->pre_st, err);
+		if (!rc)
+			rc = sv_member_read_all(c, PREAMBLE, MAX_PREAMBLE, &b, err);
+		if (rc) {
+			sv_buf_fini(&b);
+			return rc;
+		}
+		r->pre = b.p;
+		r->pre_len = b.len;
+		size = b.len;
+		if (size < HEADER)
+			return sv_err_set(err, -EBADMSG, "recording: %s: %llu bytes, shorter than the "
+					  "256-byte header", PREAMBLE, (unsigned long long)size);
+		memcpy(r->head, r->pre, HEADER);
+	} else {
+		size = sv_container_size(c);
+		if (size < HEADER)
+			return sv_err_set(err, -EBADMSG, "recording: byte 0: %llu bytes, shorter than "
+					  "the 256-byte header", (unsigned long long)size);
+		int rc = sv_container_pread(c, 0, r->head, HEADER, err);
+		if (rc)
+			return rc;
+	}
+	int rc = parse_header(r, r->head, err);
+	if (rc)
+		return rc;
+	uint64_t want = HEADER + (uint64_t)r->meta_len + (uint64_t)r->index_len;
+	if (r->segmented && want != size)
+		return sv_err_set(err, -EBADMSG, "recording: %s: %llu bytes, the header says %llu "
+				  "(256 + metadata %d + index %d)", PREAMBLE,
+				  (unsigned long long)size, (unsigned long long)want, r->meta_len,
+				  r->index_len);
+	if (!r->segmented) {
+		if (want > size)
+			return sv_err_set(err, -EBADMSG, "recording: byte 0: metadata %d and index %d "
+					  "bytes lie past the end of the file (%llu bytes)",
+					  r->meta_len, r->index_len, (unsigned long long)size);
+		r->pre = malloc((size_t)want);
+		if (!r->pre)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		r->pre_len = (size_t)want;
+		rc = sv_container_pread(c, 0, r->pre, (size_t)want, err);
+		if (rc)
+			return rc;
+	}
+	return parse_body(c, r, size, err);
+}
+
+/* ---- views built at open ----------------------------------------------- */
+
+static void hexs(char *out, const uint8_t *p, size_t n)
+{
+	static const char d[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = d[p[i] >> 4];
+		out[2 * i + 1] = d[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int make_header(struct sv_container *c, struct rec *r)
+{
+	char id[33], wv[65], uuid[37];
+	hexs(id, r->head + 8, 16);
+	snprintf(uuid, sizeof uuid, "%.8s-%.4s-%.4s-%.4s-%.12s", id, id + 8, id + 12, id + 16,
+		 id + 20);
+	hexs(wv, r->head + 25, r->wvlen);
+	json_t *segs = json_array();
+	if (r->segmented) {
+		int64_t last = -1;
+		for (uint32_t i = 0; i < r->n; i++)
+			if ((int64_t)(r->chunks[i].offset >> 32) != last) {
+				last = (int64_t)(r->chunks[i].offset >> 32);
+				char name[32];
+				snprintf(name, sizeof name, "segment-%03lld.dat", (long long)last);
+				json_array_append_new(segs, json_string(name));
+			}
+	}
+	json_t *o = json_pack("{ss si si ss ss sI si si si si si si ss sb}",
+			      "magic", "HCRP", "version", (int)r->version, "flags", (int)r->flags,
+			      "world_id", uuid, "world_version", wv,
+			      "timestamp", (json_int_t)r->timestamp, "dictionary", (int)r->dictionary,
+			      "metadata_length", (int)r->meta_len, "index_length", (int)r->index_len,
+			      "tick_count", (int)r->tick_count, "chunk_count", (int)r->chunk_count,
+			      "data_version", (int)r->data_version,
+			      "layout", r->segmented ? "segmented" : "compacted",
+			      "finished", r->segmented ? r->finished : true);
+	if (!o || !segs) {
+		json_decref(o);
+		json_decref(segs);
+		return -ENOMEM;
+	}
+	if (r->segmented)
+		json_object_set_new(o, "segments", segs);
+	else
+		json_decref(segs);
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	int rc = sv_buf_add(&r->header_json, s, strlen(s)) || sv_buf_add(&r->header_json, "\n", 1);
+	free(s);
+	(void)c;
+	return rc ? -ENOMEM : 0;
+}
+
+static int make_index(struct rec *r)
+{
+	int rc = sv_buf_printf(&r->index_tsv, "# chunk\tstart\tticks\tsnapshot\tsegment\toffset\t"
+			       "compressed\tdecompressed\n");
+	for (uint32_t i = 0; i < r->n && !rc; i++) {
+		const struct chunk *k = &r->chunks[i];
+		uint64_t seg = r->segmented ? k->offset >> 32 : 0;
+		uint64_t off = r->segmented ? k->offset & 0xffffffffu : k->offset;
+		if (r->segmented)
+			rc = sv_buf_printf(&r->index_tsv, "%06u\t%u\t%u\t%s\t%llu\t%llu\t%u\t%u\n", i,
+					   k->start, k->ticks, k->flags & 1 ? "yes" : "no",
+					   (unsigned long long)seg, (unsigned long long)off, k->clen,
+					   k->ulen);
+		else
+			rc = sv_buf_printf(&r->index_tsv, "%06u\t%u\t%u\t%s\t-\t%llu\t%u\t%u\n", i,
+					   k->start, k->ticks, k->flags & 1 ? "yes" : "no",
+					   (unsigned long long)off, k->clen, k->ulen);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
+{
+	if (make_header(c, r) || make_index(r) || sv_snbt_write(&r->snbt, &r->meta, true))
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	const uint32_t RO = SV_N_RO;
+	if (sv_node_add(c, SV_ROOT, "header.json", RO | SV_N_DERIVED, r->header_json.len,
+			KEY(K_HEADER, 0)) == SV_NONE ||
+	    sv_node_add(c, SV_ROOT, "metadata.snbt", RO, r->snbt.len, KEY(K_SNBT, 0)) == SV_NONE ||
+	    sv_node_add(c, SV_ROOT, "metadata.nbt", RO, (uint64_t)r->meta_len, KEY(K_NBT, 0)) ==
+		    SV_NONE ||
+	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, r->index_tsv.len,
+			KEY(K_INDEX, 0)) == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR, 0, KEY(K_DIR, 0));
+	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR, 0, KEY(K_DIR, 1));
+	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	char name[40];
+	for (uint32_t i = 0; i < r->n; i++) {
+		snprintf(name, sizeof name, "%06u.bin", i);
+		if (sv_node_add(c, r->chunks_dir, name, RO, r->chunks[i].ulen, KEY(K_BIN, i)) ==
+		    SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		snprintf(name, sizeof name, "%06u.txt", i);
+		if (sv_node_add(c, r->chunks_dir, name, RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
+				KEY(K_TXT, i)) == SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < r->n; i++) {
+		snprintf(name, sizeof name, "%08u.json", r->chunks[i].start);
+		if (sv_node_add(c, r->at_dir, name, RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
+				KEY(K_AT, r->chunks[i].start)) == SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	if (sv_node_add(c, SV_ROOT, "timeline.txt",
+			RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE | SV_N_DERIVED, 0,
+			KEY(K_TIMELINE, 0)) == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	if (r->segmented &&
+	    sv_node_add(c, SV_ROOT, "compacted.hcrp", RO | SV_N_STREAM | SV_N_DERIVED,
+			r->compact_size, KEY(K_COMPACT, 0)) == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* ---- format callbacks --------------------------------------------------- */
+
+static int probe(const uint8_t *h, size_t n)
+{
+	return n >= 4 && !memcmp(h, "HCRP", 4);
+}
+
+static int probe_dir(struct sv_container *c)
+{
+	uint8_t h[4];
+	return !sv_member_pread(c, PREAMBLE, 0, h, 4, NULL) && probe(h, 4);
+}
+
+static int table_of(struct sv_container *c, int *table, struct sv_err *err)
+{
+	const char *ev = sv_container_opts(c)->events;
+	if (!ev || !strcmp(ev, "parkour"))
+		*table = SV_RC_PARKOUR;
+	else if (!strcmp(ev, "builtin"))
+		*table = SV_RC_BUILTIN;
+	else
+		return sv_err_set(err, -EINVAL, "events=%s: the event tables are builtin and parkour",
+				  ev);
+	return 0;
+}
+
+static void rec_free(struct rec *r)
+{
+	if (!r)
+		return;
+	free(r->pre);
+	sv_nbt_fini(&r->meta);
+	free(r->chunks);
+	sv_buf_fini(&r->header_json);
+	sv_buf_fini(&r->index_tsv);
+	sv_buf_fini(&r->snbt);
+	free(r);
+}
+
+static int open_rec(struct sv_container *c, struct sv_err *err)
+{
+	struct rec *r = calloc(1, sizeof *r);
+	if (!r)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	sv_container_set_priv(c, r);
+	r->segmented = sv_container_is_dir(c);
+	sv_buf_init(&r->header_json);
+	sv_buf_init(&r->index_tsv);
+	sv_buf_init(&r->snbt);
+	int rc = table_of(c, &r->table, err);
+	if (!rc && r->segmented) {
+		struct stat st;
+		r->finished = !sv_member_stat(c, "finished", &st, NULL);
+	}
+	if (!rc)
+		rc = read_preamble(c, r, err);
+	if (!rc)
+		rc = build(c, r, err);
+	return rc;
+}
+
+static void close_rec(struct sv_container *c)
+{
+	rec_free(sv_container_priv(c));
+	sv_container_set_priv(c, NULL);
+}
+
+/* Chunk i's stored bytes, inflated. */
+static int inflate_chunk(struct sv_container *c, const struct rec *r, uint32_t i,
+			 struct sv_blob **out, struct sv_err *err)
+{
+	const struct chunk *k = &r->chunks[i];
+	if (k->ulen > sv_container_opts(c)->max_decode)
+		return sv_err_set(err, -EFBIG, "chunk %u: %u bytes decompressed, more than the "
+				  "decode limit", i, k->ulen);
+	uint8_t *src = malloc(k->clen);
+	if (!src)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	int rc;
+	if (r->segmented) {
+		char name[40];
+		snprintf(name, sizeof name, "segment-%03llu.dat", (unsigned long long)(k->offset >> 32));
+		rc = sv_member_pread(c, name, k->offset & 0xffffffffu, src, k->clen, err);
+	} else {
+		rc = sv_container_pread(c, k->offset, src, k->clen, err);
+	}
+	if (rc) {
+		free(src);
+		return rc;
+	}
+	unsigned long long fs = ZSTD_getFrameContentSize(src, k->clen);
+	if (fs == ZSTD_CONTENTSIZE_ERROR) {
+		free(src);
+		return sv_err_set(err, -EBADMSG, "chunk %u: not a zstd frame", i);
+	}
+	if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != k->ulen) {
+		free(src);
+		return sv_err_set(err, -EBADMSG, "chunk %u: the zstd frame says %llu bytes, the "
+				  "index %u", i, fs, k->ulen);
+	}
+	struct sv_blob *b = sv_blob_new(k->ulen);
+	if (!b) {
+		free(src);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	size_t got = ZSTD_decompress(b->data, k->ulen, src, k->clen);
+	free(src);
+	if (ZSTD_isError(got)) {
+		rc = sv_err_set(err, -EBADMSG, "chunk %u: zstd: %s", i, ZSTD_getErrorName(got));
+	} else if (got != k->ulen) {
+		rc = sv_err_set(err, -EBADMSG, "chunk %u: inflates to %zu bytes, the index says %u",
+				i, got, k->ulen);
+	}
+	if (rc) {
+		sv_blob_unref(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+/* The chunk that holds tick t (binary search), or r->n. */
+static uint32_t chunk_of(const struct rec *r, uint64_t t)
+{
+	uint32_t lo = 0, hi = r->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (r->chunks[mid].start + (uint64_t)r->chunks[mid].ticks <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int chunk_text(struct sv_container *c, struct rec *r, uint32_t i, struct sv_buf *out,
+		      struct sv_err *err)
+{
+	struct sv_blob *b;
+	int rc = inflate_chunk(c, r, i, &b, err);
+	if (rc)
+		return rc;
+	char problem[SV_ERR_MAX];
+	size_t before = out->len;
+	rc = sv_rc_text(b->data, b->len, r->table, out, problem);
+	sv_blob_unref(b);
+	if (rc)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	if (problem[0])
+		sv_log(c, "chunks/%06u.txt: decoded up to %s (the rest is shown as hex)", i, problem);
+	__atomic_store_n(&r->chunks[i].txt, (uint64_t)(out->len - before) + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int state_at(struct sv_container *c, struct rec *r, uint64_t tick, struct sv_buf *out,
+		    struct sv_err *err)
+{
+	uint32_t i = chunk_of(r, tick);
+	if (i >= r->n)
+		return sv_err_set(err, -ENOENT, "no tick %llu: the recording has %d",
+				  (unsigned long long)tick, r->tick_count);
+	if (!(r->chunks[i].flags & 1))
+		sv_log(c, "at/%08llu.json: chunk %u does not open with a snapshot: the state holds "
+		       "only what that chunk sets", (unsigned long long)tick, i);
+	struct sv_blob *b;
+	int rc = inflate_chunk(c, r, i, &b, err);
+	if (rc)
+		return rc;
+	rc = sv_rc_state(b->data, b->len, r->table, (uint32_t)tick, out, err);
+	sv_blob_unref(b);
+	return rc;
+}
+
+static int load(struct sv_container *c, uint32_t node, struct sv_blob **out,
+		struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	uint64_t key = sv_node(c, node)->key;
+	uint64_t i = INDEX(key);
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = 0;
+	switch (KIND(key)) {
+	case K_HEADER:
+		*out = sv_blob_dup(r->header_json.p, r->header_json.len);
+		break;
+	case K_INDEX:
+		*out = sv_blob_dup(r->index_tsv.p, r->index_tsv.len);
+		break;
+	case K_SNBT:
+		*out = sv_blob_dup(r->snbt.p, r->snbt.len);
+		break;
+	case K_NBT:
+		*out = sv_blob_dup(r->pre + HEADER, (size_t)r->meta_len);
+		break;
+	case K_BIN:
+		return inflate_chunk(c, r, (uint32_t)i, out, err);
+	case K_TXT:
+		rc = chunk_text(c, r, (uint32_t)i, &b, err);
+		break;
+	case K_AT:
+		rc = state_at(c, r, i, &b, err);
+		break;
+	default:
+		return sv_err_set(err, -EIO, "not a file");
+	}
+	if (KIND(key) == K_TXT || KIND(key) == K_AT) {
+		if (!rc) {
+			*out = sv_blob_dup(b.p, b.len);
+			if (!*out)
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+		}
+		sv_buf_fini(&b);
+		return rc;
+	}
+	return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+}
+
+/* Any tick opens by name under at/: "<digits>.json". */
+static int lookup(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	if (dir != r->at_dir)
+		return -ENOENT;
+	const char *p = name;
+	uint64_t t = 0;
+	if (*p < '0' || *p > '9')
+		return -ENOENT;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		t = t * 10 + (uint64_t)(*p - '0');
+		if (t >= (uint64_t)r->tick_count)
+			return -ENOENT;
+	}
+	if (strcmp(p, ".json"))
+		return -ENOENT;
+	if (sv_node_add(c, dir, name, SV_N_RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE | SV_N_UNLISTED, 0,
+			KEY(K_AT, t)) == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Chunk i's text length, decoding it if not known yet. */
+static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t *len,
+		    struct sv_err *err)
+{
+	uint64_t k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+	if (!k) {
+		struct sv_buf b;
+		sv_buf_init(&b);
+		int rc = chunk_text(c, r, i, &b, err);
+		sv_buf_fini(&b);
+		if (rc)
+			return rc;
+		k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+	}
+	*len = k - 1;
+	return 0;
+}
+
+static int size(struct sv_container *c, uint32_t node, uint64_t *out, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	if (KIND(sv_node(c, node)->key) != K_TIMELINE)
+		return sv_err_set(err, -EIO, "not a stream");
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint64_t k;
+		int rc = text_len(c, r, i, &k, err);
+		if (rc)
+			return rc;
+		total += k;
+	}
+	*out = total;
+	return 0;
+}
+
+static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, uint8_t *buf,
+			 size_t want, size_t *got, struct sv_err *err)
+{
+	uint64_t at = 0;
+	for (uint32_t i = 0; i < r->n && *got < want; i++) {
+		uint64_t k;
+		int rc = text_len(c, r, i, &k, err);
+		if (rc)
+			return rc;
+		if (off >= at + k) {
+			at += k;
+			continue;
+		}
+		struct sv_buf b;
+		sv_buf_init(&b);
+		rc = chunk_text(c, r, i, &b, err);
+		if (!rc) {
+			size_t from = (size_t)(off - at);
+			size_t n = b.len - from < want - *got ? b.len - from : want - *got;
+			memcpy(buf + *got, b.p + from, n);
+			*got += n;
+			off += n;
+		}
+		sv_buf_fini(&b);
+		if (rc)
+			return rc;
+		at += k;
+	}
+	return 0;
+}
+
+/* The compacted file: the preamble with absolute offsets, then every chunk
+ * as stored. */
+static int read_compact(struct sv_container *c, struct rec *r, uint64_t off, uint8_t *buf,
+			size_t want, size_t *got, struct sv_err *err)
+{
+	size_t head = r->pre_len;
+	while (*got < want && off < r->compact_size) {
+		if (off < head) {
+			/* The preamble, its offsets made absolute. */
+			uint8_t *p = malloc(head);
+			if (!p)
+				return sv_err_set(err, -ENOMEM, "out of memory");
+			memcpy(p, r->pre, head);
+			size_t o = HEADER + (size_t)r->meta_len;
+			uint64_t abs = head;
+			for (uint32_t i = 0; i < r->n; i++) {
+				int32_t v;
+				sv_rc_varint(p, head, &o, &v);
+				sv_rc_varint(p, head, &o, &v);
+				o++;
+				for (int b = 0; b < 8; b++)
+					p[o + (size_t)b] = (uint8_t)(abs >> (56 - 8 * b));
+				o += 8;
+				sv_rc_varint(p, head, &o, &v);
+				sv_rc_varint(p, head, &o, &v);
+				abs += r->chunks[i].clen;
+			}
+			size_t n = head - (size_t)off < want - *got ? head - (size_t)off : want - *got;
+			memcpy(buf + *got, p + off, n);
+			free(p);
+			*got += n;
+			off += n;
+			continue;
+		}
+		uint64_t at = head;
+		uint32_t i = 0;
+		while (i < r->n && off >= at + r->chunks[i].clen)
+			at += r->chunks[i++].clen;
+		if (i >= r->n)
+			break;
+		const struct chunk *k = &r->chunks[i];
+		uint64_t from = off - at;
+		size_t n = k->clen - from < want - *got ? (size_t)(k->clen - from) : want - *got;
+		char name[40];
+		snprintf(name, sizeof name, "segment-%03llu.dat", (unsigned long long)(k->offset >> 32));
+		int rc = sv_member_pread(c, name, (k->offset & 0xffffffffu) + from, buf + *got, n, err);
+		if (rc)
+			return rc;
+		*got += n;
+		off += n;
+	}
+	return 0;
+}
+
+static int read_stream(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
+		       size_t want, size_t *got, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	*got = 0;
+	switch (KIND(sv_node(c, node)->key)) {
+	case K_TIMELINE:
+		return read_timeline(c, r, off, buf, want, got, err);
+	case K_COMPACT:
+		return read_compact(c, r, off, buf, want, got, err);
+	}
+	return sv_err_set(err, -EIO, "not a stream");
+}
+
+/* A new preamble, or `finished`, in a segmented recording: read again. */
+static int refresh(struct sv_container *c, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	(void)err;
+	if (!r || !r->segmented)
+		return 0;
+	struct stat st;
+	bool fin = !sv_member_stat(c, "finished", &st, NULL);
+	if (sv_member_stat(c, PREAMBLE, &st, NULL))
+		return 0; /* between a writer's steps: look again later */
+	if (st.st_ino == r->pre_st.st_ino && st.st_size == r->pre_st.st_size &&
+	    st.st_mtim.tv_sec == r->pre_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == r->pre_st.st_mtim.tv_nsec && fin == r->finished)
+		return 0;
+	return 1;
+}
+
+static void info(struct sv_container *c, void *obj)
+{
+	struct rec *r = sv_container_priv(c);
+	json_t *o = obj;
+	json_object_set_new(o, "layout", json_string(r->segmented ? "segmented" : "compacted"));
+	json_object_set_new(o, "chunks", json_integer(r->n));
+	json_object_set_new(o, "ticks", json_integer(r->tick_count));
+	json_object_set_new(o, "events", json_string(r->table == SV_RC_BUILTIN ? "builtin"
+										  : "parkour"));
+	if (r->segmented)
+		json_object_set_new(o, "finished", json_boolean(r->finished));
+}
+
+const struct sv_format sv_fmt_recording = {
+	.name = "recording",
+	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
+	.probe = probe,
+	.probe_dir = probe_dir,
+	.open = open_rec,
+	.close = close_rec,
+	.load = load,
+	.info = info,
+	.lookup = lookup,
+	.size = size,
+	.read = read_stream,
+	.refresh = refresh,
+};
