@@ -254,6 +254,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		}
 	}
 	c->reindexing = false;
+	uint32_t last_dir = SV_NONE;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		struct sv_node *n = &c->nodes[i];
 		if (n->flags & SV_N_STALE) {
@@ -264,6 +265,9 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		} else if (i >= old_count || n->gen != old_gen[i]) {
 			sv_changed_add(changed, i);
 			stamp(c, i);
+			/* A new entry changes its directory's listing. */
+			if (i >= old_count && !(n->flags & SV_N_UNLISTED) && n->parent != last_dir)
+				sv_changed_add(changed, last_dir = n->parent);
 		}
 	}
 	free(old_gen);

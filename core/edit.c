@@ -259,7 +259,7 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 	}
 	if (c->read_only)
 		return sv_err_set(err, -EROFS, "the container is mounted read-only");
-	if (n->flags & (SV_N_RO | SV_N_META))
+	if ((n->flags & SV_N_META) || (n->flags & (SV_N_RO | SV_N_REMOVABLE)) == SV_N_RO)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	int rc = c->fmt->unlink ? c->fmt->unlink(c, i, err)
 				: sv_err_set(err, -EPERM, "entries of this container cannot be removed");

@@ -136,6 +136,9 @@ enum {
 				    * stat does */
 	SV_N_UNLISTED = 1 << 18,   /* opens by name, but listings leave it
 				    * out (one of a pattern's many names) */
+	SV_N_REMOVABLE = 1 << 19,  /* with SV_N_RO: a view that cannot be
+				    * written but that rm may remove (the
+				    * format's unlink() decides) */
 };
 
 struct sv_node {

@@ -531,6 +531,42 @@ int sv_rc_text(const uint8_t *p, size_t n, int table, struct sv_buf *out, char *
 	return rc ? -ENOMEM : 0;
 }
 
+int sv_rc_renumber(const uint8_t *p, size_t n, int table, uint32_t shift, struct sv_buf *out,
+		   struct sv_err *err)
+{
+	struct rd r = {p, n, 0, NULL};
+	while (r.off < n) {
+		size_t at = r.off;
+		int32_t t = vi(&r);
+		int16_t count = (int16_t)fixed(&r, 2);
+		if (r.why)
+			return sv_err_set(err, -EBADMSG, "byte %zu: %s", at, r.why);
+		if (t < 0 || count < 0 || (uint32_t)t < shift)
+			return sv_err_set(err, -EBADMSG, "byte %zu: tick %d cannot be renumbered",
+					  at, t);
+		uint8_t c2[2] = {(uint8_t)((uint16_t)count >> 8), (uint8_t)count};
+		if (sv_rc_put_varint(out, t - (int32_t)shift) || sv_buf_add(out, c2, 2))
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		size_t start = r.off;
+		for (int16_t i = 0; i < count; i++) {
+			size_t ev = r.off;
+			int32_t id = vi(&r);
+			if (!r.why && (id < 0 || id >= table_size(table)))
+				r.why = "an event id the event table does not have";
+			struct event e;
+			memset(&e, 0, sizeof e);
+			if (!r.why)
+				body(&r, id, &e);
+			event_fini(&e);
+			if (r.why)
+				return sv_err_set(err, -EBADMSG, "byte %zu: %s", ev, r.why);
+		}
+		if (sv_buf_add(out, p + start, r.off - start))
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int sv_rc_first_tick(const uint8_t *p, size_t n, uint32_t *tick, struct sv_err *err)
 {
 	size_t off = 0;

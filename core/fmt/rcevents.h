@@ -34,6 +34,13 @@ int sv_rc_text(const uint8_t *p, size_t n, int table, struct sv_buf *out, char *
 int sv_rc_state(const uint8_t *p, size_t n, int table, uint32_t tick, struct sv_buf *out,
 		struct sv_err *err);
 
+/* Appends the payload with every tick record's tick lowered by `shift`
+ * (events copied as they are): a recording whose first chunk was cut.
+ * -EBADMSG (with the reason) if an event cannot be decoded (its length is
+ * then unknown) or a tick would go below 0. */
+int sv_rc_renumber(const uint8_t *p, size_t n, int table, uint32_t shift, struct sv_buf *out,
+		   struct sv_err *err);
+
 /* The ticks a payload holds: its first and the count of tick records,
  * read without decoding events past what is needed (-EBADMSG if the first
  * tick record cannot be read). */

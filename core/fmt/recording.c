@@ -68,7 +68,8 @@ struct rec {
 	uint32_t n;
 	struct sv_buf header_json, index_tsv, snbt;
 	uint64_t compact_size;
-	uint32_t at_dir, chunks_dir;
+	uint32_t at_dir, chunks_dir, nbt_node;
+	uint32_t *bin_node, *txt_node; /* each chunk's views */
 	struct stat pre_st;   /* segmented: the preamble as read */
 };
 
@@ -105,6 +106,9 @@ static int parse_header(struct rec *r, const uint8_t *h, struct sv_err *err)
 	r->chunk_count = (int32_t)be(p + 22, 4);
 	r->data_version = (int32_t)be(p + 26, 4);
 	size_t at = (size_t)(p - h);
+	if (r->dictionary != 0)
+		return sv_err_set(err, -ENOTSUP, "recording: byte %zu: dictionary %d; savefs reads "
+				  "recordings without one (0)", at + 8, r->dictionary);
 	if (r->meta_len < 0 || r->index_len < 0 || r->tick_count < 0 || r->chunk_count < 0)
 		return sv_err_set(err, -EBADMSG, "recording: byte %zu: a negative length or count "
 				  "(metadata %d, index %d, ticks %d, chunks %d)", at + 10,
@@ -340,9 +344,9 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	const uint32_t RO = SV_N_RO;
 	if (sv_node_add(c, SV_ROOT, "header.json", RO | SV_N_DERIVED, r->header_json.len,
 			KEY(K_HEADER, 0)) == SV_NONE ||
-	    sv_node_add(c, SV_ROOT, "metadata.snbt", RO, r->snbt.len, KEY(K_SNBT, 0)) == SV_NONE ||
-	    sv_node_add(c, SV_ROOT, "metadata.nbt", RO, (uint64_t)r->meta_len, KEY(K_NBT, 0)) ==
-		    SV_NONE ||
+	    sv_node_add(c, SV_ROOT, "metadata.snbt", 0, r->snbt.len, KEY(K_SNBT, 0)) == SV_NONE ||
+	    (r->nbt_node = sv_node_add(c, SV_ROOT, "metadata.nbt", RO, (uint64_t)r->meta_len,
+				       KEY(K_NBT, 0))) == SV_NONE ||
 	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, r->index_tsv.len,
 			KEY(K_INDEX, 0)) == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
@@ -351,14 +355,19 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	char name[40];
+	r->bin_node = calloc(r->n + 1, sizeof *r->bin_node);
+	r->txt_node = calloc(r->n + 1, sizeof *r->txt_node);
+	if (!r->bin_node || !r->txt_node)
+		return sv_err_set(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < r->n; i++) {
 		snprintf(name, sizeof name, "%06u.bin", i);
-		if (sv_node_add(c, r->chunks_dir, name, RO, r->chunks[i].ulen, KEY(K_BIN, i)) ==
-		    SV_NONE)
-			return sv_err_set(err, -ENOMEM, "out of memory");
+		r->bin_node[i] = sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
+					     r->chunks[i].ulen, KEY(K_BIN, i));
 		snprintf(name, sizeof name, "%06u.txt", i);
-		if (sv_node_add(c, r->chunks_dir, name, RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
-				KEY(K_TXT, i)) == SV_NONE)
+		r->txt_node[i] = sv_node_add(c, r->chunks_dir, name,
+					     RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE,
+					     0, KEY(K_TXT, i));
+		if (r->bin_node[i] == SV_NONE || r->txt_node[i] == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	for (uint32_t i = 0; i < r->n; i++) {
@@ -411,6 +420,8 @@ static void rec_free(struct rec *r)
 	free(r->pre);
 	sv_nbt_fini(&r->meta);
 	free(r->chunks);
+	free(r->bin_node);
+	free(r->txt_node);
 	sv_buf_fini(&r->header_json);
 	sv_buf_fini(&r->index_tsv);
 	sv_buf_fini(&r->snbt);
@@ -784,6 +795,256 @@ static void info(struct sv_container *c, void *obj)
 		json_object_set_new(o, "finished", json_boolean(r->finished));
 }
 
+/* ---- write-back --------------------------------------------------------- */
+
+/* The metadata a commit writes: the edited SNBT's NBT, or as stored. */
+static int parse_meta(const uint8_t *p, size_t n, struct sv_buf *out, struct sv_err *err)
+{
+	struct sv_nbt v;
+	int rc = sv_snbt_parse((const char *)p, n, &v, err);
+	if (rc)
+		return rc;
+	if (v.type != SV_NBT_COMPOUND)
+		rc = sv_err_set(err, -EINVAL, "the metadata is a compound: { ... }");
+	if (!rc && (rc = sv_nbt_write(out, &v)))
+		rc = sv_err_set(err, rc, rc == -EINVAL ? "a string longer than 65535 bytes"
+						       : "out of memory");
+	sv_nbt_fini(&v);
+	return rc;
+}
+
+/* metadata.snbt's node now: a rename onto it (sed -i, editors) gives the
+ * name to another node, which takes its key. */
+static uint32_t snbt_node(struct sv_container *c)
+{
+	const struct sv_node *root = sv_node(c, SV_ROOT);
+	for (uint32_t k = 0; k < root->nkids; k++)
+		if (KIND(sv_node(c, root->kids[k])->key) == K_SNBT)
+			return root->kids[k];
+	return SV_NONE;
+}
+
+static int new_meta(struct sv_container *c, struct rec *r, struct sv_buf *out,
+		    struct sv_err *err)
+{
+	uint32_t n = snbt_node(c);
+	const struct sv_buf *e = n == SV_NONE ? NULL : sv_node_edit(c, n);
+	if (!e)
+		return sv_buf_add(out, r->pre + HEADER, (size_t)r->meta_len)
+			       ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	int rc = parse_meta(e->p, e->len, out, err);
+	if (!rc)
+		sv_node_touch(c, r->nbt_node);
+	return rc;
+}
+
+static int check(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
+		 struct sv_err *err)
+{
+	if (KIND(sv_node(c, node)->key) != K_SNBT)
+		return sv_err_set(err, -EPERM, "a read-only view");
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = parse_meta(p, len, &b, err);
+	sv_buf_fini(&b);
+	return rc;
+}
+
+static int unlink_rec(struct sv_container *c, uint32_t node, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	uint64_t key = sv_node(c, node)->key;
+	if (KIND(key) != K_BIN && KIND(key) != K_TXT)
+		return sv_err_set(err, -EPERM, "only chunks can be removed");
+	uint64_t i = INDEX(key);
+	if (i + 1 == r->n)
+		return 0;
+	if (i != 0)
+		return sv_err_set(err, -EPERM, "chunk %llu: only the first or the last chunk can "
+				  "be removed (the ticks stay contiguous)", (unsigned long long)i);
+	if (!(r->chunks[1].flags & 1))
+		return sv_err_set(err, -EPERM, "chunk 0: chunk 1 does not open with a snapshot, so "
+				  "nothing could be shown from its start");
+	if (r->segmented)
+		return sv_err_set(err, -EPERM, "chunk 0: it lies in segment-000.dat, and a "
+				  "recording's segments are never rewritten (trim a compacted "
+				  "copy: cp compacted.hcrp)");
+	return 0;
+}
+
+static bool removed(struct sv_container *c, const struct rec *r, uint32_t i)
+{
+	return (sv_node(c, r->bin_node[i])->flags & SV_N_GONE) ||
+	       (sv_node(c, r->txt_node[i])->flags & SV_N_GONE);
+}
+
+/* Header, metadata and index for chunks [lo, hi) of `chunks`. */
+static int write_preamble(const struct rec *r, const struct sv_buf *meta,
+			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
+			  uint64_t abs_base, struct sv_buf *out)
+{
+	struct sv_buf idx;
+	sv_buf_init(&idx);
+	uint64_t ticks = 0, at = abs_base;
+	int rc = 0;
+	for (uint32_t i = lo; i < hi && !rc; i++) {
+		const struct chunk *k = &chunks[i];
+		uint8_t o[9];
+		uint64_t off = abs_base ? at : k->offset;
+		o[0] = k->flags;
+		for (int b = 0; b < 8; b++)
+			o[1 + b] = (uint8_t)(off >> (56 - 8 * b));
+		rc = sv_rc_put_varint(&idx, (int32_t)(k->start - shift)) ||
+		     sv_rc_put_varint(&idx, (int32_t)k->ticks) || sv_buf_add(&idx, o, 9) ||
+		     sv_rc_put_varint(&idx, (int32_t)k->clen) ||
+		     sv_rc_put_varint(&idx, (int32_t)k->ulen);
+		ticks += k->ticks;
+		at += k->clen;
+	}
+	uint8_t h[HEADER];
+	memcpy(h, r->head, HEADER);
+	uint8_t *f = h + 25 + r->wvlen + 10;
+	uint32_t v[4] = {(uint32_t)meta->len, (uint32_t)idx.len, (uint32_t)ticks, hi - lo};
+	for (int k = 0; k < 4; k++)
+		for (int b = 0; b < 4; b++)
+			f[4 * k + b] = (uint8_t)(v[k] >> (24 - 8 * b));
+	if (!rc)
+		rc = sv_buf_add(out, h, HEADER) || sv_buf_add(out, meta->p, meta->len) ||
+		     sv_buf_add(out, idx.p, idx.len);
+	sv_buf_fini(&idx);
+	return rc ? -ENOMEM : 0;
+}
+
+/* Every view whose content a commit changes although it was not edited. */
+static void touch_all(struct sv_container *c, const struct rec *r)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		sv_node_touch(c, r->bin_node[i]);
+		sv_node_touch(c, r->txt_node[i]);
+	}
+	const struct sv_node *d = sv_node(c, r->at_dir);
+	for (uint32_t k = 0; k < d->nkids; k++)
+		sv_node_touch(c, d->kids[k]);
+}
+
+/* A compacted file: written whole (chunks copied as stored, or, when the
+ * first chunk goes, each one's ticks renumbered and compressed again at
+ * the compactor's level). */
+static int commit_file(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	struct sv_buf meta, head;
+	sv_buf_init(&meta);
+	sv_buf_init(&head);
+	struct chunk *ch = calloc(r->n + 1, sizeof *ch);
+	FILE *tmp = NULL;
+	int rc = ch ? new_meta(c, r, &meta, err) : sv_err_set(err, -ENOMEM, "out of memory");
+	uint32_t lo = r->n && removed(c, r, 0) ? 1 : 0;
+	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
+	if (hi < lo)
+		hi = lo;
+	uint32_t shift = lo ? r->chunks[0].ticks : 0;
+	if (!rc)
+		memcpy(ch, r->chunks, r->n * sizeof *ch);
+	if (!rc && shift) {
+		tmp = tmpfile();
+		if (!tmp)
+			rc = sv_err_set(err, -errno, "cannot make a temporary file: %s", strerror(errno));
+		uint64_t at = 0;
+		for (uint32_t i = lo; i < hi && !rc; i++) {
+			struct sv_blob *b = NULL;
+			struct sv_buf p;
+			sv_buf_init(&p);
+			rc = inflate_chunk(c, r, i, &b, err);
+			if (!rc)
+				rc = sv_rc_renumber(b->data, b->len, r->table, shift, &p, err);
+			if (rc == -EBADMSG) {
+				char m[SV_ERR_MAX];
+				snprintf(m, sizeof m, "%s", err->msg);
+				rc = sv_err_set(err, -EINVAL, "chunk %u cannot be renumbered: %s", i, m);
+			}
+			size_t cap = ZSTD_compressBound(p.len);
+			uint8_t *z = rc ? NULL : malloc(cap);
+			size_t zn = 0;
+			if (!rc && !z)
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+			if (!rc) {
+				zn = ZSTD_compress(z, cap, p.p, p.len, 19);
+				if (ZSTD_isError(zn))
+					rc = sv_err_set(err, -EIO, "zstd: %s", ZSTD_getErrorName(zn));
+			}
+			if (!rc && sv_write_all(fileno(tmp), z, zn))
+				rc = sv_err_set(err, -EIO, "writing a temporary file: %s", strerror(errno));
+			if (!rc) {
+				ch[i].start -= shift;
+				ch[i].offset = at;
+				ch[i].clen = (uint32_t)zn;
+				ch[i].ulen = (uint32_t)p.len;
+				at += zn;
+			}
+			free(z);
+			sv_buf_fini(&p);
+			sv_blob_unref(b);
+		}
+		if (!rc)
+			touch_all(c, r);
+	}
+	if (!rc) {
+		/* The offsets' width is fixed: the preamble's size is known
+		 * before they are. */
+		rc = write_preamble(r, &meta, ch, lo, hi, 0, 1, &head);
+		uint64_t base = head.len;
+		head.len = 0;
+		if (!rc)
+			rc = write_preamble(r, &meta, ch, lo, hi, 0, base, &head);
+		if (rc)
+			sv_err_set(err, rc, "out of memory");
+	}
+	if (!rc && (rc = sv_write_all(fd, head.p, head.len)))
+		sv_err_set(err, rc, "writing: %s", strerror(-rc));
+	for (uint32_t i = lo; i < hi && !rc; i++) {
+		rc = shift ? sv_copy_range(fileno(tmp), ch[i].offset, fd, ch[i].clen)
+			   : sv_copy_range(sv_container_fd(c), ch[i].offset, fd, ch[i].clen);
+		if (rc)
+			sv_err_set(err, rc, "copying chunk %u: %s", i, strerror(-rc));
+	}
+	if (tmp)
+		fclose(tmp);
+	free(ch);
+	sv_buf_fini(&meta);
+	sv_buf_fini(&head);
+	return rc;
+}
+
+/* A segmented recording: a new preamble by rename, as the recorder commits;
+ * segments stay as they are. */
+static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	(void)fd;
+	struct stat st;
+	int rc = sv_member_stat(c, PREAMBLE, &st, err);
+	if (!rc && (st.st_ino != r->pre_st.st_ino || st.st_size != r->pre_st.st_size ||
+		    st.st_mtim.tv_sec != r->pre_st.st_mtim.tv_sec ||
+		    st.st_mtim.tv_nsec != r->pre_st.st_mtim.tv_nsec))
+		return sv_err_set(err, -EBUSY, "%s was replaced (the recorder committed) since it "
+				  "was read: the edit is not applied", PREAMBLE);
+	if (rc)
+		return rc;
+	struct sv_buf meta, out;
+	sv_buf_init(&meta);
+	sv_buf_init(&out);
+	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
+	rc = new_meta(c, r, &meta, err);
+	if (!rc && write_preamble(r, &meta, r->chunks, 0, hi, 0, 0, &out))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = sv_member_replace(c, PREAMBLE, ".preamble-", out.p, out.len, err);
+	sv_buf_fini(&meta);
+	sv_buf_fini(&out);
+	return rc;
+}
+
 const struct sv_format sv_fmt_recording = {
 	.name = "recording",
 	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
@@ -797,4 +1058,8 @@ const struct sv_format sv_fmt_recording = {
 	.size = size,
 	.read = read_stream,
 	.refresh = refresh,
+	.check = check,
+	.unlink = unlink_rec,
+	.commit = commit_file,
+	.commit_in_place = commit_dir,
 };

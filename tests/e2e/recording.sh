@@ -70,7 +70,7 @@ expect_eq "built-in events: the text up to there as the decoder has it" \
 
 # ---- the mount ---------------------------------------------------------
 M="$TMP/m"
-mount_sv "$SEG" "$M" || die "cannot mount $SEG"
+mount_sv "$SEG" "$M" -o ro || die "cannot mount $SEG"
 expect_eq "root listing" "at chunks compacted.hcrp header.json index.tsv metadata.nbt metadata.snbt timeline.txt" \
 	"$(ls "$M" | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "chunks listing" "000000.bin 000000.txt 000001.bin 000001.txt 000002.bin 000002.txt" \
@@ -94,7 +94,7 @@ expect_eq "at/ still lists the chunk starts" "00000000.json 00000100.json 000002
 check "at/250.json (past the last tick) does not exist" test ! -e "$M/at/250.json"
 check "at/0007.json (a tick, zero-padded) opens" grep -q '"tick": 7,' "$M/at/0007.json"
 expect_eq "header.json says finished" '  "finished": true,' "$(grep '"finished"' "$M/header.json")"
-check "writes are refused (read-only sample)" \
+check "writes are refused (mounted -o ro)" \
 	sh -c '! printf x 2> /dev/null >> "$1"' _ "$M/metadata.snbt"
 
 # ---- compacted.hcrp: cp, mount the copy, compare ------------------------
@@ -115,6 +115,122 @@ check "the copy: every view as the decoder has it" \
 	env SAVEFS="$SAVEFS" "$PYTHON" "$RCDECODE" check "$TMP/copy.hcrp" "$TMP/x" --ticks 10
 umount_sv "$M2"
 umount_sv "$M"
+
+# ---- generated recordings (mkrecording) --------------------------------
+[ -x "$MKRECORDING" ] || die "MKRECORDING=$MKRECORDING is not an executable (build first)"
+G="$TMP/gen"
+mkdir -p "$G"
+check "mkrecording compacted" "$MKRECORDING" compacted "$G/a.hcrp" -n 1000 -e 3 -s 3 -z 3
+check "mkrecording segmented, with leftovers" \
+	"$MKRECORDING" segmented "$G/seg" -n 1000 -e 3 -s 3 -S 3 --leftovers
+check "mkrecording built-in events only" "$MKRECORDING" compacted "$G/b.hcrp" -n 300 -s 4 --builtin
+decoded()
+{
+	rm -rf "$TMP/x"
+	sv extract "$@" "$TMP/x" && env SAVEFS="$SAVEFS" "$PYTHON" "$RCDECODE" check \
+		"${@: -1}" "$TMP/x" --ticks 25 ${EVENTS:+--events $EVENTS}
+}
+check "generated compacted: every view as the decoder has it" decoded "$G/a.hcrp"
+check "generated segmented (a stale .preamble-*.tmp, a segment no preamble names)" \
+	decoded "$G/seg"
+EVENTS=builtin check "built-in events: every view as the decoder has it" \
+	decoded -o events=builtin "$G/b.hcrp"
+
+# ---- write-back: a compacted file -------------------------------------
+cp "$G/a.hcrp" "$G/a0.hcrp"
+M3="$TMP/m3"
+mount_sv "$G/a.hcrp" "$M3" || die "cannot mount $G/a.hcrp"
+cat "$M3"/chunks/*.bin > "$TMP/bins.before"
+check "sed -i on metadata.snbt" sed -i 's/"mkrecording"/"the long way round"/' "$M3/metadata.snbt"
+expect_eq "metadata.snbt after the edit" "$(printf '{\n    map: "the long way round"\n}')" \
+	"$(cat "$M3/metadata.snbt")"
+cat "$M3"/chunks/*.bin > "$TMP/bins.after"
+check "the chunks are as they were" cmp "$TMP/bins.before" "$TMP/bins.after"
+expect_eq "header.json: the metadata's new length" '  "metadata_length": 28,' \
+	"$(grep metadata_length "$M3/header.json")"
+cp "$G/a.hcrp" "$G/a1.hcrp"
+printf '{map: "x",\n  n: 300b}' > "$M3/metadata.snbt" 2> /dev/null
+expect_eq "bad SNBT: the reason in the log" \
+	"refused metadata.snbt: snbt: line 2, column 6: 300 is out of range for a byte" \
+	"$(tail -n 1 "$M3/.savefs/log" | cut -d' ' -f2-)"
+check "bad SNBT: the file is unchanged" cmp "$G/a1.hcrp" "$G/a.hcrp"
+check "rm of a middle chunk is refused" sh -c '! rm "$1" 2> /dev/null' _ "$M3/chunks/000004.bin"
+expect_eq "rm of a middle chunk: the reason in the log" \
+	"refused to remove chunks/000004.bin: chunk 4: only the first or the last chunk can be removed (the ticks stay contiguous)" \
+	"$(tail -n 1 "$M3/.savefs/log" | cut -d' ' -f2-)"
+check "rm of the last chunk" rm "$M3/chunks/000009.txt"
+expect_eq "the last chunk is gone" "000008.txt" "$(ls "$M3/chunks" | tail -n 1)"
+expect_eq "tick count after the last chunk went" '  "tick_count": 900,' \
+	"$(grep tick_count "$M3/header.json")"
+cp "$M3/at/00000150.json" "$TMP/150.json"
+tail -n +2 "$M3/chunks/000001.txt" | awk -F'\t' -v OFS='\t' '{ $1 = $1 - 100; print }' \
+	> "$TMP/c1.shifted"
+check "rm of the first chunk (the next opens with a snapshot)" rm "$M3/chunks/000000.bin"
+expect_eq "tick count after the first chunk went" '  "tick_count": 800,' \
+	"$(grep tick_count "$M3/header.json")"
+expect_eq "the index starts at tick 0 again" "000000	0	100	yes" \
+	"$(sed -n 2p "$M3/index.tsv" | cut -f1-4)"
+check "the ticks are renumbered from 0, the events as they were" \
+	cmp "$TMP/c1.shifted" <(tail -n +2 "$M3/chunks/000000.txt")
+check "at/50.json is what at/150.json was" "$PYTHON" -c '
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+a["tick"] -= 100
+for r in a["run"].values():
+    r["tick"] -= 100
+sys.exit(a != b)' "$TMP/150.json" "$M3/at/50.json"
+umount_sv "$M3"
+check "after the edits: every view as the decoder has it" decoded "$G/a.hcrp"
+
+# ---- write-back: a segmented directory ----------------------------------
+cp -a "$G/seg" "$G/seg0"
+mount_sv "$G/seg" "$M3" || die "cannot mount $G/seg"
+check "segmented: sed -i on metadata.snbt" \
+	sed -i 's/"mkrecording"/"by rename"/' "$M3/metadata.snbt"
+check "segmented: rm of the last chunk" rm "$M3/chunks/000009.bin"
+check "segmented: rm of the first chunk is refused" \
+	sh -c '! rm "$1" 2> /dev/null' _ "$M3/chunks/000000.txt"
+expect_eq "segmented: rm of the first chunk: the reason" \
+	"refused to remove chunks/000000.txt: chunk 0: it lies in segment-000.dat, and a recording's segments are never rewritten (trim a compacted copy: cp compacted.hcrp)" \
+	"$(tail -n 1 "$M3/.savefs/log" | cut -d' ' -f2-)"
+umount_sv "$M3"
+for f in "$G"/seg0/segment-*.dat; do
+	check "segmented: $(basename "$f") is as it was" cmp "$f" "$G/seg/$(basename "$f")"
+done
+expect_eq "segmented: no temporary file left" "" "$(ls -a "$G/seg" | grep '^\.preamble-' | grep -v leftover)"
+check "segmented: after the edits, every view as the decoder has it" decoded "$G/seg"
+expect_eq "segmented: the new metadata" '    map: "by rename"' \
+	"$(sv cat "$G/seg" metadata.snbt | sed -n 2p)"
+
+# ---- a recording being written -------------------------------------------
+L="$G/live"
+"$MKRECORDING" live "$L" -n 1600 -e 2 -S 1 -i 500 --leftovers --quiet &
+writer=$!
+for _ in $(seq 50); do [ -f "$L/preamble.dat" ] && break; sleep 0.1; done
+mount_sv "$L" "$M3" || die "cannot mount the live recording"
+tail -c +1 -f "$M3/timeline.txt" > "$TMP/tailed" 2> /dev/null &
+tailer=$!
+seen=() last=0 late=0
+for _ in $(seq 120); do
+	n=$(ls "$M3/chunks" | wc -l)
+	if [ "$n" != "$last" ]; then
+		seen+=("$n")
+		last=$n
+	fi
+	[ -f "$L/finished" ] && [ "$n" = 32 ] && break
+	sleep 0.1
+done
+wait "$writer"
+expect_eq "live: every chunk appeared" 32 "$(ls "$M3/chunks" | wc -l)"
+[ "${#seen[@]}" -ge 5 ] || fail "live: the listing grew in ${#seen[@]} steps (${seen[*]}), not commit by commit"
+CHECKS=$((CHECKS + 1))
+sleep 2.5
+kill "$tailer" 2> /dev/null
+wait "$tailer" 2> /dev/null
+check "live: tail -f of timeline.txt saw every chunk's text" cmp "$TMP/tailed" "$M3/timeline.txt"
+expect_eq "live: header.json says finished" '  "finished": true,' "$(grep '"finished"' "$M3/header.json")"
+umount_sv "$M3"
+check "live: the result as the decoder has it" decoded "$L"
 
 # ---- refusals ----------------------------------------------------------
 mkdir -p "$TMP/notrec"
