@@ -55,15 +55,18 @@ void sv_warn(struct sv_container *c, const char *fmt, ...)
 	if (c->reindexing) /* found before: already said */
 		return;
 	log_line(c, msg);
-	if (c->nwarnings >= 1000)
-		return;
-	char **w = realloc(c->warnings, (c->nwarnings + 1) * sizeof *w);
-	if (!w)
-		return;
-	c->warnings = w;
-	char *s = strdup(msg);
-	if (s)
-		c->warnings[c->nwarnings++] = s;
+	/* Formats warn while opening, and some as they first decode an
+	 * entry (readers run in parallel): the log's mutex guards the list. */
+	pthread_mutex_lock(&c->log_lock);
+	char **w = c->nwarnings >= 1000 ? NULL
+					: realloc(c->warnings, (c->nwarnings + 1) * sizeof *w);
+	if (w) {
+		c->warnings = w;
+		char *s = strdup(msg);
+		if (s)
+			c->warnings[c->nwarnings++] = s;
+	}
+	pthread_mutex_unlock(&c->log_lock);
 }
 
 
@@ -97,8 +100,10 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	if (c->fmt->info)
 		c->fmt->info(c, o);
 	json_t *w = json_array();
+	pthread_mutex_lock(&c->log_lock);
 	for (size_t i = 0; i < c->nwarnings; i++)
 		json_array_append_new(w, json_string(c->warnings[i]));
+	pthread_mutex_unlock(&c->log_lock);
 	json_object_set_new(o, "warnings", w);
 	struct sv_cache_stats cs;
 	sv_cache_stats(c->cache, &cs);

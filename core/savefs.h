@@ -395,7 +395,8 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent,
 		     uint64_t key);
 struct sv_node *sv_node(struct sv_container *c, uint32_t n);
 uint32_t sv_node_count(const struct sv_container *c);
-/* Records a warning found while opening: shown in /.savefs/info and log. */
+/* Records a warning found while opening, or while decoding an entry (any
+ * lock; say it once): shown in /.savefs/info and log. */
 void sv_warn(struct sv_container *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Appends a line to /.savefs/log (thread-safe). */

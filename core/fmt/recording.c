@@ -51,6 +51,8 @@ struct chunk {
 	uint64_t offset;      /* as stored */
 	uint32_t clen, ulen;
 	uint64_t txt;         /* its text's length + 1, 0 until known (atomic) */
+	uint32_t warned;      /* its text stopped early and /.savefs/info says
+			       * so (atomic) */
 };
 
 struct rec {
@@ -133,8 +135,9 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 				  "the header says %d", HEADER, used, r->meta_len);
 	size_t off = HEADER + (size_t)r->meta_len, end = off + (size_t)r->index_len;
 	if ((size_t)r->chunk_count > (size_t)r->index_len / 12 + 1)
-		return sv_err_set(err, -EBADMSG, "recording: byte 50: %d chunks cannot fit an index "
-				  "of %d bytes", r->chunk_count, r->index_len);
+		return sv_err_set(err, -EBADMSG, "recording: byte %d: %d chunks cannot fit an "
+				  "index of %d bytes", 25 + r->wvlen + 22, r->chunk_count,
+				  r->index_len);
 	r->chunks = calloc((size_t)r->chunk_count + 1, sizeof *r->chunks);
 	if (!r->chunks)
 		return sv_err_set(err, -ENOMEM, "out of memory");
@@ -186,7 +189,7 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 			prev_end = o + (uint64_t)clen;
 		}
 		r->chunks[i] = (struct chunk){(uint32_t)start, (uint32_t)ticks, flags, o,
-					      (uint32_t)clen, (uint32_t)ulen, 0};
+					      (uint32_t)clen, (uint32_t)ulen, 0, 0};
 		tick += (uint64_t)ticks;
 		r->compact_size += (uint64_t)clen;
 	}
@@ -524,21 +527,32 @@ static uint32_t chunk_of(const struct rec *r, uint64_t t)
 	return lo;
 }
 
+/* Chunk i's text.  In the timeline (`whole`), a chunk that cannot be read
+ * is one line saying why, so that the rest stays readable. */
 static int chunk_text(struct sv_container *c, struct rec *r, uint32_t i, struct sv_buf *out,
-		      struct sv_err *err)
+		      bool whole, struct sv_err *err)
 {
 	struct sv_blob *b;
+	size_t before = out->len;
 	int rc = inflate_chunk(c, r, i, &b, err);
+	if (rc && whole && rc != -ENOMEM) {
+		if (sv_buf_printf(out, "%u\t-\tunreadable\treason=\"%s\"\n", r->chunks[i].start,
+				  err->msg))
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		__atomic_store_n(&r->chunks[i].txt, (uint64_t)(out->len - before) + 1,
+				 __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (rc)
 		return rc;
 	char problem[SV_ERR_MAX];
-	size_t before = out->len;
 	rc = sv_rc_text(b->data, b->len, r->table, out, problem);
 	sv_blob_unref(b);
 	if (rc)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	if (problem[0])
-		sv_log(c, "chunks/%06u.txt: decoded up to %s (the rest is shown as hex)", i, problem);
+	if (problem[0] && !__atomic_exchange_n(&r->chunks[i].warned, 1, __ATOMIC_ACQ_REL))
+		sv_warn(c, "chunks/%06u.txt: decoded up to %s (the rest is shown as hex)", i,
+			problem);
 	__atomic_store_n(&r->chunks[i].txt, (uint64_t)(out->len - before) + 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -587,7 +601,7 @@ static int load(struct sv_container *c, uint32_t node, struct sv_blob **out,
 	case K_BIN:
 		return inflate_chunk(c, r, (uint32_t)i, out, err);
 	case K_TXT:
-		rc = chunk_text(c, r, (uint32_t)i, &b, err);
+		rc = chunk_text(c, r, (uint32_t)i, &b, false, err);
 		break;
 	case K_AT:
 		rc = state_at(c, r, i, &b, err);
@@ -638,7 +652,7 @@ static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t 
 	if (!k) {
 		struct sv_buf b;
 		sv_buf_init(&b);
-		int rc = chunk_text(c, r, i, &b, err);
+		int rc = chunk_text(c, r, i, &b, true, err);
 		sv_buf_fini(&b);
 		if (rc)
 			return rc;
@@ -680,7 +694,7 @@ static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, ui
 		}
 		struct sv_buf b;
 		sv_buf_init(&b);
-		rc = chunk_text(c, r, i, &b, err);
+		rc = chunk_text(c, r, i, &b, true, err);
 		if (!rc) {
 			size_t from = (size_t)(off - at);
 			size_t n = b.len - from < want - *got ? b.len - from : want - *got;
