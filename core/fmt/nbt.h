@@ -15,7 +15,8 @@
  * `[a, b]` (one element type); arrays `[B; 1b]`, `[I; 1]`, `[L; 1L]`;
  * `true`/`false` read as bytes 1 and 0.  Floats are written as the
  * shortest decimal that reads back to the same bits; NaN and infinities as
- * NaNf, Infinityd, -Infinityf and so on.  An empty list is written `[]`
+ * NaNf, Infinityd, -Infinityf and so on (SNBT has one NaN: a NaN with
+ * other bits reads back as the usual one).  An empty list is written `[]`
  * and read back as a list of element type 0 (end), as the game writes
  * one.  The parser refuses anything else (bare strings, duplicate keys,
  * mixed lists, numbers out of range, trailing commas or text) with

@@ -3,7 +3,9 @@
  * input is read twice:
  *   - as network NBT: what reads is written back to the same bytes (a NUL
  *     stored as one byte comes back as C0 80, and then reads the same), and
- *     its SNBT parses back to a value that writes the same NBT;
+ *     its SNBT parses back to a value that writes the same NBT (unless it
+ *     holds a NaN or an empty list of a type: SNBT has one NaN, and an
+ *     empty list is `[]` whatever it was to hold);
  *   - as SNBT text: what parses is written as SNBT and parses again to the
  *     same NBT; a failure is -EINVAL with "snbt: line L, column C: ...".
  *
@@ -25,6 +27,19 @@ static void fail(const char *what)
 	abort();
 }
 
+/* What SNBT cannot say: a NaN's bits, an empty list's element type. */
+static bool has_nan(const struct sv_nbt *v)
+{
+	if ((v->type == SV_NBT_FLOAT && v->v.f != v->v.f) ||
+	    (v->type == SV_NBT_DOUBLE && v->v.d != v->v.d) ||
+	    (v->type == SV_NBT_LIST && !v->nkids && v->elem != SV_NBT_END))
+		return true;
+	for (size_t i = 0; i < v->nkids; i++)
+		if (has_nan(&v->kids[i]))
+			return true;
+	return false;
+}
+
 /* v's NBT, its SNBT (pretty and compact) parsed again: the same NBT. */
 static void snbt_round_trip(const struct sv_nbt *v, const struct sv_buf *bin)
 {
@@ -36,7 +51,9 @@ static void snbt_round_trip(const struct sv_nbt *v, const struct sv_buf *bin)
 		struct sv_err err;
 		if (sv_snbt_write(&s, v, pretty))
 			fail("snbt write failed");
-		if (sv_snbt_parse((const char *)s.p, s.len, &w, &err)) {
+		if (has_nan(v)) {
+			/* checked no further */
+		} else if (sv_snbt_parse((const char *)s.p, s.len, &w, &err)) {
 			/* Duplicate keys in a binary compound have no SNBT. */
 			if (!strstr(err.msg, "twice in one compound"))
 				fail(err.msg);
