@@ -10,6 +10,7 @@
 #include "nbt.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -477,36 +478,11 @@ static int key_out(struct sv_buf *b, const char *s, size_t n)
 	return bare ? sv_buf_add(b, s, n) : quote(b, s, n);
 }
 
-void sv_nbt_real(char out[40], double d, bool is_float)
+/* Lays the significant digits digits[0..nd) out with decimal exponent x
+ * (the value is d.ddd x 10^x) as a person writes them: an exponent only
+ * below 1e-4 or from 1e16 on. */
+static void layout(char *o, bool neg, const char *digits, size_t nd, int x)
 {
-	if (isnan(d)) {
-		strcpy(out, "NaN");
-		return;
-	}
-	if (isinf(d)) {
-		strcpy(out, d < 0 ? "-Infinity" : "Infinity");
-		return;
-	}
-	char e[40];
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(e, sizeof e, "%.*e", prec - 1, d);
-		if (is_float ? strtof(e, NULL) == (float)d : strtod(e, NULL) == d)
-			break;
-	}
-	/* e is "[-]D[.DDD]e[+-]XX": the digits, then laid out as a person
-	 * writes them (an exponent only below 1e-4 or from 1e16 on). */
-	char digits[24];
-	size_t nd = 0;
-	const char *p = e;
-	bool neg = *p == '-';
-	if (neg)
-		p++;
-	for (; *p && *p != 'e'; p++)
-		if (*p != '.')
-			digits[nd++] = *p;
-	digits[nd] = '\0';
-	int x = atoi(p + 1);
-	char *o = out;
 	if (neg)
 		*o++ = '-';
 	if (x < -4 || x >= 16) {
@@ -539,6 +515,94 @@ void sv_nbt_real(char out[40], double d, bool is_float)
 		o += nd - (size_t)x - 1;
 	}
 	*o = '\0';
+}
+
+/* A value m / 2^k (k <= 20, |m| < 2^43) has an exact decimal expansion of
+ * at most k fractional digits; when it has at most 15 significant digits
+ * it is also the shortest that reads back (another decimal that short
+ * differs by a unit of its last digit, far more than half the double's
+ * ulp).  Most of a recording's numbers are such (1/4096 steps, halves).
+ * Returns false when d is not one. */
+static bool exact_dyadic(char *out, double d)
+{
+	double a = fabs(d);
+	if (!(a < 8.0e12) || d == 0)
+		return false;
+	double scaled = a * 1048576.0; /* 2^20: exact */
+	if (scaled >= 9.0e15 || scaled != (double)(uint64_t)scaled)
+		return false;
+	/* a = n / 2^20 = n * 5^20 / 10^20: n * 5^20 may pass 2^64, so the
+	 * digits come from unsigned __int128. */
+	__extension__ typedef unsigned __int128 u128;
+	u128 v = (u128)(uint64_t)scaled * 95367431640625ull;
+	char t[48];
+	size_t n = 0;
+	/* Two 64-bit halves: 128-bit division by 10 a digit is slow. */
+	uint64_t hi = (uint64_t)(v / 10000000000000000000ull);
+	uint64_t lo64 = (uint64_t)(v % 10000000000000000000ull);
+	for (int k = 0; k < 19 && (lo64 || hi); k++) {
+		t[n++] = (char)('0' + (int)(lo64 % 10));
+		lo64 /= 10;
+	}
+	while (hi) {
+		t[n++] = (char)('0' + (int)(hi % 10));
+		hi /= 10;
+	}
+	/* t holds the digits of a * 10^20, least significant first. */
+	size_t lo = 0;
+	while (lo < n && t[lo] == '0')
+		lo++;
+	size_t nd = n - lo;
+	if (nd > 15)
+		return false;
+	char digits[24];
+	for (size_t k = 0; k < nd; k++)
+		digits[k] = t[n - 1 - k];
+	layout(out, d < 0, digits, nd, (int)n - 1 - 20);
+	return true;
+}
+
+void sv_nbt_real(char out[40], double d, bool is_float)
+{
+	if (isnan(d)) {
+		strcpy(out, "NaN");
+		return;
+	}
+	if (isinf(d)) {
+		strcpy(out, d < 0 ? "-Infinity" : "Infinity");
+		return;
+	}
+	if (d == 0) {
+		strcpy(out, signbit(d) ? "-0" : "0");
+		return;
+	}
+	if (!is_float && exact_dyadic(out, d))
+		return;
+	/* The shortest digits: for a double, 15 significant digits are always
+	 * close enough that a shorter decimal that reads back is their prefix
+	 * (trailing zeros dropped); past 15, 16 or 17.  For a float, 6 and
+	 * then up to 9. */
+	char e[40];
+	/* Subnormals have fewer digits of precision: searched from 1. */
+	bool sub = is_float ? fabs(d) < FLT_MIN : fabs(d) < DBL_MIN;
+	int prec = sub ? 1 : is_float ? 6 : 15, last = is_float ? 9 : 17;
+	for (; prec <= last; prec++) {
+		snprintf(e, sizeof e, "%.*e", prec - 1, d);
+		if (prec == last || (is_float ? strtof(e, NULL) == (float)d : strtod(e, NULL) == d))
+			break;
+	}
+	char digits[24];
+	size_t nd = 0;
+	const char *p = e;
+	bool neg = *p == '-';
+	if (neg)
+		p++;
+	for (; *p && *p != 'e'; p++)
+		if (*p != '.')
+			digits[nd++] = *p;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	layout(out, neg, digits, nd, atoi(p + 1));
 }
 
 /* SNBT: the shortest decimal, always with a point or an exponent, and the
@@ -794,12 +858,13 @@ static size_t token(struct ps *s)
 
 static int parse_number(struct ps *s, size_t len, struct sv_nbt *v)
 {
-	char t[80];
+	char t[80], whole[80];
 	size_t at = s->i;
 	if (len >= sizeof t)
 		return perr(s, at, "a number too long");
 	memcpy(t, s->p + s->i, len);
 	t[len] = '\0';
+	memcpy(whole, t, len + 1);
 	s->i += len;
 	if (!strcmp(t, "true") || !strcmp(t, "false")) {
 		v->type = SV_NBT_BYTE;
@@ -827,7 +892,7 @@ static int parse_number(struct ps *s, size_t len, struct sv_nbt *v)
 	}
 	bool digits = *mag >= '0' && *mag <= '9';
 	if (!digits && !(*mag == '.' && mag[1] >= '0' && mag[1] <= '9'))
-		return perr(s, at, "\"%s\" is not a value (strings go in double quotes)", t);
+		return perr(s, at, "\"%s\" is not a value (strings go in double quotes)", whole);
 	bool real = strpbrk(mag, ".eE") != NULL;
 	char *end;
 	if (real || sfx == 'f' || sfx == 'd') {
@@ -835,7 +900,7 @@ static int parse_number(struct ps *s, size_t len, struct sv_nbt *v)
 			return perr(s, at, "\"%s%c\": a number with a fraction cannot be a whole-number type", t, last);
 		double d = strtod(num, &end);
 		if (*end)
-			return perr(s, at, "\"%s\" is not a number", t);
+			return perr(s, at, "\"%s\" is not a number", whole);
 		if (sfx == 'f') {
 			v->type = SV_NBT_FLOAT;
 			v->v.f = strtof(num, NULL);
@@ -852,7 +917,7 @@ static int parse_number(struct ps *s, size_t len, struct sv_nbt *v)
 	errno = 0;
 	long long x = strtoll(num, &end, 10);
 	if (*end)
-		return perr(s, at, "\"%s\" is not a number", t);
+		return perr(s, at, "\"%s\" is not a number", whole);
 	int64_t lo, hi;
 	const char *what;
 	switch (sfx) {
@@ -899,7 +964,7 @@ static int parse_compound(struct ps *s, struct sv_nbt *v, int depth)
 		size_t at = s->i;
 		if (s->i >= s->n)
 			return perr(s, at, "the text ends inside a compound (a '}' is missing)");
-		struct sv_nbt *m;
+		struct sv_nbt *m = NULL;
 		int rc = add_kid(s, v, &cap, &m);
 		if (rc)
 			return rc;
@@ -971,7 +1036,7 @@ static int parse_list(struct ps *s, struct sv_nbt *v, int depth)
 	for (;;) {
 		ws(s);
 		size_t at = s->i;
-		struct sv_nbt *m;
+		struct sv_nbt *m = NULL;
 		int rc = add_kid(s, v, &cap, &m);
 		if (!rc)
 			rc = parse_value(s, m, depth + 1);
