@@ -508,7 +508,7 @@ int sv_cli_main(int argc, char **argv)
 	int status = open_container(argv[argi], &o, &c);
 	if (status)
 		return status;
-	const char *path = nargs == 2 ? argv[argi + 1] : "";
+	const char *path = nargs >= 2 ? argv[argi + 1] : "";
 	uint32_t n;
 	if (!strcmp(verb, "ls")) {
 		status = resolve_or_fail(c, path, &n);
