@@ -6,12 +6,22 @@
 #     every view of both layouts equal to the independent decoder's
 #     (rcdecode.py: header, index, metadata, every chunk's payload and text,
 #     the timeline, the state at every chunk start and at random ticks);
+#   - golden listings (sizes and checksums) of generated recordings and of
+#     the samples, as mounted;
 #   - the mount with ordinary tools: the listing, timeline.txt equal to the
 #     chunks' text in order, grep of an event across chunks/*.txt, any tick
 #     opened by name under at/ (and the listing unchanged by it), both
 #     event tables;
 #   - compacted.hcrp of a segmented recording copied with cp: the copy
 #     mounts, and every chunk's view equals the directory's;
+#   - recordings from mkrecording (every event id, leftovers of a crashed
+#     recorder, the built-in table) against the decoder;
+#   - write-back: metadata.snbt with sed -i (the chunks untouched), bad SNBT
+#     refused with its line and column (the file unchanged), rm of the last
+#     chunk, of the first (ticks renumbered), of a middle one (refused); in
+#     a directory, a new preamble by rename and segments never written;
+#   - a recording followed while mkrecording writes it: the listing grows
+#     commit by commit, tail -f timeline.txt sees every chunk;
 #   - a directory that is no recording, and a recording of another version,
 #     refused with their messages.
 
@@ -135,6 +145,23 @@ check "generated segmented (a stale .preamble-*.tmp, a segment no preamble names
 	decoded "$G/seg"
 EVENTS=builtin check "built-in events: every view as the decoder has it" \
 	decoded -o events=builtin "$G/b.hcrp"
+
+# ---- golden listings: the mounted trees, sizes and checksums ------------
+# shellcheck source=tests/golden/recording/fixtures.sh
+. "$SRC_ROOT/tests/golden/recording/fixtures.sh"
+make_rc_golden "$TMP/golden" || die "mkrecording failed"
+for g in $RC_FIXTURES; do
+	mount_sv "$TMP/golden/$g" "$TMP/mg" -o ro || continue
+	tree_listing "$TMP/mg" > "$TMP/$g.tree"
+	check_golden_in recording "$g" "$TMP/$g.tree"
+	umount_sv "$TMP/mg"
+done
+for f in "$COMP" "$SEG"; do
+	mount_sv "$f" "$TMP/mg" -o ro || continue
+	tree_listing "$TMP/mg" > "$TMP/sample.tree"
+	check_golden_in recording "$(basename "$f")" "$TMP/sample.tree"
+	umount_sv "$TMP/mg"
+done
 
 # ---- write-back: a compacted file -------------------------------------
 cp "$G/a.hcrp" "$G/a0.hcrp"

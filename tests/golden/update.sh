@@ -1,6 +1,6 @@
 #!/bin/bash
 # update.sh - regenerates the golden listings in tests/golden/datafile/,
-# tests/golden/doodle/ and tests/golden/starbound/.
+# tests/golden/doodle/, tests/golden/starbound/ and tests/golden/recording/.
 #
 #   tests/golden/update.sh            (after ninja -C build)
 #
@@ -23,7 +23,10 @@
 . "$(dirname "$0")/doodle/fixtures.sh"
 # shellcheck source=tests/golden/starbound/fixtures.sh
 . "$(dirname "$0")/starbound/fixtures.sh"
+# shellcheck source=tests/golden/recording/fixtures.sh
+. "$(dirname "$0")/recording/fixtures.sh"
 : "${MKSBDB:=$SRC_ROOT/build/tests/mksbdb}"
+: "${MKRECORDING:=$SRC_ROOT/build/tests/mkrecording}"
 
 [ -x "$SAVEFS" ] || die "SAVEFS=$SAVEFS is not an executable (build first)"
 [ -x "$MKDATAFILE" ] || die "MKDATAFILE=$MKDATAFILE is not an executable (build first)"
@@ -90,4 +93,18 @@ done
 if [ -f "$SAMPLES/starbound/go-starbound_test.world" ]; then
 	golden go-starbound_test "$SAMPLES/starbound/go-starbound_test.world"
 fi
+out="$GOLDEN/recording"
+decoder=check_rcdecode
+check_rcdecode()
+{
+	check "$1: savefs and the independent reader agree" \
+		env SAVEFS="$SAVEFS" "$PYTHON" "$SRC_ROOT/tests/tools/rcdecode.py" check "$1" "$2"
+}
+make_rc_golden "$TMP/rc" || die "mkrecording failed"
+for g in $RC_FIXTURES; do
+	golden "$g" "$TMP/rc/$g"
+done
+for f in "$SAMPLES"/recording/SYNTHETIC-*; do
+	[ -e "$f" ] && golden "$(basename "$f")" "$f"
+done
 finish
