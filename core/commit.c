@@ -599,7 +599,12 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 	int rc = 0;
 	if (!c->broken) {
 		uint32_t count = c->nnodes;
-		rc = sv_direct_done(c, count, c->fmt->refresh(c, err), err);
+		int r = c->fmt->refresh(c, err);
+		/* A re-read the format asked for: it may rebuild from what
+		 * it holds (what did not change need not be decoded again). */
+		c->in_place = r == 1;
+		rc = sv_direct_done(c, count, r, err);
+		c->in_place = false;
 		if (rc)
 			sv_log(c, "following %s: %s", c->path, err->msg);
 	}

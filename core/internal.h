@@ -66,8 +66,9 @@ struct sv_container {
 				  * file as it was, for those that go away */
 	uint32_t nsnap;
 	bool broken;             /* that failed: reads fail until a remount */
-	bool in_place;           /* a commit in place left the format's state
-				  * new: the re-index rebuilds from it */
+	bool in_place;           /* a commit in place (the format's state is
+				  * new), or a refresh that asked for a
+				  * re-read: the re-index calls rebuild() */
 
 	uint32_t meta_dir, meta_info, meta_log;
 	struct sv_cache *cache;  /* owned */

@@ -255,6 +255,10 @@ struct sv_format {
 	 * that no other program changed it; -EBUSY from here means another
 	 * program committed to it meanwhile (the core then reads it again). */
 	int (*commit_in_place)(struct sv_container *c, int fd, struct sv_err *err);
+	/* Makes the tree again after a commit in place, or after refresh()
+	 * asked for a re-read (returned 1): from the format's new state, or by
+	 * reading the container again and keeping what it can of what it
+	 * knew.  NULL: close and open. */
 	int (*rebuild)(struct sv_container *c, struct sv_err *err);
 	/* Adds format-specific fields to the /.savefs/info object (a jansson
 	 * json_t *, passed as void * to keep jansson out of this header). */

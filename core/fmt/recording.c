@@ -453,6 +453,30 @@ static int open_rec(struct sv_container *c, struct sv_err *err)
 	return rc;
 }
 
+/* Read again (a new preamble, or after a commit): what is known of chunks
+ * stored where they were (their text's length, that they warned) is kept,
+ * so a recording that grows decodes only its new chunks for the timeline. */
+static int rebuild(struct sv_container *c, struct sv_err *err)
+{
+	struct rec *old = sv_container_priv(c);
+	sv_container_set_priv(c, NULL);
+	int rc = open_rec(c, err);
+	struct rec *r = sv_container_priv(c);
+	if (!rc && old && r && old->segmented == r->segmented && old->table == r->table) {
+		for (uint32_t i = 0; i < r->n && i < old->n; i++) {
+			const struct chunk *a = &old->chunks[i];
+			struct chunk *b = &r->chunks[i];
+			if (a->offset == b->offset && a->clen == b->clen && a->ulen == b->ulen &&
+			    a->start == b->start && a->ticks == b->ticks) {
+				b->txt = a->txt;
+				b->warned = a->warned;
+			}
+		}
+	}
+	rec_free(old);
+	return rc;
+}
+
 static void close_rec(struct sv_container *c)
 {
 	rec_free(sv_container_priv(c));
@@ -1076,4 +1100,5 @@ const struct sv_format sv_fmt_recording = {
 	.unlink = unlink_rec,
 	.commit = commit_file,
 	.commit_in_place = commit_dir,
+	.rebuild = rebuild,
 };
