@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Exact arithmetic for the shortest decimals (gcc and clang have it). */
+__extension__ typedef unsigned __int128 sv_u128;
+
 void sv_nbt_fini(struct sv_nbt *v)
 {
 	if (!v)
@@ -533,8 +536,7 @@ static bool exact_dyadic(char *out, double d)
 		return false;
 	/* a = n / 2^20 = n * 5^20 / 10^20: n * 5^20 may pass 2^64, so the
 	 * digits come from unsigned __int128. */
-	__extension__ typedef unsigned __int128 u128;
-	u128 v = (u128)(uint64_t)scaled * 95367431640625ull;
+	sv_u128 v = (sv_u128)(uint64_t)scaled * 95367431640625ull;
 	char t[48];
 	size_t n = 0;
 	/* Two 64-bit halves: 128-bit division by 10 a digit is slow. */
@@ -562,6 +564,120 @@ static bool exact_dyadic(char *out, double d)
 	return true;
 }
 
+/* 10^n for n <= 38. */
+static sv_u128 pow10_u128(int n)
+{
+	static sv_u128 t[39];
+	static bool made;
+	if (!__atomic_load_n(&made, __ATOMIC_ACQUIRE)) {
+		sv_u128 v = 1;
+		for (int i = 0; i < 39; i++, v *= 10)
+			t[i] = v;
+		__atomic_store_n(&made, true, __ATOMIC_RELEASE);
+	}
+	return t[n];
+}
+
+/* The shortest digits of v = m / 2^k (0 <= k <= 68) in exact integer
+ * arithmetic: N = v rounded to p significant digits (half to even, as
+ * printf rounds), and N read back goes to v when it lies in v's rounding
+ * interval (half an ulp each side, a quarter below at a power of two;
+ * the ends in when m is even, as strtod breaks ties).  From 15 digits for
+ * a double (6 for a float) up: a shorter decimal that reads back is then
+ * N's prefix.  False when v is out of that range. */
+static bool fast_digits(double d, bool is_float, char *digits, size_t *nd, int *exp10)
+{
+	uint64_t m;
+	int k;
+	bool pow2;
+	if (is_float) {
+		float f = (float)d;
+		uint32_t b;
+		memcpy(&b, &f, 4);
+		int e = (int)(b >> 23 & 0xff);
+		if (e == 0 || e == 255)
+			return false;
+		m = (b & 0x7fffff) | 0x800000;
+		k = 150 - e;
+		pow2 = !(b & 0x7fffff) && e > 1;
+	} else {
+		uint64_t b;
+		memcpy(&b, &d, 8);
+		int e = (int)(b >> 52 & 0x7ff);
+		if (e == 0 || e == 2047)
+			return false;
+		m = (b & ((1ull << 52) - 1)) | 1ull << 52;
+		k = 1075 - e;
+		pow2 = !(b & ((1ull << 52) - 1)) && e > 1;
+	}
+	if (k < 0 || k > 68)
+		return false;
+	int E = 0;
+	if (k < 64 && (m >> k)) {
+		for (uint64_t ip = m >> k; ip >= 10; ip /= 10)
+			E++;
+	} else {
+		sv_u128 t = m, two_k = (sv_u128)1 << k;
+		while (t < two_k) {
+			t *= 10;
+			E--;
+		}
+	}
+	bool even = !(m & 1);
+	int last = is_float ? 9 : 17;
+	for (int p = is_float ? 6 : 15; p <= last; p++) {
+		int q = E - p + 1, ee = E;
+		sv_u128 N;
+		if (q <= 0) {
+			sv_u128 num = (sv_u128)m * pow10_u128(-q);
+			N = num >> k;
+			if (k) {
+				sv_u128 rem = num & (((sv_u128)1 << k) - 1), half = (sv_u128)1 << (k - 1);
+				if (rem > half || (rem == half && (N & 1)))
+					N++;
+			}
+		} else {
+			sv_u128 den = pow10_u128(q) << k;
+			N = m / den;
+			sv_u128 rem2 = (m - N * den) * 2;
+			if (rem2 > den || (rem2 == den && (N & 1)))
+				N++;
+		}
+		if (N == pow10_u128(p)) {
+			N = pow10_u128(p - 1);
+			q++;
+			ee++;
+		}
+		sv_u128 a, b, unit;
+		if (q <= 0) {
+			unit = pow10_u128(-q);
+			a = N << (k + 2);
+			b = ((sv_u128)m * unit) << 2;
+		} else {
+			unit = 1;
+			a = (N * pow10_u128(q)) << (k + 2);
+			b = (sv_u128)m << 2;
+		}
+		sv_u128 hi = unit * 2, lo = unit * (pow2 ? 1 : 2);
+		bool ok = a >= b ? (even ? a - b <= hi : a - b < hi) : (even ? b - a <= lo : b - a < lo);
+		if (!ok && p < last)
+			continue;
+		char t[24];
+		size_t n = 0;
+		for (uint64_t v = (uint64_t)N; v; v /= 10) /* N < 10^17 */
+			t[n++] = (char)('0' + (int)(v % 10));
+		size_t lo0 = 0;
+		while (lo0 + 1 < n && t[lo0] == '0')
+			lo0++;
+		*nd = n - lo0;
+		for (size_t i = 0; i < *nd; i++)
+			digits[i] = t[n - 1 - i];
+		*exp10 = ee;
+		return true;
+	}
+	return false;
+}
+
 void sv_nbt_real(char out[40], double d, bool is_float)
 {
 	if (isnan(d)) {
@@ -578,6 +694,13 @@ void sv_nbt_real(char out[40], double d, bool is_float)
 	}
 	if (!is_float && exact_dyadic(out, d))
 		return;
+	char fd[24];
+	size_t fn;
+	int fx;
+	if (fast_digits(d, is_float, fd, &fn, &fx)) {
+		layout(out, d < 0, fd, fn, fx);
+		return;
+	}
 	/* The shortest digits: for a double, 15 significant digits are always
 	 * close enough that a shorter decimal that reads back is their prefix
 	 * (trailing zeros dropped); past 15, 16 or 17.  For a float, 6 and

@@ -413,32 +413,53 @@ static int next(struct walker *w, struct event *e, int *count, int32_t *id)
 
 /* ---- text --------------------------------------------------------------- */
 
+/* " key=value" appended, the value a shortest decimal (moves are most of a
+ * recording: no printf for them). */
+static int put_real(struct sv_buf *b, const char *key, double v, bool is_float)
+{
+	char t[48];
+	size_t k = strlen(key);
+	memcpy(t, key, k);
+	sv_rc_real(t + k, v, is_float);
+	return sv_buf_add(b, t, strlen(t));
+}
+
+static int put_int(struct sv_buf *b, const char *key, int64_t v)
+{
+	char t[48], d[24];
+	size_t k = strlen(key), n = 0;
+	memcpy(t, key, k);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do
+		d[n++] = (char)('0' + (int)(u % 10));
+	while ((u /= 10));
+	if (v < 0)
+		t[k++] = '-';
+	while (n)
+		t[k++] = d[--n];
+	return sv_buf_add(b, t, k);
+}
+
 static int fields(struct sv_buf *b, const struct event *e)
 {
-	char x[40], y[40], z[40], yw[40], pt[40], vx[40], vy[40], vz[40];
 	switch (e->kind) {
 	case E_DELTA:
-	case E_ABS:
-		sv_rc_real(x, e->x, false);
-		sv_rc_real(y, e->y, false);
-		sv_rc_real(z, e->z, false);
-		sv_rc_real(yw, e->yaw, true);
-		sv_rc_real(pt, e->pitch, true);
-		sv_rc_real(vx, e->vx, false);
-		sv_rc_real(vy, e->vy, false);
-		sv_rc_real(vz, e->vz, false);
-		return sv_buf_printf(b, "entity=%d %s=%s %s=%s %s=%s yaw=%s pitch=%s vx=%s vy=%s vz=%s",
-				     e->entity, e->kind == E_DELTA ? "dx" : "x", x,
-				     e->kind == E_DELTA ? "dy" : "y", y, e->kind == E_DELTA ? "dz" : "z",
-				     z, yw, pt, vx, vy, vz);
+	case E_ABS: {
+		bool dl = e->kind == E_DELTA;
+		return put_int(b, "entity=", e->entity) || put_real(b, dl ? " dx=" : " x=", e->x, false) ||
+		       put_real(b, dl ? " dy=" : " y=", e->y, false) ||
+		       put_real(b, dl ? " dz=" : " z=", e->z, false) ||
+		       put_real(b, " yaw=", e->yaw, true) || put_real(b, " pitch=", e->pitch, true) ||
+		       put_real(b, " vx=", e->vx, false) || put_real(b, " vy=", e->vy, false) ||
+		       put_real(b, " vz=", e->vz, false)
+			       ? -ENOMEM : 0;
+	}
 	case E_SPAWN:
-		sv_rc_real(x, e->x, false);
-		sv_rc_real(y, e->y, false);
-		sv_rc_real(z, e->z, false);
-		sv_rc_real(yw, e->yaw, true);
-		sv_rc_real(pt, e->pitch, true);
-		return sv_buf_printf(b, "entity=%d type=%d x=%s y=%s z=%s yaw=%s pitch=%s", e->entity,
-				     e->a, x, y, z, yw, pt);
+		return put_int(b, "entity=", e->entity) || put_int(b, " type=", e->a) ||
+		       put_real(b, " x=", e->x, false) || put_real(b, " y=", e->y, false) ||
+		       put_real(b, " z=", e->z, false) || put_real(b, " yaw=", e->yaw, true) ||
+		       put_real(b, " pitch=", e->pitch, true)
+			       ? -ENOMEM : 0;
 	case E_STATE:
 		return sv_buf_printf(b, "entity=%d pose=%d flags=0x%02x", e->entity, e->a,
 				     (unsigned)e->b);
@@ -506,10 +527,13 @@ int sv_rc_text(const uint8_t *p, size_t n, int table, struct sv_buf *out, char *
 		problem[0] = '\0';
 	while (!rc && (k = next(&w, &e, &count, &id)) == 1) {
 		if (e.kind == -1) {
-			rc = sv_buf_printf(out, "%u\ttick\t%d\n", w.tick, count);
+			rc = put_int(out, "", w.tick) || put_int(out, "\ttick\t", count) ||
+			     sv_buf_add(out, "\n", 1);
 			continue;
 		}
-		rc = sv_buf_printf(out, "%u\t%d\t%s\t", w.tick, id, ev_names[e.kind]);
+		const char *name = ev_names[e.kind];
+		rc = put_int(out, "", w.tick) || put_int(out, "\t", id) || sv_buf_add(out, "\t", 1) ||
+		     sv_buf_add(out, name, strlen(name)) || sv_buf_add(out, "\t", 1);
 		if (!rc)
 			rc = fields(out, &e);
 		if (!rc)

@@ -111,8 +111,15 @@ static void reals(void)
 		case 3: /* a velocity's 15-bit fields */
 			d = ((double)(u % 32767) * 2.0 / 32766.0 - 1.0) * (double)(1 + (u >> 40) % 40);
 			break;
-		default:
-			d = (double)(int64_t)u / 1048576.0;
+		default: /* any mantissa, exponents where the exact path works */
+			if (i % 2) {
+				uint64_t bits = (u & ((1ull << 52) - 1)) |
+						(uint64_t)(1023 - 17 + (int)((u >> 52) % 72)) << 52 |
+						(u >> 63) << 63;
+				memcpy(&d, &bits, 8);
+			} else {
+				d = (double)(int64_t)u / 1048576.0;
+			}
 			break;
 		}
 		if (f)
