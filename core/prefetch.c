@@ -41,6 +41,8 @@ static void *pf_main(void *arg)
 			if (!b && !sv_content_locked(c, n, &b, &err))
 				decoded = true;
 			sv_blob_unref(b);
+			if (decoded)
+				sv_settle_size(c, n); /* from the cache now */
 		}
 		pthread_rwlock_unlock(&c->lock);
 		pthread_mutex_lock(&c->pf_lock);
@@ -82,9 +84,14 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n)
 	       c->pf_upto + stride < dir->nkids && c->pf_count < PF_QUEUE) {
 		c->pf_upto += stride;
 		uint32_t k = dir->kids[c->pf_upto];
-		/* Small files decode faster than the worker wakes up. */
-		if (!sv_plain_file(c, k) || c->nodes[k].size < PF_MIN_SIZE ||
-		    c->nodes[k].size > c->opts.cache_cap / 8)
+		/* Small files decode faster than the worker wakes up.  A file
+		 * whose size comes with its decode is not known to be small:
+		 * decoding it ahead is what makes its stat cheap too. */
+		const struct sv_node *kn = &c->nodes[k];
+		bool unsized = (kn->flags & SV_N_LAZYSIZE) &&
+			       !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
+		if (!sv_plain_file(c, k) ||
+		    (!unsized && (kn->size < PF_MIN_SIZE || kn->size > c->opts.cache_cap / 8)))
 			continue;
 		c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = k;
 		c->pf_count++;

@@ -72,6 +72,7 @@ struct rec {
 	uint64_t compact_size;
 	uint32_t at_dir, chunks_dir, nbt_node;
 	uint32_t *bin_node, *txt_node; /* each chunk's views */
+	uint64_t *cstart;     /* where each chunk starts in compacted.hcrp */
 	struct stat pre_st;   /* segmented: the preamble as read */
 };
 
@@ -203,6 +204,14 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 				  (unsigned long long)tick);
 	r->n = (uint32_t)r->chunk_count;
 	r->compact_size += end;
+	r->cstart = calloc(r->n + 1, sizeof *r->cstart);
+	if (!r->cstart)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	uint64_t at = end;
+	for (uint32_t i = 0; i < r->n; i++) {
+		r->cstart[i] = at;
+		at += r->chunks[i].clen;
+	}
 	(void)c;
 	return 0;
 }
@@ -425,6 +434,7 @@ static void rec_free(struct rec *r)
 	free(r->chunks);
 	free(r->bin_node);
 	free(r->txt_node);
+	free(r->cstart);
 	sv_buf_fini(&r->header_json);
 	sv_buf_fini(&r->index_tsv);
 	sv_buf_fini(&r->snbt);
@@ -768,18 +778,31 @@ static int read_compact(struct sv_container *c, struct rec *r, uint64_t off, uin
 			off += n;
 			continue;
 		}
-		uint64_t at = head;
-		uint32_t i = 0;
-		while (i < r->n && off >= at + r->chunks[i].clen)
-			at += r->chunks[i++].clen;
-		if (i >= r->n)
+		/* The chunk holding off (chunk i starts at head + the compressed
+		 * lengths before it: r->cstart[i]), then the run of chunks after
+		 * it in the same segment, which lie back to back there: one read. */
+		if (!r->n)
 			break;
-		const struct chunk *k = &r->chunks[i];
-		uint64_t from = off - at;
-		size_t n = k->clen - from < want - *got ? (size_t)(k->clen - from) : want - *got;
+		uint32_t lo = 0, hi = r->n;
+		while (lo + 1 < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (r->cstart[mid] <= off)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		uint32_t i = lo, j = i;
+		uint64_t seg = r->chunks[i].offset >> 32;
+		uint64_t end_want = off + (want - *got);
+		while (j + 1 < r->n && r->cstart[j + 1] < end_want && r->chunks[j + 1].offset >> 32 == seg)
+			j++;
+		uint64_t run_end = r->cstart[j] + r->chunks[j].clen;
+		uint64_t from = off - r->cstart[i];
+		size_t n = run_end - off < want - *got ? (size_t)(run_end - off) : want - *got;
 		char name[40];
-		snprintf(name, sizeof name, "segment-%03llu.dat", (unsigned long long)(k->offset >> 32));
-		int rc = sv_member_pread(c, name, (k->offset & 0xffffffffu) + from, buf + *got, n, err);
+		snprintf(name, sizeof name, "segment-%03llu.dat", (unsigned long long)seg);
+		int rc = sv_member_pread(c, name, (r->chunks[i].offset & 0xffffffffu) + from,
+					 buf + *got, n, err);
 		if (rc)
 			return rc;
 		*got += n;
