@@ -382,10 +382,13 @@ int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name
 /* Replaces (or creates) a member with p[0..n): written to
  * "<tmp_prefix>XXXXXXXX.tmp" in the directory, synced, renamed over it,
  * and the directory synced: a crash leaves the old member or the new one
- * (and perhaps the temporary file).  Test steps "member-written",
- * "member-renamed". */
+ * (and perhaps the temporary file).  With `expect` (the member as read),
+ * the two are exchanged atomically and, if what was exchanged out is not
+ * that file (another writer replaced it meanwhile), exchanged back:
+ * -EBUSY, nothing of the other writer's lost.  Test steps
+ * "member-written", "member-renamed". */
 int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
-		      const void *p, size_t n, struct sv_err *err);
+		      const void *p, size_t n, const struct stat *expect, struct sv_err *err);
 
 /*
  * Adds (or, while re-indexing after a commit, finds again) the node `name`

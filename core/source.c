@@ -149,7 +149,7 @@ int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name
 }
 
 int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
-		      const void *p, size_t n, struct sv_err *err)
+		      const void *p, size_t n, const struct stat *expect, struct sv_err *err)
 {
 	if (!c->is_dir)
 		return sv_err_set(err, -ENOTDIR, "the container is not a directory");
@@ -176,12 +176,33 @@ int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_
 		rc = sv_err_set(err, -errno, "fsync %s/%s: %s", c->path, tmp, strerror(errno));
 	if (close(fd) && !rc)
 		rc = sv_err_set(err, -errno, "closing %s/%s: %s", c->path, tmp, strerror(errno));
+	if (!rc && expect) {
+		/* Swapped in, then the member swapped out checked: if another
+		 * writer replaced it since it was read, it goes back. */
+		if (renameat2(c->fd, tmp, c->fd, name, RENAME_EXCHANGE) == 0) {
+			struct stat was;
+			if (fstatat(c->fd, tmp, &was, AT_SYMLINK_NOFOLLOW) ||
+			    was.st_dev != expect->st_dev || was.st_ino != expect->st_ino) {
+				renameat2(c->fd, tmp, c->fd, name, RENAME_EXCHANGE);
+				rc = sv_err_set(err, -EBUSY, "%s was replaced by another program since "
+						"it was read: the edit is not applied", name);
+			}
+			unlinkat(c->fd, tmp, 0);
+			if (rc)
+				return rc;
+			goto renamed;
+		}
+		if (errno != EINVAL && errno != ENOSYS)
+			rc = sv_err_set(err, -errno, "renaming %s over %s: %s", tmp, name,
+					strerror(errno));
+	}
 	if (!rc && renameat(c->fd, tmp, c->fd, name))
 		rc = sv_err_set(err, -errno, "renaming %s over %s: %s", tmp, name, strerror(errno));
 	if (rc) {
 		unlinkat(c->fd, tmp, 0);
 		return rc;
 	}
+renamed:
 	sv_test_step("member-renamed");
 	if (fsync(c->fd))
 		return sv_err_set(err, -errno, "fsync %s: %s", c->path, strerror(errno));

@@ -1100,7 +1100,7 @@ static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
 	if (!rc && write_preamble(r, &meta, r->chunks, 0, hi, 0, 0, &out))
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	if (!rc)
-		rc = sv_member_replace(c, PREAMBLE, ".preamble-", out.p, out.len, err);
+		rc = sv_member_replace(c, PREAMBLE, ".preamble-", out.p, out.len, &r->pre_st, err);
 	sv_buf_fini(&meta);
 	sv_buf_fini(&out);
 	return rc;

@@ -229,6 +229,45 @@ check "segmented: after the edits, every view as the decoder has it" decoded "$G
 expect_eq "segmented: the new metadata" '    map: "by rename"' \
 	"$(sv cat "$G/seg" metadata.snbt | sed -n 2p)"
 
+# ---- a preamble replaced while savefs commits its own ---------------------
+# The recorder renames a new preamble in at the instant savefs swaps its own
+# in (held there by the fault shim): savefs must give the recorder's back.
+if [ -f "$FAULTSHIM" ]; then
+	R2="$G/race"
+	cp -a "$G/seg0" "$R2"
+	d="$TMP/race"
+	mkdir -p "$d" "$d/m"
+	# The shim comes before the sanitizer runtime in a sanitized daemon.
+	env ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+		LD_PRELOAD="$FAULTSHIM" SVF_ARM="$d/arm" SVF_PAUSE=renameat2 SVF_MATCH=preamble.dat \
+		SVF_DIR="$d" "$SAVEFS" -f "$R2" "$d/m" 2> "$d/log" < /dev/null &
+	shim=$!
+	for _ in $(seq 100); do [ -f "$d/m/.savefs/info" ] && break; sleep 0.05; done
+	touch "$d/arm"
+	(sed -i 's/"mkrecording"/"too late"/' "$d/m/metadata.snbt" 2> /dev/null; echo $? > "$d/rc") &
+	editor=$!
+	for _ in $(seq 200); do [ -e "$d/reached" ] && break; sleep 0.05; done
+	check "race: the commit was held at its rename" test -e "$d/reached"
+	cp "$R2/preamble.dat" "$R2/.preamble-recorder.tmp"
+	mv "$R2/.preamble-recorder.tmp" "$R2/preamble.dat"
+	theirs=$(stat -c %i "$R2/preamble.dat")
+	touch "$d/go"
+	wait "$editor"
+	expect_eq "race: the edit fails" 4 "$(cat "$d/rc")"
+	expect_eq "race: the recorder's preamble is in place" "$theirs" "$(stat -c %i "$R2/preamble.dat")"
+	check "race: its content is the recorder's" cmp "$G/seg0/preamble.dat" "$R2/preamble.dat"
+	expect_eq "race: the reason in the log" \
+		"preamble.dat was replaced by another program since it was read: the edit is not applied" \
+		"$(grep -o 'preamble.dat was replaced by another program.*' "$d/m/.savefs/log" | head -n 1)"
+	expect_eq "race: no temporary file left" "" \
+		"$(ls -a "$R2" | grep '^\.preamble-' | grep -v leftover)"
+	fusermount3 -u "$d/m"
+	wait "$shim"
+	san_check "race: the daemon" "$d/log"
+else
+	printf 'note: FAULTSHIM=%s absent: the race with a recorder is not checked\n' "$FAULTSHIM"
+fi
+
 # ---- a recording being written -------------------------------------------
 L="$G/live"
 "$MKRECORDING" live "$L" -n 1600 -e 2 -S 1 -i 500 --leftovers --quiet &
