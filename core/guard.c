@@ -210,6 +210,19 @@ void sv_guard_fingerprint(struct sv_container *c)
 		c->fp_started = !pthread_create(&c->fp_thread, NULL, fp_main, c);
 }
 
+void sv_container_before_fork(struct sv_container *c)
+{
+	/* A thread running at the fork may hold a lock the child then never
+	 * sees released (the allocator's, under a sanitizer, or fp_lock): the
+	 * fingerprint is finished first. */
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->fp_started) {
+		pthread_join(c->fp_thread, NULL);
+		c->fp_started = false;
+	}
+	pthread_rwlock_unlock(&c->lock);
+}
+
 void sv_container_forked(struct sv_container *c)
 {
 	/* A worker that was hashing in the parent may have held the lock. */

@@ -331,6 +331,9 @@ bool sv_container_read_only(const struct sv_container *c);
  * ones it needs are started again here.  Call in the child, before
  * anything else uses the container. */
 void sv_container_forked(struct sv_container *c);
+/* The process is about to fork (a daemon): the core's worker threads
+ * finish first, so that no lock is held across the fork. */
+void sv_container_before_fork(struct sv_container *c);
 
 /* Registers fn (called with the lock held: it must not call back) for
  * changes made outside commits: direct writes (a log appended to) and a

@@ -282,6 +282,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "savefs: cannot mount on %s\n", cl.mountpoint);
 		goto out_signals;
 	}
+	if (!fo.foreground)
+		sv_container_before_fork(c);
 	fuse_daemonize(fo.foreground);
 	/* The child goes on alone: threads the core started stayed behind. */
 	if (!fo.foreground)
