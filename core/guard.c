@@ -223,18 +223,6 @@ void sv_container_before_fork(struct sv_container *c)
 	pthread_rwlock_unlock(&c->lock);
 }
 
-void sv_container_forked(struct sv_container *c)
-{
-	/* A worker that was hashing in the parent may have held the lock. */
-	pthread_mutex_init(&c->fp_lock, NULL);
-	if (!c->fp_started)
-		return;
-	c->fp_started = false;
-	pthread_rwlock_wrlock(&c->lock);
-	sv_guard_fingerprint(c);
-	pthread_rwlock_unlock(&c->lock);
-}
-
 bool sv_guard_fingerprinted(struct sv_container *c)
 {
 	pthread_mutex_lock(&c->fp_lock);

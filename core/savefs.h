@@ -326,13 +326,10 @@ const struct sv_format *sv_container_format(const struct sv_container *c);
 const char *sv_container_path(const struct sv_container *c);
 bool sv_container_read_only(const struct sv_container *c);
 
-/* The process forked (a daemon's fork after the container was opened):
- * the worker threads the core started before stayed in the parent; the
- * ones it needs are started again here.  Call in the child, before
- * anything else uses the container. */
-void sv_container_forked(struct sv_container *c);
-/* The process is about to fork (a daemon): the core's worker threads
- * finish first, so that no lock is held across the fork. */
+/* The process is about to fork (a daemon's fork after the container was
+ * opened): the core's worker threads finish first, so that no lock (the
+ * allocator's among them) is held across the fork and the child needs no
+ * thread of the parent's.  Call before the fork. */
 void sv_container_before_fork(struct sv_container *c);
 
 /* Registers fn (called with the lock held: it must not call back) for

@@ -285,9 +285,6 @@ int main(int argc, char **argv)
 	if (!fo.foreground)
 		sv_container_before_fork(c);
 	fuse_daemonize(fo.foreground);
-	/* The child goes on alone: threads the core started stayed behind. */
-	if (!fo.foreground)
-		sv_container_forked(c);
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {

@@ -35,56 +35,43 @@
 
 /* ---- primitives --------------------------------------------------------- */
 
-int sv_rc_varint(const uint8_t *p, size_t n, size_t *off, int32_t *out)
-{
-	uint32_t v = 0;
-	for (int i = 0; i < 5; i++) {
-		if (*off >= n)
-			return -1;
-		uint8_t b = p[(*off)++];
-		v |= (uint32_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80)) {
-			*out = (int32_t)v;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-int sv_rc_varlong(const uint8_t *p, size_t n, size_t *off, int64_t *out)
+/* LEB128, low group first, at most `limit` bytes. */
+static int leb(const uint8_t *p, size_t n, size_t *off, int limit, uint64_t *out)
 {
 	uint64_t v = 0;
-	for (int i = 0; i < 10; i++) {
+	for (int i = 0; i < limit; i++) {
 		if (*off >= n)
 			return -1;
 		uint8_t b = p[(*off)++];
 		v |= (uint64_t)(b & 0x7f) << (7 * i);
 		if (!(b & 0x80)) {
-			*out = (int64_t)v;
+			*out = v;
 			return 0;
 		}
 	}
 	return -1;
 }
 
-int sv_rc_put_varint(struct sv_buf *b, int32_t v)
+int sv_rc_varint(const uint8_t *p, size_t n, size_t *off, int32_t *out)
 {
-	uint32_t u = (uint32_t)v;
-	uint8_t t[5];
-	size_t k = 0;
-	do {
-		t[k] = (uint8_t)(u & 0x7f);
-		u >>= 7;
-		if (u)
-			t[k] |= 0x80;
-		k++;
-	} while (u);
-	return sv_buf_add(b, t, k);
+	uint64_t v;
+	if (leb(p, n, off, 5, &v))
+		return -1;
+	*out = (int32_t)(uint32_t)v;
+	return 0;
 }
 
-int sv_rc_put_varlong(struct sv_buf *b, int64_t v)
+int sv_rc_varlong(const uint8_t *p, size_t n, size_t *off, int64_t *out)
 {
-	uint64_t u = (uint64_t)v;
+	uint64_t v;
+	if (leb(p, n, off, 10, &v))
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+static int put_leb(struct sv_buf *b, uint64_t u)
+{
 	uint8_t t[10];
 	size_t k = 0;
 	do {
@@ -95,6 +82,16 @@ int sv_rc_put_varlong(struct sv_buf *b, int64_t v)
 		k++;
 	} while (u);
 	return sv_buf_add(b, t, k);
+}
+
+int sv_rc_put_varint(struct sv_buf *b, int32_t v)
+{
+	return put_leb(b, (uint32_t)v);
+}
+
+int sv_rc_put_varlong(struct sv_buf *b, int64_t v)
+{
+	return put_leb(b, (uint64_t)v);
 }
 
 void sv_rc_real(char out[40], double d, bool is_float)

@@ -713,22 +713,30 @@ static int size(struct sv_container *c, uint32_t node, uint64_t *out, struct sv_
 	return 0;
 }
 
+static int write_preamble(const struct rec *r, const struct sv_buf *meta,
+			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
+			  uint64_t abs_base, struct sv_buf *out);
+
 static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, uint8_t *buf,
 			 size_t want, size_t *got, struct sv_err *err)
 {
 	uint64_t at = 0;
 	for (uint32_t i = 0; i < r->n && *got < want; i++) {
-		uint64_t k;
-		int rc = text_len(c, r, i, &k, err);
-		if (rc)
-			return rc;
-		if (off >= at + k) {
-			at += k;
+		uint64_t k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+		if (k && off >= at + k - 1) {
+			at += k - 1;
 			continue;
 		}
+		/* Needed, or its length unknown: one decode serves both. */
 		struct sv_buf b;
 		sv_buf_init(&b);
-		rc = chunk_text(c, r, i, &b, true, err);
+		int rc = chunk_text(c, r, i, &b, true, err);
+		k = b.len;
+		if (!rc && off >= at + k) {
+			at += k;
+			sv_buf_fini(&b);
+			continue;
+		}
 		if (!rc) {
 			size_t from = (size_t)(off - at);
 			size_t n = b.len - from < want - *got ? b.len - from : want - *got;
@@ -752,28 +760,18 @@ static int read_compact(struct sv_container *c, struct rec *r, uint64_t off, uin
 	size_t head = r->pre_len;
 	while (*got < want && off < r->compact_size) {
 		if (off < head) {
-			/* The preamble, its offsets made absolute. */
-			uint8_t *p = malloc(head);
-			if (!p)
+			/* The preamble as the compactor writes it: the same
+			 * bytes, the offsets absolute (their width is fixed, so
+			 * it is as long as the stored one). */
+			struct sv_buf meta = {r->pre + HEADER, (size_t)r->meta_len, 0}, p;
+			sv_buf_init(&p);
+			if (write_preamble(r, &meta, r->chunks, 0, r->n, 0, head, &p) || p.len != head) {
+				sv_buf_fini(&p);
 				return sv_err_set(err, -ENOMEM, "out of memory");
-			memcpy(p, r->pre, head);
-			size_t o = HEADER + (size_t)r->meta_len;
-			uint64_t abs = head;
-			for (uint32_t i = 0; i < r->n; i++) {
-				int32_t v;
-				sv_rc_varint(p, head, &o, &v);
-				sv_rc_varint(p, head, &o, &v);
-				o++;
-				for (int b = 0; b < 8; b++)
-					p[o + (size_t)b] = (uint8_t)(abs >> (56 - 8 * b));
-				o += 8;
-				sv_rc_varint(p, head, &o, &v);
-				sv_rc_varint(p, head, &o, &v);
-				abs += r->chunks[i].clen;
 			}
 			size_t n = head - (size_t)off < want - *got ? head - (size_t)off : want - *got;
-			memcpy(buf + *got, p + off, n);
-			free(p);
+			memcpy(buf + *got, p.p + off, n);
+			sv_buf_fini(&p);
 			*got += n;
 			off += n;
 			continue;

@@ -15,17 +15,6 @@ mkdir -p "$TMP/m" "$TMP/empty"
 printf 'not a save\n' > "$TMP/text"
 printf 'DATA\005\0\0\0' > "$TMP/v5.map"; head -c 40 /dev/zero >> "$TMP/v5.map"
 
-# expect_exit DESC CODE MESSAGE CMD...: exit code and the whole stderr.
-expect_exit()
-{
-	local desc=$1 code=$2 msg=$3
-	shift 3
-	"$@" > /dev/null 2> "$TMP/err" < /dev/null
-	expect_eq "$desc: exit code" "$code" "$?"
-	[ "$msg" = "-" ] || expect_eq "$desc: message" "$msg" "$(cat "$TMP/err")"
-	san_check "$desc" "$TMP/err"
-}
-
 S=$SAVEFS
 expect_exit "no arguments" 2 "savefs: need CONTAINER and MOUNTPOINT (see savefs --help)" "$S"
 expect_exit "bad size option" 2 "savefs: -o cache=lots: not a size (try 64M)" \

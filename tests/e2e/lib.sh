@@ -165,6 +165,17 @@ sv()
 	return $rc
 }
 
+# expect_exit DESC CODE MESSAGE CMD...: exit code and the whole stderr.
+expect_exit()
+{
+	local desc=$1 code=$2 msg=$3
+	shift 3
+	"$@" > /dev/null 2> "$TMP/err" < /dev/null
+	expect_eq "$desc: exit code" "$code" "$?"
+	[ "$msg" = "-" ] || expect_eq "$desc: message" "$msg" "$(cat "$TMP/err")"
+	san_check "$desc" "$TMP/err"
+}
+
 # ---- mounting ----------------------------------------------------------
 
 is_mounted()

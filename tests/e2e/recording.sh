@@ -37,16 +37,6 @@ R="$SAMPLES/recording"
 [ -d "$R" ] || skip "$R not found"
 COMP="$R/SYNTHETIC-compacted.hcrp"
 
-# expect_exit DESC CODE MESSAGE CMD...: exit code and the whole stderr.
-expect_exit()
-{
-	local desc=$1 code=$2 msg=$3
-	shift 3
-	"$@" > /dev/null 2> "$TMP/err" < /dev/null
-	expect_eq "$desc: exit code" "$code" "$?"
-	expect_eq "$desc: message" "$msg" "$(cat "$TMP/err")"
-	san_check "$desc" "$TMP/err"
-}
 SEG="$R/SYNTHETIC-segmented"
 
 # ---- both layouts against the independent decoder ----------------------
@@ -145,6 +135,17 @@ check "generated segmented (a stale .preamble-*.tmp, a segment no preamble names
 	decoded "$G/seg"
 EVENTS=builtin check "built-in events: every view as the decoder has it" \
 	decoded -o events=builtin "$G/b.hcrp"
+
+# The in-process baseline decodes under the directory it is given only.
+expect_eq "bench-inproc: the files under chunks/ that end in .txt" 10 \
+	"$(sv bench-inproc "$G/a.hcrp" chunks .txt | sed -n 's/^inproc: *\([0-9]*\) files.*/\1/p')"
+# Read-ahead takes files whose size comes with their decode (chunks' text).
+mount_sv "$G/a.hcrp" "$TMP/mra" -o ro || die "cannot mount $G/a.hcrp"
+cat "$TMP"/mra/chunks/*.txt > /dev/null
+check "cat chunks/*.txt: the read-ahead decoded some ahead of the reader" "$PYTHON" -c '
+import json, sys
+sys.exit(json.load(open(sys.argv[1]))["cache"]["read_ahead"] == 0)' "$TMP/mra/.savefs/info"
+umount_sv "$TMP/mra"
 
 # ---- golden listings: the mounted trees, sizes and checksums ------------
 # shellcheck source=tests/golden/recording/fixtures.sh

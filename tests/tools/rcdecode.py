@@ -84,6 +84,48 @@ class Recording:
             self.chunks.append(dict(start=start, ticks=ticks, flags=flags, offset=offset,
                                     clen=clen, ulen=ulen))
         assert off == HEADER + self.meta_len + self.index_len
+        self.problems = self.loader_rules()
+
+    def loader_rules(self):
+        """What the recorder's own reader (ReplayHeader, ReplayPreamble,
+        CompactedReplayReader) refuses; [] for a recording it loads."""
+        bad = []
+        if self.version != 4:
+            bad.append("version %d, not 4" % self.version)
+        if self.dictionary != 0:
+            bad.append("dictionary %d, not 0" % self.dictionary)
+        if min(self.meta_len, self.index_len, self.tick_count, self.chunk_count) < 0:
+            bad.append("a negative length or count")
+        end = HEADER + self.meta_len + self.index_len
+        if self.segmented and len(self.pre) != end:
+            bad.append("preamble of %d bytes, the header says %d" % (len(self.pre), end))
+        try:
+            meta, used = nbt(self.meta, 0)
+            if meta[0] != 10 or used != self.meta_len:
+                bad.append("metadata is not one compound of the stated length")
+        except (ValueError, IndexError, struct.error):
+            bad.append("metadata is not NBT")
+        tick, seg, seg_next, prev_end = 0, -1, 0, end
+        for i, c in enumerate(self.chunks):
+            if c["start"] != tick or c["ticks"] <= 0:
+                bad.append("chunk %d starts at %d with %d ticks, expected %d" %
+                           (i, c["start"], c["ticks"], tick))
+            if c["clen"] <= 0 or c["ulen"] <= 0:
+                bad.append("chunk %d has an empty length" % i)
+            tick += c["ticks"]
+            o = c["offset"]
+            if self.segmented:
+                s, so = o >> 32, o & 0xFFFFFFFF
+                if s < seg or s > seg + 1 or (s != seg and so != 0) or (s == seg and so != seg_next):
+                    bad.append("chunk %d: segments not contiguous" % i)
+                seg, seg_next = s, so + c["clen"]
+            else:
+                if o < prev_end or o + c["clen"] > len(self.data):
+                    bad.append("chunk %d lies outside the file or overlaps" % i)
+                prev_end = o + c["clen"]
+        if tick != self.tick_count:
+            bad.append("the header says %d ticks, the chunks hold %d" % (self.tick_count, tick))
+        return bad
 
     def stored(self, i):
         c = self.chunks[i]
@@ -553,6 +595,8 @@ def check(rec, tree, table, nticks):
         with open(os.path.join(tree, name), mode) as f:
             return f.read()
 
+    for p in rec.problems:
+        bad.append("the recorder's reader would refuse it: " + p)
     h = json.loads(read("header.json"))
     wid = rec.world_id.hex()
     expect("header.json", {k: h.get(k) for k in (
