@@ -520,50 +520,6 @@ static void layout(char *o, bool neg, const char *digits, size_t nd, int x)
 	*o = '\0';
 }
 
-/* A value m / 2^k (k <= 20, |m| < 2^43) has an exact decimal expansion of
- * at most k fractional digits; when it has at most 15 significant digits
- * it is also the shortest that reads back (another decimal that short
- * differs by a unit of its last digit, far more than half the double's
- * ulp).  Most of a recording's numbers are such (1/4096 steps, halves).
- * Returns false when d is not one. */
-static bool exact_dyadic(char *out, double d)
-{
-	double a = fabs(d);
-	if (!(a < 8.0e12) || d == 0)
-		return false;
-	double scaled = a * 1048576.0; /* 2^20: exact */
-	if (scaled >= 9.0e15 || scaled != (double)(uint64_t)scaled)
-		return false;
-	/* a = n / 2^20 = n * 5^20 / 10^20: n * 5^20 may pass 2^64, so the
-	 * digits come from unsigned __int128. */
-	sv_u128 v = (sv_u128)(uint64_t)scaled * 95367431640625ull;
-	char t[48];
-	size_t n = 0;
-	/* Two 64-bit halves: 128-bit division by 10 a digit is slow. */
-	uint64_t hi = (uint64_t)(v / 10000000000000000000ull);
-	uint64_t lo64 = (uint64_t)(v % 10000000000000000000ull);
-	for (int k = 0; k < 19 && (lo64 || hi); k++) {
-		t[n++] = (char)('0' + (int)(lo64 % 10));
-		lo64 /= 10;
-	}
-	while (hi) {
-		t[n++] = (char)('0' + (int)(hi % 10));
-		hi /= 10;
-	}
-	/* t holds the digits of a * 10^20, least significant first. */
-	size_t lo = 0;
-	while (lo < n && t[lo] == '0')
-		lo++;
-	size_t nd = n - lo;
-	if (nd > 15)
-		return false;
-	char digits[24];
-	for (size_t k = 0; k < nd; k++)
-		digits[k] = t[n - 1 - k];
-	layout(out, d < 0, digits, nd, (int)n - 1 - 20);
-	return true;
-}
-
 /* 10^n for n <= 38. */
 static sv_u128 pow10_u128(int n)
 {
@@ -692,8 +648,6 @@ void sv_nbt_real(char out[40], double d, bool is_float)
 		strcpy(out, signbit(d) ? "-0" : "0");
 		return;
 	}
-	if (!is_float && exact_dyadic(out, d))
-		return;
 	char fd[24];
 	size_t fn;
 	int fx;

@@ -94,11 +94,6 @@ int sv_rc_put_varlong(struct sv_buf *b, int64_t v)
 	return put_leb(b, (uint64_t)v);
 }
 
-void sv_rc_real(char out[40], double d, bool is_float)
-{
-	sv_nbt_real(out, d, is_float);
-}
-
 static uint64_t be(const uint8_t *p, int n)
 {
 	uint64_t v = 0;
@@ -417,7 +412,7 @@ static int put_real(struct sv_buf *b, const char *key, double v, bool is_float)
 	char t[48];
 	size_t k = strlen(key);
 	memcpy(t, key, k);
-	sv_rc_real(t + k, v, is_float);
+	sv_nbt_real(t + k, v, is_float);
 	return sv_buf_add(b, t, strlen(t));
 }
 
@@ -836,7 +831,7 @@ static int json_num(struct sv_buf *b, double d, bool is_float)
 	char t[40];
 	if (!isfinite(d))
 		return sv_buf_add(b, "null", 4);
-	sv_rc_real(t, d, is_float);
+	sv_nbt_real(t, d, is_float);
 	return sv_buf_add(b, t, strlen(t));
 }
 

@@ -53,8 +53,4 @@ int sv_rc_varlong(const uint8_t *p, size_t n, size_t *off, int64_t *out);
 int sv_rc_put_varint(struct sv_buf *b, int32_t v);
 int sv_rc_put_varlong(struct sv_buf *b, int64_t v);
 
-/* The shortest decimal that reads back as d (JSON- and text-safe; NaN and
- * infinities as "NaN", "Infinity", "-Infinity"). */
-void sv_rc_real(char out[40], double d, bool is_float);
-
 #endif

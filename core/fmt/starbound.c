@@ -128,23 +128,26 @@ static void hex(const uint8_t *k, uint32_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* Writes "<a>,<b>" (two 16-bit numbers) at out; returns its length.  The
- * names of every sector are made at open: no printf there. */
-static size_t pair_name(unsigned a, unsigned b, char *out)
+/* Writes x in decimal at out; returns its length. */
+static size_t put_u(unsigned x, char *out)
 {
 	char tmp[12];
-	size_t n = 0, k;
-	for (unsigned v = 2; v--;) {
-		unsigned x = v ? a : b;
-		k = 0;
-		do
-			tmp[k++] = (char)('0' + x % 10);
-		while ((x /= 10));
-		while (k)
-			out[n++] = tmp[--k];
-		if (v)
-			out[n++] = ',';
-	}
+	size_t k = 0, n = 0;
+	do
+		tmp[k++] = (char)('0' + x % 10);
+	while ((x /= 10));
+	while (k)
+		out[n++] = tmp[--k];
+	return n;
+}
+
+/* Writes "<a>,<b>" at out; returns its length.  The names of every sector
+ * are made at open: no printf there. */
+static size_t pair_name(unsigned a, unsigned b, char *out)
+{
+	size_t n = put_u(a, out);
+	out[n++] = ',';
+	n += put_u(b, out + n);
 	out[n] = '\0';
 	return n;
 }
