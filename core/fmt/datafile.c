@@ -31,7 +31,8 @@
  * item index fails the open; a problem with one data item marks that node
  * SV_N_BAD (reads fail with EIO) and is reported as a warning.
  */
-#include "datafile.h"
+#include "datafile_priv.h"
+#include "twmap.h"
 
 #include "rd.h"
 
@@ -42,53 +43,6 @@
 #include <string.h>
 #include <zlib.h>
 
-#define HDR 36
-#define UUID_TYPE 0xFFFFu
-
-enum { K_HEADER = 1, K_ITEM = 2, K_DATA = 3, K_TYPEDIR = 4 };
-#define KEY(kind, i) ((uint64_t)(kind) << 32 | (uint32_t)(i))
-#define KIND(k) ((uint32_t)((k) >> 32))
-#define INDEX(k) ((uint32_t)(k))
-
-struct item {
-	uint16_t type, id;
-	uint32_t off;  /* payload offset within the items section */
-	uint32_t len;  /* payload bytes */
-};
-
-struct data {
-	uint64_t off;      /* absolute file offset of the stored bytes */
-	uint32_t len;      /* stored bytes */
-	uint32_t raw;      /* inflated size (v4 size table; v3: len) */
-	char *bad;         /* why this item cannot be read, or NULL */
-};
-
-struct typeinfo {
-	uint16_t type;
-	uint32_t dir;       /* node of items/<type>/ */
-	char name[96];      /* directory name */
-	const char *known;  /* the type's name, or NULL */
-	bool has_uuid;
-	uint8_t uuid[16];
-};
-
-struct df {
-	char magic[5];
-	int32_t version, size, swaplen, num_types, num_items, num_data;
-	int32_t item_size, data_size;
-	bool crude;
-	uint8_t *items_sec;      /* the whole items section */
-	struct item *items;
-	uint32_t *item_node;     /* node per item */
-	struct data *data;
-	struct typeinfo *types;  /* types present, ascending */
-	size_t ntypes;
-	json_t *raw_types;       /* the item type table as stored */
-	char *header;            /* header.json */
-	size_t header_len;
-	uint32_t items_dir, data_dir;
-};
-
 static const struct {
 	const char *name;
 	uint8_t uuid[16];
@@ -97,6 +51,8 @@ static const struct {
 	 {0xb1, 0xab, 0x21, 0x86, 0x5a, 0xc3, 0x39, 0xd9, 0x9f, 0xbc, 0x47, 0xcf, 0x03, 0xef, 0xdf, 0x1e}},
 	{"mapitemtype-automapper-config@ddnet.tw",
 	 {0x3e, 0x1b, 0x27, 0x16, 0x17, 0x8c, 0x39, 0x78, 0x9b, 0xd9, 0xb1, 0x1a, 0xe0, 0x41, 0x0d, 0xd8}},
+	{"mapitemtype-envpoints-bezier@ddnet.tw",
+	 {0x3a, 0xb4, 0xf8, 0x4d, 0xd9, 0xcc, 0x3c, 0x78, 0xb5, 0x85, 0x0d, 0x6c, 0xcd, 0xb2, 0xe2, 0x5c}},
 	{"mapitemtype-group@ddnet.tw", /* retired, still found in maps */
 	 {0x4a, 0x26, 0xca, 0x1f, 0x64, 0xbd, 0x30, 0xe3, 0x90, 0x7a, 0x70, 0x7e, 0xac, 0xd1, 0xf0, 0x80}},
 };
@@ -117,6 +73,8 @@ static void free_df(struct df *d)
 	free(d->items_sec);
 	free(d->items);
 	free(d->item_node);
+	free(d->data_node);
+	sv_twm_free(d->map);
 	if (d->data)
 		for (int32_t i = 0; i < d->num_data; i++)
 			free(d->data[i].bad);
@@ -358,10 +316,11 @@ static int read_index(struct sv_container *c, struct df *d, struct sv_err *err)
 	d->items = calloc((size_t)d->num_items + 1, sizeof *d->items);
 	d->item_node = calloc((size_t)d->num_items + 1, sizeof *d->item_node);
 	d->data = calloc((size_t)d->num_data + 1, sizeof *d->data);
+	d->data_node = calloc((size_t)d->num_data + 1, sizeof *d->data_node);
 	d->raw_types = json_array();
 	char what[240];
 	int rc = 0;
-	if (!idx || !d->items_sec || !d->items || !d->item_node || !d->data || !d->raw_types) {
+	if (!idx || !d->items_sec || !d->items || !d->item_node || !d->data || !d->data_node || !d->raw_types) {
 		rc = sv_err_set(err, -ENOMEM, "datafile: out of memory reading the index");
 		goto out;
 	}
@@ -599,10 +558,14 @@ static int build_tree(struct sv_container *c, struct df *d)
 	free(order);
 	for (int32_t i = 0; i < d->num_data; i++) {
 		snprintf(name, sizeof name, "%05d.bin", i);
-		if (sv_node_add(c, d->data_dir, name, d->data[i].bad ? SV_N_BAD : 0,
-				d->data[i].raw, KEY(K_DATA, i)) == SV_NONE)
+		d->data_node[i] = sv_node_add(c, d->data_dir, name, d->data[i].bad ? SV_N_BAD : 0,
+					      d->data[i].raw, KEY(K_DATA, i));
+		if (d->data_node[i] == SV_NONE)
 			return -ENOMEM;
 	}
+	int rc = sv_twm_build(c, d);
+	if (rc)
+		return rc;
 	/* Listed after what it describes: a tool that copies the tree back in
 	 * listing order (tar) restores the items before it meets this view. */
 	if (sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED, d->header_len,
@@ -627,6 +590,65 @@ static int open_df(struct sv_container *c, struct sv_err *err)
 	return rc;
 }
 
+int sv_df_ext_type(const struct df *d, const char *name)
+{
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (d->types[i].known && !strcmp(d->types[i].known, name) &&
+		    d->types[i].type >= 0x8000 && d->types[i].type < UUID_TYPE)
+			return d->types[i].type;
+	return -1;
+}
+
+int sv_df_data(struct sv_container *c, const struct df *d, int32_t i, uint64_t max,
+	       struct sv_blob **out, struct sv_err *err)
+{
+	*out = NULL;
+	if (i < 0 || i >= d->num_data)
+		return sv_err_set(err, -EBADMSG, "datafile: data item %d does not exist (%d in all)",
+				  i, d->num_data);
+	const struct data *e = &d->data[i];
+	if (e->bad)
+		return sv_err_set(err, -EBADMSG, "%s", e->bad);
+	if (e->raw > max)
+		return sv_err_set(err, -EFBIG, "datafile: data item %d: %u bytes, more than %llu",
+				  i, e->raw, (unsigned long long)max);
+	if (d->version == 3) {
+		*out = sv_blob_new(e->len);
+		if (!*out)
+			return sv_err_set(err, -ENOMEM, "datafile: out of memory");
+		int rc = sv_container_pread(c, e->off, (*out)->data, e->len, err);
+		if (rc) {
+			sv_blob_unref(*out);
+			*out = NULL;
+		}
+		return rc;
+	}
+	if (e->raw == 0 && e->len == 0) {
+		*out = sv_blob_new(0);
+		return *out ? 0 : sv_err_set(err, -ENOMEM, "datafile: out of memory");
+	}
+	uint8_t *z = malloc(e->len ? e->len : 1);
+	*out = sv_blob_new(e->raw);
+	if (!z || !*out) {
+		free(z);
+		sv_blob_unref(*out);
+		*out = NULL;
+		return sv_err_set(err, -ENOMEM, "datafile: out of memory");
+	}
+	struct sv_err e2;
+	sv_err_clear(&e2);
+	int rc = sv_container_pread(c, e->off, z, e->len, &e2);
+	if (!rc)
+		rc = sv_inflate(z, e->len, (*out)->data, e->raw, &e2);
+	free(z);
+	if (rc) {
+		sv_blob_unref(*out);
+		*out = NULL;
+		return sv_err_set(err, rc, "datafile: data item %d: %s", i, e2.msg);
+	}
+	return 0;
+}
+
 static int load_df(struct sv_container *c, uint32_t n, struct sv_blob **out,
 		   struct sv_err *err)
 {
@@ -640,47 +662,11 @@ static int load_df(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	case K_ITEM:
 		*out = sv_blob_dup(d->items_sec + d->items[i].off, d->items[i].len);
 		break;
-	case K_DATA: {
-		const struct data *e = &d->data[i];
-		if (e->bad)
-			return sv_err_set(err, -EBADMSG, "%s", e->bad);
-		if (d->version == 3) {
-			*out = sv_blob_new(e->len);
-			if (!*out)
-				break;
-			int rc = sv_container_pread(c, e->off, (*out)->data, e->len, err);
-			if (rc) {
-				sv_blob_unref(*out);
-				*out = NULL;
-				return rc;
-			}
-			return 0;
-		}
-		if (e->raw == 0 && e->len == 0) {
-			*out = sv_blob_new(0);
-			break;
-		}
-		uint8_t *z = malloc(e->len ? e->len : 1);
-		*out = sv_blob_new(e->raw);
-		if (!z || !*out) {
-			free(z);
-			sv_blob_unref(*out);
-			*out = NULL;
-			break;
-		}
-		struct sv_err e2;
-		int rc = sv_container_pread(c, e->off, z, e->len, &e2);
-		if (!rc)
-			rc = sv_inflate(z, e->len, (*out)->data, e->raw, &e2);
-		free(z);
-		if (rc) {
-			sv_blob_unref(*out);
-			*out = NULL;
-			return sv_err_set(err, rc, "datafile: data item %u: %s", i, e2.msg);
-		}
-		return 0;
-	}
+	case K_DATA:
+		return sv_df_data(c, d, (int32_t)i, UINT64_MAX, out, err);
 	default:
+		if (KIND(node->key) >= 16)
+			return sv_twm_load(c, d, n, out, err);
 		return sv_err_set(err, -EIO, "datafile: not a file");
 	}
 	return *out ? 0 : sv_err_set(err, -ENOMEM, "datafile: out of memory");
@@ -699,6 +685,8 @@ static int check_df(struct sv_container *c, uint32_t n, const uint8_t *p, size_t
 {
 	struct df *d = sv_container_priv(c);
 	const struct sv_node *node = sv_node(c, n);
+	if (KIND(node->key) >= 16 && d->map)
+		return sv_twm_check(c, d, n, p, len, err);
 	bool item = KIND(node->key) == K_ITEM || is_item_dir(d, c, node->parent);
 	if (len > INT32_MAX - 8)
 		return sv_err_set(err, -EFBIG, "datafile: %zu bytes is too large for a datafile",
@@ -768,8 +756,18 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 	struct sv_df_witem *items = calloc((size_t)total + 1, sizeof *items);
 	struct sv_df_wdata *data = calloc((size_t)total + 1, sizeof *data);
 	size_t ni = 0, nd = 0;
+	struct sv_twm_out mo;
+	memset(&mo, 0, sizeof mo);
 	int rc = 0;
 	if (!items || !data) {
+		rc = sv_err_set(err, -ENOMEM, "datafile: out of memory");
+		goto out;
+	}
+	/* The map view's edits, as new items and data. */
+	if ((rc = sv_twm_commit(c, d, &mo, err)))
+		goto out;
+	data = realloc(data, ((size_t)total + mo.nadded + 1) * sizeof *data);
+	if (!data) {
 		rc = sv_err_set(err, -ENOMEM, "datafile: out of memory");
 		goto out;
 	}
@@ -789,6 +787,10 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 				w->id = it->id;
 				w->p = d->items_sec + it->off;
 				w->len = it->len;
+				if (mo.item_set && mo.item_set[INDEX(node->key)]) {
+					w->p = mo.item[INDEX(node->key)].p;
+					w->len = (uint32_t)mo.item[INDEX(node->key)].len;
+				}
 			} else {
 				w->id = (uint16_t)parse_name(node->name);
 			}
@@ -819,6 +821,8 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 		uint32_t n = slot[i] - 1;
 		const struct sv_buf *edit = sv_node_edit(c, n);
 		struct sv_df_wdata *w = &data[nd++];
+		if (!edit && mo.data_set && mo.data_set[i])
+			edit = &mo.data[i];
 		if (edit) {
 			w->raw = edit->p;
 			w->raw_len = (uint32_t)edit->len;
@@ -841,10 +845,21 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 		uint32_t n = ddir->kids[k];
 		if (!(sv_node(c, n)->flags & SV_N_NEW) || !sv_node_in_commit(c, n))
 			continue;
+		if (mo.nadded) {
+			rc = sv_err_set(err, -EBUSY, "datafile: a new data item and a map/ edit that "
+					"adds one in one commit: commit one, then the other");
+			goto out;
+		}
 		const struct sv_buf *edit = sv_node_edit(c, n);
 		struct sv_df_wdata *w = &data[nd++];
 		w->raw = edit ? edit->p : NULL;
 		w->raw_len = edit ? (uint32_t)edit->len : 0;
+	}
+	/* Data items the map view adds: numbered from num_data on. */
+	for (size_t k = 0; k < mo.nadded; k++) {
+		struct sv_df_wdata *w = &data[nd++];
+		w->raw = mo.added[k].p;
+		w->raw_len = (uint32_t)mo.added[k].len;
 	}
 	struct sv_df_spec spec = {
 		.version = d->version,
@@ -855,6 +870,7 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 	memcpy(spec.magic, d->magic, 4);
 	rc = sv_df_write(fd, &spec, err);
 out:
+	sv_twm_out_fini(&mo);
 	free(items);
 	free(data);
 	return rc;

@@ -188,6 +188,9 @@ int sv_doodle_text_parse(const struct sv_doodle_palette *pal, const uint8_t *p,
 uint64_t sv_png_size(uint32_t w, uint32_t h, uint32_t npal);
 int sv_png_encode(uint32_t w, uint32_t h, const uint16_t *px,
 		  const struct sv_doodle_palette *pal, struct sv_buf *out);
+/* The same for 8-bit RGBA pixels (w * h * 4 bytes, top row first); its
+ * size is sv_png_size(w, h, 255). */
+int sv_png_encode_rgba(uint32_t w, uint32_t h, const uint8_t *rgba, struct sv_buf *out);
 
 /* ---- base64 and gzip ---------------------------------------------------------- */
 

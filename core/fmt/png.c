@@ -117,10 +117,11 @@ static void stored_put(struct sv_buf *b, struct stored *s, const uint8_t *p, siz
 	}
 }
 
-int sv_png_encode(uint32_t w, uint32_t h, const uint16_t *px,
+/* Either px (indices into pal) or rgba (4 bytes a pixel, top row first). */
+static int encode(uint32_t w, uint32_t h, const uint16_t *px, const uint8_t *rgba,
 		  const struct sv_doodle_palette *pal, struct sv_buf *out)
 {
-	uint32_t npal = pal ? pal->n : 0;
+	uint32_t npal = rgba ? 255 : pal ? pal->n : 0;
 	uint64_t size = sv_png_size(w, h, npal), raw = raw_size(w, h, npal);
 	if (!w || !h)
 		return -EINVAL;
@@ -160,6 +161,10 @@ int sv_png_encode(uint32_t w, uint32_t h, const uint16_t *px,
 	const uint8_t bad[4] = { 0xff, 0, 0xff, 0xff }, empty[4] = { 0, 0, 0, 0 };
 	for (uint32_t y = 0; y < h; y++) {
 		stored_put(out, &s, empty, 1); /* filter type 0 */
+		if (rgba) {
+			stored_put(out, &s, rgba + (size_t)y * w * 4, (size_t)w * 4);
+			continue;
+		}
 		for (uint32_t x = 0; x < w;) {
 			size_t k = 0;
 			for (; x < w && k < sizeof tmp; x++) {
@@ -183,4 +188,15 @@ int sv_png_encode(uint32_t w, uint32_t h, const uint16_t *px,
 	assert(out->len - len0 == size && s.left == 0);
 	(void)len0;
 	return 0;
+}
+
+int sv_png_encode(uint32_t w, uint32_t h, const uint16_t *px,
+		  const struct sv_doodle_palette *pal, struct sv_buf *out)
+{
+	return encode(w, h, px, NULL, pal, out);
+}
+
+int sv_png_encode_rgba(uint32_t w, uint32_t h, const uint8_t *rgba, struct sv_buf *out)
+{
+	return encode(w, h, NULL, rgba, NULL, out);
 }
