@@ -141,7 +141,7 @@ struct layer {
 	char name[16];
 	char *bad;             /* the item cannot be read */
 	char *gbad;            /* its tile data cannot be read */
-	char dname[48];
+	char dname[80];
 	uint32_t dir, node, gnode[NGRID], lnode;
 };
 
@@ -254,8 +254,17 @@ static void file_part(const char *s, const char *dflt, char *out, size_t cap)
 	if (!*s)
 		s = dflt;
 	size_t k = 0;
-	for (; *s && k + 1 < cap; s++)
+	for (; *s; s++) {
+		/* Cut before a character that does not fit whole. */
+		if ((*s & 0xC0) != 0x80) {
+			size_t n = 1;
+			while ((s[n] & 0xC0) == 0x80)
+				n++;
+			if (k + n + 1 > cap)
+				break;
+		}
 		out[k++] = (*s == '/' || (unsigned char)*s < 0x20 || *s == 0x7f) ? '_' : *s;
+	}
 	out[k] = '\0';
 	if (!strcmp(out, ".") || !strcmp(out, ".."))
 		out[0] = '_';
@@ -298,6 +307,73 @@ static int blob_text(struct sv_buf *b, struct sv_blob **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+/* The end of the JSON string starting at s[i] (the opening quote). */
+static size_t str_end(const char *s, size_t i)
+{
+	for (i++; s[i] && s[i] != '"'; i++)
+		if (s[i] == '\\' && s[i + 1])
+			i++;
+	return s[i] ? i + 1 : i;
+}
+
+/* Puts each array of scalars on one line ("[1, 2]"), in place. */
+static void compact_arrays(char *s)
+{
+	size_t r = 0, o = 0;
+	while (s[r]) {
+		if (s[r] == '"') {
+			size_t e = str_end(s, r);
+			memmove(s + o, s + r, e - r);
+			o += e - r;
+			r = e;
+			continue;
+		}
+		if (s[r] != '[') {
+			s[o++] = s[r++];
+			continue;
+		}
+		/* Scalars only up to the matching ']'? */
+		size_t e = r + 1;
+		bool flat = true;
+		while (s[e] && s[e] != ']') {
+			if (s[e] == '[' || s[e] == '{') {
+				flat = false;
+				break;
+			}
+			e = s[e] == '"' ? str_end(s, e) : e + 1;
+		}
+		if (!flat || !s[e]) {
+			s[o++] = s[r++];
+			continue;
+		}
+		s[o++] = '[';
+		bool first = true;
+		for (size_t k = r + 1; k < e;) {
+			while (k < e && (s[k] == ' ' || s[k] == '\n' || s[k] == ','))
+				k++;
+			if (k == e)
+				break;
+			size_t t = k;
+			if (s[k] == '"')
+				t = str_end(s, k);
+			else
+				while (t < e && s[t] != ',' && s[t] != ' ' && s[t] != '\n')
+					t++;
+			if (!first) {
+				s[o++] = ',';
+				s[o++] = ' ';
+			}
+			first = false;
+			memmove(s + o, s + k, t - k);
+			o += t - k;
+			k = t;
+		}
+		s[o++] = ']';
+		r = e + 1;
+	}
+	s[o] = '\0';
+}
+
 static int blob_json(json_t *j, struct sv_blob **out, struct sv_err *err)
 {
 	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
@@ -305,6 +381,7 @@ static int blob_json(json_t *j, struct sv_blob **out, struct sv_err *err)
 	json_decref(j);
 	if (!s)
 		return sv_err_set(err, -ENOMEM, "map: out of memory");
+	compact_arrays(s);
 	size_t n = strlen(s);
 	*out = sv_blob_new(n + 1);
 	if (*out) {
@@ -600,20 +677,17 @@ static int read_tilemap(struct sv_container *c, const struct df *d, struct layer
 
 static int read_layers(struct sv_container *c, const struct df *d, struct twm *m)
 {
-	m->nlay = m->nof[T_LAYER];
-	m->lay = calloc((size_t)m->nlay + 1, sizeof *m->lay);
-	if (!m->lay)
-		return -ENOMEM;
 	m->game = m->front = -1;
 	for (int32_t k = 0; k < m->nlay; k++) {
 		struct layer *l = &m->lay[k];
 		int32_t it = l->item = m->of[T_LAYER][k];
-		l->group = -1;
 		l->kind = L_OTHER;
 		for (int g = 0; g < NGRID; g++)
 			l->grid[g] = -1;
 		for (int p = 0; p < NPHYS; p++)
 			l->phys[p] = -1;
+		if (l->group < 0)
+			continue; /* not shown; the game ignores it */
 		int n = nints(d, it);
 		if (n < 3) {
 			if (bad(c, &l->bad, "map: layer %d: the item has %d ints, fewer than 3", k, n))
@@ -659,10 +733,11 @@ static int read_layers(struct sv_container *c, const struct df *d, struct twm *m
 	}
 	/* Data indices used by two tile grids: DDNet refuses the second. */
 	for (int32_t k = 0; k < m->nlay; k++)
-		for (int g = 0; g < NGRID && !m->lay[k].bad; g++)
+		for (int g = 0; g < NGRID && !m->lay[k].bad && !m->lay[k].gbad; g++)
 			for (int32_t j = 0; j < k && m->lay[k].grid[g] >= 0; j++)
 				for (int h = 0; h < NGRID; h++)
-					if (!m->lay[j].bad && m->lay[j].grid[h] == m->lay[k].grid[g] &&
+					if (!m->lay[j].bad && !m->lay[j].gbad &&
+					    m->lay[j].grid[h] == m->lay[k].grid[g] &&
 					    bad(c, &m->lay[k].gbad, "map: layer %d: data item %d is "
 						"also layer %d's", k, m->lay[k].grid[g], j))
 						return -ENOMEM;
@@ -673,8 +748,12 @@ static int read_groups(struct sv_container *c, const struct df *d, struct twm *m
 {
 	m->ngrp = m->nof[T_GROUP];
 	m->grp = calloc((size_t)m->ngrp + 1, sizeof *m->grp);
-	if (!m->grp)
+	m->nlay = m->nof[T_LAYER];
+	m->lay = calloc((size_t)m->nlay + 1, sizeof *m->lay);
+	if (!m->grp || !m->lay)
 		return -ENOMEM;
+	for (int32_t k = 0; k < m->nlay; k++)
+		m->lay[k].group = -1;
 	for (int32_t k = 0; k < m->ngrp; k++) {
 		struct group *g = &m->grp[k];
 		int32_t it = g->item = m->of[T_GROUP][k];
@@ -706,9 +785,12 @@ static int read_groups(struct sv_container *c, const struct df *d, struct twm *m
 			for (int32_t j = g->start; j < g->start + g->num; j++)
 				m->lay[j].group = k;
 	}
+	int32_t loose = 0;
 	for (int32_t j = 0; j < m->nlay; j++)
-		if (m->lay[j].group < 0)
-			sv_warn(c, "map: layer %d belongs to no group: the game ignores it", j);
+		loose += m->lay[j].group < 0;
+	if (loose)
+		sv_warn(c, "map: %d layer%s belong%s to no group: the game ignores %s", loose,
+			loose == 1 ? "" : "s", loose == 1 ? "s" : "", loose == 1 ? "it" : "them");
 	return 0;
 }
 
@@ -733,9 +815,9 @@ static int read_map(struct sv_container *c, const struct df *d, struct twm *m)
 	if (!rc)
 		rc = read_envelopes(c, d, m);
 	if (!rc)
-		rc = read_layers(c, d, m);
-	if (!rc)
 		rc = read_groups(c, d, m);
+	if (!rc)
+		rc = read_layers(c, d, m);
 	if (!rc && m->game < 0)
 		sv_warn(c, "map: no game layer (DDNet refuses this map)");
 	return rc;
@@ -749,7 +831,7 @@ static uint64_t grid_header(const struct twm *m, const struct layer *l, int g, c
 			    size_t cap)
 {
 	const struct group *gr = &m->grp[l->group];
-	char gname[32];
+	char gname[64];
 	file_part(gr->name, "Group", gname, sizeof gname);
 	int n = snprintf(buf, cap,
 			 "# layer %s in group %0*d-%s: %s, %d x %d, tilemap version %d\n"
@@ -769,7 +851,7 @@ static int add_layer(struct sv_container *c, const struct df *d, struct twm *m, 
 		     uint32_t gdir)
 {
 	struct layer *l = &m->lay[k];
-	char part[32];
+	char part[64];
 	file_part(l->name, kind_titles[l->kind], part, sizeof part);
 	snprintf(l->dname, sizeof l->dname, "%0*d-%s", m->ndig_lay, k, part);
 	l->dir = sv_node_add(c, gdir, l->dname, SV_N_DIR, 0, KEY(K_MDIR, 0));
