@@ -2633,7 +2633,7 @@ static int env_points(struct w *w, int32_t k, const uint8_t *p, size_t len, stru
 		bz = json_object_get(q, "bezier");
 		if (bz) {
 			*tangents = true;
-			static const char *const side[2] = {"in", "out"};
+			static const char *const side[3] = {"in", "out", NULL};
 			if (!json_is_object(bz) || (rc = only_keys(w, bz, side, "\"bezier\""))) {
 				rc = rc ? rc : fail(w, "%s: \"bezier\" must be an object", what);
 				break;
@@ -2647,7 +2647,7 @@ static int env_points(struct w *w, int32_t k, const uint8_t *p, size_t len, stru
 				}
 				for (int ch = 0; ch < 4 && !rc; ch++) {
 					json_t *pr = json_array_get(sa, (size_t)ch);
-					int32_t t2[2];
+					int32_t t2[2] = {0, 0};
 					if (!json_is_array(pr) || json_array_size(pr) != 2 ||
 					    !json_is_integer(json_array_get(pr, 0))) {
 						rc = fail(w, "%s: a tangent is [dx in ms, dy]", what);

@@ -33,6 +33,7 @@ SRC_ROOT=$(cd "$E2E_DIR/../.." && pwd)
 : "${MKDATAFILE:=$SRC_ROOT/build/tests/mkdatafile}"
 : "${SAMPLES:=$SRC_ROOT/../shared/samples}"
 : "${DFDECODE:=$SRC_ROOT/tests/tools/dfdecode.py}"
+: "${MAPDECODE:=$SRC_ROOT/tests/tools/mapdecode.py}"
 : "${GOLDEN:=$SRC_ROOT/tests/golden}"
 : "${PYTHON:=python3}"
 # Seconds to wait for a mount to appear and for a daemon to exit.
@@ -436,6 +437,13 @@ check_decoder()
 		head -n 40 "$TMP/diff.out" | sed 's/^/    /'
 		return 1
 	fi
+	# The map view, when the container is a map.
+	CHECKS=$((CHECKS + 1))
+	if ! "$PYTHON" "$MAPDECODE" --check "$c" "$dir" > "$TMP/mapdecode.out" 2>&1; then
+		fail "$c: map/ under $dir differs from the independent map decoder's:"
+		head -n 30 "$TMP/mapdecode.out" | sed 's/^/    /'
+		return 1
+	fi
 	return 0
 }
 
@@ -449,7 +457,13 @@ check_decoder()
 #   gen-v3.map       the same converted to version 3 (raw data)
 #   gen-atad.map     the same with the "ATAD" magic
 #   gen-crude.map    the same with the old writers' short size fields
+#   gen-map-*.map    maps (mkdatafile map): ddnet (every DDNet item and
+#                    physics layer), tw07 (tilemap runs, version 3
+#                    envelopes), legacy17 and legacy22 (DDRace's tilemaps
+#                    and junk indices), ddnet-v3 (version 3 container,
+#                    no settings)
 GEN_FIXTURES="gen-v4-dup gen-v3 gen-atad gen-crude"
+MAP_FIXTURES="gen-map-ddnet gen-map-tw07 gen-map-legacy17 gen-map-legacy22 gen-map-ddnet-v3"
 GEN_ARGS="--data 8 --payload 600K --items 4 --dup-uuid --seed 1"
 
 make_generated()
@@ -461,6 +475,12 @@ make_generated()
 	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-v3.map" --version 3 || return 1
 	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-atad.map" --magic ATAD || return 1
 	"$MKDATAFILE" convert "$d/gen-v4-dup.map" "$d/gen-crude.map" --crude || return 1
+	local f
+	for f in ddnet tw07 legacy17 legacy22; do
+		"$MKDATAFILE" map "$d/gen-map-$f.map" --flavour "$f" --seed 2 || return 1
+	done
+	"$MKDATAFILE" map "$d/gen-map-ddnet-v3.map" --version 3 --no-settings --size 33x21 \
+		--seed 3 || return 1
 }
 
 # ---- Sketchy Maze (doodle) helpers ------------------------------------------

@@ -74,7 +74,8 @@ for src in "${maps[@]}"; do
 	CHECKS=$((CHECKS + 1))
 	diff -r --exclude=.savefs "$m" "$d/extract" > "$d/diff.out" 2>&1 ||
 		{ fail "$name: savefs extract vs the mount (diff -r):"; head -n 20 "$d/diff.out"; }
-	awk '$1 == "f" { n = $4; sub(/\/[^\/]*$/, "", n); if (!(n in first)) first[n] = $4; last[n] = $4 }
+	awk '$1 == "f" { p = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", p); n = p; sub(/\/[^\/]*$/, "", n)
+	                 if (!(n in first)) first[n] = p; last[n] = p }
 	     END { for (n in first) print first[n]; for (n in last) print last[n] }' "$d/tree" |
 		sort -u > "$d/cat.list"
 	while read -r path; do

@@ -69,7 +69,7 @@ else
 fi
 
 make_generated "$TMP/gen" || die "mkdatafile failed"
-for g in $GEN_FIXTURES; do
+for g in $GEN_FIXTURES $MAP_FIXTURES; do
 	golden "$g" "$TMP/gen/$g.map"
 done
 

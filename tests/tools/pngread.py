@@ -82,6 +82,8 @@ def read_rgba(data):
             for x in range(w):
                 bit = x * depth
                 v = (line[bit // 8] >> (8 - depth - bit % 8)) & ((1 << depth) - 1)
+                if 3 * v + 3 > len(plte):
+                    raise ValueError('palette index %d past the palette' % v)
                 alpha = trns[v] if trns is not None and v < len(trns) else 255
                 out += plte[3 * v:3 * v + 3] + bytes([alpha])
     return w, h, bytes(out)
