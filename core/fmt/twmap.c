@@ -788,7 +788,7 @@ static int read_groups(struct sv_container *c, const struct df *d, struct twm *m
 	int32_t loose = 0;
 	for (int32_t j = 0; j < m->nlay; j++)
 		loose += m->lay[j].group < 0;
-	if (loose)
+	if (loose && m->ngrp)
 		sv_warn(c, "map: %d layer%s belong%s to no group: the game ignores %s", loose,
 			loose == 1 ? "" : "s", loose == 1 ? "s" : "", loose == 1 ? "it" : "them");
 	return 0;
@@ -818,7 +818,7 @@ static int read_map(struct sv_container *c, const struct df *d, struct twm *m)
 		rc = read_groups(c, d, m);
 	if (!rc)
 		rc = read_layers(c, d, m);
-	if (!rc && m->game < 0)
+	if (!rc && m->game < 0 && m->ngrp)
 		sv_warn(c, "map: no game layer (DDNet refuses this map)");
 	return rc;
 }
@@ -852,13 +852,16 @@ static int add_layer(struct sv_container *c, const struct df *d, struct twm *m, 
 {
 	struct layer *l = &m->lay[k];
 	char part[64];
-	file_part(l->name, kind_titles[l->kind], part, sizeof part);
+	/* A broken item is named as an unknown layer: its fields are not trusted. */
+	file_part(l->bad ? "" : l->name, kind_titles[l->bad ? L_OTHER : l->kind], part, sizeof part);
 	snprintf(l->dname, sizeof l->dname, "%0*d-%s", m->ndig_lay, k, part);
 	l->dir = sv_node_add(c, gdir, l->dname, SV_N_DIR, 0, KEY(K_MDIR, 0));
 	if (l->dir == SV_NONE)
 		return -ENOMEM;
 	uint32_t badf = l->bad ? SV_N_BAD : 0;
-	l->node = sv_node_add(c, l->dir, "layer.json", SV_N_LAZYSIZE | badf, 0, KEY(K_LAYER, k));
+	/* A broken item still shows its ints and what is wrong with them. */
+	l->node = sv_node_add(c, l->dir, "layer.json", SV_N_LAZYSIZE | (l->bad ? SV_N_RO : 0), 0,
+			      KEY(K_LAYER, k));
 	if (l->node == SV_NONE)
 		return -ENOMEM;
 	for (int g = 0; g < NGRID; g++) {
@@ -1433,12 +1436,12 @@ static int load_layer(const struct df *d, const struct twm *m, int32_t k, struct
 		      struct sv_err *err)
 {
 	const struct layer *l = &m->lay[k];
-	if (l->bad)
-		return sv_err_set(err, -EBADMSG, "%s", l->bad);
 	int32_t it = l->item;
 	json_t *o = json_object();
-	json_object_set_new(o, "kind", json_string(kind_names[l->kind]));
-	if (l->kind == L_OTHER) {
+	json_object_set_new(o, "kind", json_string(l->bad ? "unreadable" : kind_names[l->kind]));
+	if (l->bad)
+		json_object_set_new(o, "problem", json_string(l->bad));
+	if (l->kind == L_OTHER || l->bad) {
 		json_object_set_new(o, "type", json_integer(l->ltype));
 		json_t *a = json_array();
 		for (int i = 0; i < nints(d, it); i++)

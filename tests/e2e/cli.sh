@@ -70,7 +70,7 @@ mount_sv "$c" "$TMP/m" -o ro || die "mount failed"
 expect_eq "ls -R lists what find lists" \
 	"$(cd "$TMP/m" && find . -mindepth 1 -not -path './.savefs*' | sed 's|^\./||' | sort)" \
 	"$(sv ls -R "$c" | sed 's|/$||' | sort)"
-expect_eq "ls -a shows .savefs" ".savefs data header.json items" "$(sv ls -a "$c" | sort | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "ls -a shows .savefs" ".savefs data header.json items map" "$(sv ls -a "$c" | sort | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "ls of a type directory" "65534.bin 65534~2.bin" \
 	"$(sv ls "$c" items/65535-uuid-index | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "ls -l of one file" "-r--r--r--           16 65534~2.bin" \

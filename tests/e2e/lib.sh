@@ -370,15 +370,16 @@ need_python()
 # tree_listing DIR: one line per node below DIR, except the root's .savefs:
 #   d - - PATH                  a directory (its size depends on the host)
 #   f SIZE SHA256 PATH          a file: SIZE from stat, SHA256 of its bytes
-# sorted by path.  Fails if a file cannot be read.
+# sorted by path.  Fails if a file cannot be read.  TREE_PRUNE: a path
+# ("./map") left out besides .savefs.
 tree_listing()
 {
 	local dir=$1 rc
 	(
 		cd -- "$dir" || exit 1
-		find . -mindepth 1 -path ./.savefs -prune -o -type f -print0 |
-			xargs -0 -r sha256sum > "$TMP/listing.sha" || exit 1
-		find . -mindepth 1 -path ./.savefs -prune -o \
+		find . -mindepth 1 \( -path ./.savefs -o -path "${TREE_PRUNE:-./.savefs}" \) -prune \
+			-o -type f -print0 | xargs -0 -r sha256sum > "$TMP/listing.sha" || exit 1
+		find . -mindepth 1 \( -path ./.savefs -o -path "${TREE_PRUNE:-./.savefs}" \) -prune -o \
 			\( -type d -printf 'd - - %P\n' \) -o \
 			\( -type f -printf 'f %s %P\n' \) -o -printf '? - - %P\n' \
 			> "$TMP/listing.raw" || exit 1
@@ -437,7 +438,9 @@ check_decoder()
 		head -n 40 "$TMP/diff.out" | sed 's/^/    /'
 		return 1
 	fi
-	# The map view, when the container is a map.
+	# The map view, when the container is a map (MAP_CHECK=no: a suite
+	# of the raw view that writes garbage into a map's items).
+	[ "${MAP_CHECK:-yes}" = no ] && return 0
 	CHECKS=$((CHECKS + 1))
 	if ! "$PYTHON" "$MAPDECODE" --check "$c" "$dir" > "$TMP/mapdecode.out" 2>&1; then
 		fail "$c: map/ under $dir differs from the independent map decoder's:"

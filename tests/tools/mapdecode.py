@@ -305,8 +305,22 @@ def expected(path):
         names = []
         for k, lv in ls:
             lo = {}
+            broken = None
             if lv[1] == 2:
-                L = tile_layer(lv)
+                try:
+                    L = tile_layer(lv)
+                    if L['w'] < 2 or L['h'] < 2:
+                        raise Bad('size')
+                except Bad as e:
+                    broken = str(e)
+            if broken is not None:
+                kind, title = 'unknown', ''
+                lo = {'kind': 'unreadable', 'type': lv[1], 'ints': list(lv)}
+                dname = '%0*d-%s' % (ndl, k, part(title, TITLES[kind]))
+                names.append(dname)
+                out[gdir + '/' + dname + '/layer.json'] = ('json-problem', lo)
+                continue
+            if lv[1] == 2:
                 kind = L['kind']
                 lo = {'kind': kind}
                 if L['name'] is not None:
@@ -406,12 +420,14 @@ def check(path, root):
             got = fh.read()
         if kind == 'bytes' and got != v:
             bad.append('%s: bytes differ (%d vs %d bytes)' % (p, len(got), len(v)))
-        elif kind == 'json':
+        elif kind in ('json', 'json-problem'):
             try:
                 g = json.loads(got)
             except ValueError as e:
                 bad.append('%s: not JSON (%s)' % (p, e))
                 continue
+            if kind == 'json-problem' and isinstance(g, dict):
+                g.pop('problem', None)
             if g != v:
                 bad.append('%s: %s != %s' % (p, json.dumps(g)[:300], json.dumps(v)[:300]))
         elif kind == 'rgba':
