@@ -760,19 +760,20 @@ static int read_groups(struct sv_container *c, const struct df *d, struct twm *m
 		g->version = geti(d, it, 0);
 		g->start = geti(d, it, 5);
 		g->num = geti(d, it, 6);
+		if (g->version >= 3 && nints(d, it) >= 15)
+			ints_name(d, it, 12, 3, g->name);
 		int rc = 0;
 		if (nints(d, it) < 7)
 			rc = bad(c, &g->bad, "map: group %d: the item has %d ints, fewer than 7", k,
 				 nints(d, it));
 		else if (g->start < 0 || g->num < 0 || (int64_t)g->start + g->num > m->nlay)
 			rc = bad(c, &g->bad, "map: group %d: layers %d to %d, but the map has %d "
-				 "layers", k, g->start, g->start + g->num - 1, m->nlay);
+				 "layer%s", k, g->start, g->start + g->num - 1, m->nlay,
+				 m->nlay == 1 ? "" : "s");
 		if (rc)
 			return rc;
 		if (g->bad)
 			continue;
-		if (g->version >= 3 && nints(d, it) >= 15)
-			ints_name(d, it, 12, 3, g->name);
 		for (int32_t j = g->start; j < g->start + g->num; j++) {
 			if (m->lay[j].group >= 0) {
 				if (bad(c, &g->bad, "map: group %d: layer %d is also group %d's", k, j,
@@ -1299,10 +1300,12 @@ static int load_info(struct sv_container *c, const struct df *d, const struct tw
 	json_t *o = json_object();
 	for (int f = 0; f < 4; f++) {
 		char *s;
-		int rc = data_string(c, d, geti(d, m->info, 1 + f), &s, err);
+		struct sv_err e;
+		sv_err_clear(&e);
+		int rc = data_string(c, d, geti(d, m->info, 1 + f), &s, &e);
 		if (rc) {
 			json_decref(o);
-			return sv_err_set(err, rc, "map: info: %s: %s", info_keys[f], err->msg);
+			return sv_err_set(err, rc, "map: info: %s: %s", info_keys[f], e.msg);
 		}
 		json_object_set_new(o, info_keys[f], jstr(s));
 		free(s);

@@ -43,17 +43,17 @@ def ints(*v):
 class Layout:
     """A version 4 datafile and the offsets of its fields."""
 
-    def __init__(self):
+    def __init__(self, items=None, raw=None):
         # (type, id, payload)
-        self.items = [
+        self.items = items or [
             (0, 0, ints(1)),
             (1, 0, ints(1, -1, -1, -1, -1)),
             (5, 0, ints(3, 2, 0, 7)),
             (5, 1, ints(3, 2, 1)),
         ]
-        self.raw = [b'first data item\n',
-                    b'second data item: ' + bytes(range(64)) * 4,
-                    b'third data item, long enough that a cut stream yields part of it\n']
+        self.raw = raw or [b'first data item\n',
+                           b'second data item: ' + bytes(range(64)) * 4,
+                           b'third data item, long enough that a cut stream yields part of it\n']
         self.z = [zlib.compress(r, 9) for r in self.raw]
         types = []
         for t, _, _ in self.items:
@@ -213,6 +213,77 @@ def variants():
     return out
 
 
+def name_ints(s, n):
+    """A name packed in n ints (4 characters an int, each + 128)."""
+    b = s.encode() + bytes(4 * n - len(s))
+    return [struct.unpack('>i', bytes((c + 128) & 255 for c in b[4 * i:4 * i + 4]))[0]
+            for i in range(n)]
+
+
+def map_variant(tiles=None, image=None, img_name=b'light\0', author=b'me\0', tver=3,
+                group_layers=(1, 0), flags=0, speedup=False):
+    """A small DDNet map: an embedded 4 x 2 image, a game layer of 4 x 3
+    (and a speedup layer), one group; pieces replaced to break them."""
+    if tiles is None:
+        tiles = bytes([1, 0, 0, 0] * 12)
+    if image is None:
+        image = bytes(range(32))
+    raw = [img_name, image, tiles, author, bytes(12 * 4), bytes(12 * 6)]
+    game = ints(0, 2, 0, tver, 4, 3, 1 | flags, 255, 255, 255, 255, -1, 0, -1, 2,
+                *name_ints('Game', 3), -1, -1, -1, -1, -1)
+    layers = [(5, 0, game)]
+    if speedup:
+        sp = ints(0, 2, 0, 3, 4, 3, 4, 255, 255, 255, 255, -1, 0, -1, 4,
+                  *name_ints('Speedup', 3), -1, 5, -1, -1, -1)
+        layers.append((5, 1, sp))
+    items = [(0, 0, ints(1)),
+             (1, 0, ints(1, 3, -1, -1, -1)),
+             (2, 0, ints(1, 4, 2, 0, 0, 1)),
+             (4, 0, ints(3, 0, 0, 100, 100, 0, 1, 0, 0, 0, 0, 0, *name_ints('Game', 3))),
+             (4, 1, ints(3, 0, 0, 100, 100, group_layers[0], group_layers[1], 0, 0, 0, 0, 0,
+                         *name_ints('More', 3)))] + layers
+    return Layout(items, raw).bytes
+
+
+def map_variants():
+    """The map view's bad inputs: the map mounts, one view reads EIO."""
+    def reads(path, *also):
+        return 'mounts: %s reads EIO (savefs cat exits 7)' % path + ''.join(
+            '\nalso: %s' % a for a in also)
+    tiles = 'map/groups/00-Game/00-Game/tiles.txt'
+    out = [
+        ('map-image-data-short', map_variant(image=bytes(20)),
+         reads('map/images/00-light.png'),
+         'map: image 0: data item 1 holds 20 bytes, fewer than 4 x 2 x 4 = 32'),
+        ('map-tiles-data-short', map_variant(tiles=bytes(40)), reads(tiles, 'map/game.png'),
+         'map: layer 0: data item 2 holds 40 bytes, fewer than 4 x 3 tiles of 4 bytes'),
+        # 0.7 runs: 5 stored tiles of 3 each make 15, past 4 x 3.
+        ('map-runs-past-end', map_variant(tiles=bytes([1, 0, 2, 0] * 5), tver=4),
+         reads(tiles, 'map/game.png'),
+         'map: layer 0: a tile run goes past 4 x 3 tiles (stored tile 3 of 5)'),
+        ('map-runs-short', map_variant(tiles=bytes([1, 0, 2, 0] * 3), tver=4),
+         reads(tiles, 'map/game.png'),
+         'map: layer 0: the tile runs give 9 tiles, fewer than 4 x 3'),
+        ('map-tile-padding',
+         map_variant(tiles=bytes([1, 0, 0, 0] * 5 + [1, 0, 0, 7] + [1, 0, 0, 0] * 6)),
+         reads(tiles, 'map/game.png'),
+         'map: layer 0: tile 5 (x 1, y 1) has padding 7, which version 3 does not allow'),
+        ('map-tile-skip',
+         map_variant(tiles=bytes([1, 0, 0, 0] * 2 + [1, 0, 3, 0] + [1, 0, 0, 0] * 9)),
+         reads(tiles, 'map/game.png'),
+         'map: layer 0: tile 2 (x 2, y 0) has skip 3, which version 3 does not allow'),
+        ('map-group-past-end', map_variant(group_layers=(1, 4)),
+         reads('map/groups/01-More/group.json'),
+         'map: group 1: layers 1 to 4, but the map has 1 layer'),
+        ('map-image-name-unterminated', map_variant(img_name=b'light'),
+         reads('map/images/00-image.png'),
+         'map: image 0: its name: data item 0 is not a string: no terminating NUL'),
+        ('map-info-unterminated', map_variant(author=b'me'), reads('map/info.json'),
+         'map: info: author: data item 3 is not a string: no terminating NUL'),
+    ]
+    return out
+
+
 def truncated_output(z, want):
     """How many bytes zlib gets out of a cut stream before it runs dry."""
     d = zlib.decompressobj()
@@ -220,7 +291,7 @@ def truncated_output(z, want):
 
 
 def files():
-    for name, data, how, msg in variants():
+    for name, data, how, msg in variants() + map_variants():
         yield name + '.map', data
         yield name + '.msg', (msg + '\n').encode()
         yield name + '.how', (how + '\n').encode()
