@@ -1752,6 +1752,21 @@ static int get_int(struct w *w, json_t *o, const char *key, int64_t lo, int64_t 
 	return 0;
 }
 
+/* An integer field stored at int k of item it: a value other than the
+ * stored one must lie in lo..hi (one the map holds already is kept). */
+static int set_field(struct w *w, json_t *o, const char *key, int32_t it, int k, int64_t lo,
+		     int64_t hi)
+{
+	int32_t x = 0;
+	int rc = get_int(w, o, key, INT32_MIN, INT32_MAX, &x, true);
+	if (rc || x == item_get(w, it, k))
+		return rc;
+	if (x < lo || x > hi)
+		return fail(w, "\"%s\" is %d, outside %lld to %lld", key, x, (long long)lo,
+			    (long long)hi);
+	return item_set(w, it, k, x);
+}
+
 /* A number in 22.10 fixed point (rounded to 1/1024). */
 static int to_fx(struct w *w, json_t *j, const char *what, int32_t *v)
 {
@@ -1884,9 +1899,8 @@ static int apply_settings(struct w *w, const uint8_t *p, size_t len)
 	for (size_t i = 0; i < len && !rc;) {
 		const uint8_t *nl = memchr(p + i, '\n', len - i);
 		size_t e = nl ? (size_t)(nl - p) : len, end = e;
-		if (end > i && p[end - 1] == '\r')
-			end--;
-		if (end > i && (sv_buf_add(&b, p + i, end - i) || sv_buf_add(&b, "", 1)))
+		/* One command a line, each NUL-terminated (an empty line too). */
+		if (sv_buf_add(&b, p + i, end - i) || sv_buf_add(&b, "", 1))
 			rc = nomem(w);
 		i = e + 1;
 	}
@@ -2354,7 +2368,10 @@ static int apply_layer(struct w *w, int32_t k, const uint8_t *p, size_t len)
 	int nameat = tiles ? 15 : 7;
 	for (int i = 0; r == 0 && i < 3 && !rc; i++)
 		rc = item_set(w, it, nameat + i, nv[i]);
-	if (!rc && phys && l->has_name) {
+	/* DDNet's rules for physics layers bind what an edit changes; a map
+	 * that broke them already keeps what it has. */
+	bool kind_changed = nk != l->kind;
+	if (!rc && phys && l->has_name && (r == 0 || kind_changed)) {
 		char now[16];
 		for (int i = 0; i < 3; i++) {
 			uint32_t u = (uint32_t)item_get(w, it, nameat + i);
@@ -2367,7 +2384,7 @@ static int apply_layer(struct w *w, int32_t k, const uint8_t *p, size_t len)
 	}
 	if (!rc)
 		rc = get_bool(w, o, "detail", &x);
-	if (!rc && phys && x)
+	if (!rc && phys && x && (x != (item_get(w, it, 2) & 1) || kind_changed))
 		rc = fail(w, "a %s layer cannot be a detail layer", kind_names[nk]);
 	if (!rc && x != (item_get(w, it, 2) & 1))
 		rc = item_set(w, it, 2, (item_get(w, it, 2) & ~1) | x);
@@ -2381,9 +2398,7 @@ static int apply_layer(struct w *w, int32_t k, const uint8_t *p, size_t len)
 		if (!rc && x != item_get(w, it, 4))
 			rc = fail(w, "\"%s\" counts %s.json and changes with it", cnt, cnt);
 		if (!rc)
-			rc = get_int(w, o, ref, -1, nref - 1, &x, true);
-		if (!rc && x != item_get(w, it, 6))
-			rc = item_set(w, it, 6, x);
+			rc = set_field(w, o, ref, it, 6, -1, nref - 1);
 		goto out;
 	}
 	int32_t W, H;
@@ -2394,26 +2409,24 @@ static int apply_layer(struct w *w, int32_t k, const uint8_t *p, size_t len)
 		rc = resize_layer(w, l, W, H);
 	if (!rc)
 		rc = get_vec(w, json_object_get(o, "color"), "\"color\"", 4, false, v);
+	bool col_changed = kind_changed;
 	for (int i = 0; i < 4 && !rc; i++)
+		col_changed = col_changed || v[i] != item_get(w, it, 7 + i);
+	for (int i = 0; i < 4 && !rc && col_changed; i++)
 		if (v[i] < 0 || v[i] > 255)
 			rc = fail(w, "\"color\" values are 0 to 255");
-	if (!rc && phys && (v[0] != 255 || v[1] != 255 || v[2] != 255 || v[3] != 255))
+	if (!rc && phys && col_changed &&
+	    (v[0] != 255 || v[1] != 255 || v[2] != 255 || v[3] != 255))
 		rc = fail(w, "a %s layer's colour is 255 255 255 255", kind_names[nk]);
 	for (int i = 0; i < 4 && !rc; i++)
 		if (v[i] != item_get(w, it, 7 + i))
 			rc = item_set(w, it, 7 + i, v[i]);
 	if (!rc)
-		rc = get_int(w, o, "color_envelope", -1, w->m->nenv - 1, &x, true);
-	if (!rc && x != item_get(w, it, 11))
-		rc = item_set(w, it, 11, x);
+		rc = set_field(w, o, "color_envelope", it, 11, -1, w->m->nenv - 1);
 	if (!rc)
-		rc = get_int(w, o, "color_envelope_offset", INT32_MIN, INT32_MAX, &x, true);
-	if (!rc && x != item_get(w, it, 12))
-		rc = item_set(w, it, 12, x);
+		rc = set_field(w, o, "color_envelope_offset", it, 12, INT32_MIN, INT32_MAX);
 	if (!rc)
-		rc = get_int(w, o, "image", -1, w->m->nimg - 1, &x, true);
-	if (!rc && x != item_get(w, it, 13))
-		rc = item_set(w, it, 13, x);
+		rc = set_field(w, o, "image", it, 13, -1, w->m->nimg - 1);
 out:
 	json_decref(o);
 	return rc;
@@ -2586,9 +2599,7 @@ static int env_points(struct w *w, int32_t k, const uint8_t *p, size_t len, stru
 	if (!rc && x != e->version)
 		rc = fail(w, "\"version\" is %d and cannot change", e->version);
 	if (!rc)
-		rc = get_int(w, o, "channels", 1, 4, &x, true);
-	if (!rc && x != e->channels)
-		rc = item_set(w, it, 1, x);
+		rc = set_field(w, o, "channels", it, 1, 1, 4);
 	bool has_sync = e->version >= 2 && nints(w->d, it) >= 13;
 	if (!rc && json_object_get(o, "synchronized")) {
 		if (!has_sync)
@@ -2768,7 +2779,7 @@ static int apply_one(struct w *w, uint32_t node, const uint8_t *p, size_t len)
 }
 
 /* What the loader checks across layers, on the map as it will be. */
-static int final_checks(struct w *w)
+static int cross_checks(struct w *w)
 {
 	const struct twm *m = w->m;
 	int32_t games = 0, game = -1;
@@ -2801,6 +2812,25 @@ static int final_checks(struct w *w)
 				    item_get(w, m->lay[game].item, 5));
 	}
 	return 0;
+}
+
+/* The cross checks refuse what an edit breaks, not what the map broke
+ * already (an edit elsewhere in a map DDNet refuses still goes in). */
+static int final_checks(struct w *w)
+{
+	int rc = cross_checks(w);
+	if (!rc)
+		return 0;
+	struct sv_twm_out none;
+	if (out_init(&none, w->d))
+		return rc;
+	struct sv_err e;
+	struct w before = {w->c, w->d, w->m, &none, &e, w->view};
+	bool was_bad = cross_checks(&before) != 0;
+	sv_twm_out_fini(&none);
+	if (was_bad)
+		sv_err_clear(w->err);
+	return was_bad ? 0 : rc;
 }
 
 /* Every file node of the map view, each with the items and data it shows:

@@ -25,6 +25,10 @@ mkdir -p "$c"
 "$m" gen "$c/v3-atad.map" --data 3 --payload 1K --items 2 --version 3 --magic ATAD --seed 6
 "$m" gen "$c/no-data.map" --data 0 --items 1 --seed 7
 "$m" gen "$c/many-items.map" --data 2 --payload 512 --items 40 --seed 8
+# Maps of every item version the map view reads (mkdatafile map).
+for f in ddnet tw07 legacy17 legacy22; do
+	"$m" map "$c/map-$f.map" --flavour $f --small --size 8x5 --seed 9
+done
 python3 - "$c/ext-types.map" <<'PY'
 import struct, sys, zlib
 def ints(*v): return struct.pack('<%di' % len(v), *v)

@@ -60,7 +60,7 @@ fi
 srcs=$(sed -n "/core_src *= *files(/,/)/p" core/meson.build |
 	grep -o "'[^']*\.c'" | tr -d "'" | sed 's|^|core/|')
 libs="-lz -ljansson -lpthread"
-for p in libzstd libzip libxxhash; do
+for p in libzstd libzip libxxhash libpng; do
 	if pkg-config --exists $p 2>/dev/null; then
 		libs="$libs $(pkg-config --libs $p)"
 	fi
