@@ -1153,6 +1153,28 @@ static int load_grid(struct sv_container *c, const struct df *d, const struct tw
 	return 0;
 }
 
+/* RGBA pixels as a PNG blob, encoded straight into the blob (its size is
+ * known beforehand): no second copy of a large image. */
+static int png_blob(uint32_t w, uint32_t h, const uint8_t *px, struct sv_blob **out)
+{
+	uint64_t size = sv_png_size(w, h, 255);
+	if (!size || size > SIZE_MAX)
+		return -EFBIG;
+	*out = sv_blob_new((size_t)size);
+	if (!*out)
+		return -ENOMEM;
+	struct sv_buf b = {(*out)->data, 0, (size_t)size};
+	int rc = sv_png_encode_rgba(w, h, px, &b);
+	if (rc || b.p != (*out)->data || b.len != size) {
+		if (b.p != (*out)->data)
+			free(b.p);
+		sv_blob_unref(*out);
+		*out = NULL;
+		return rc ? rc : -EIO;
+	}
+	return 0;
+}
+
 /* A colour per game tile kind (DDNet's src/game/mapitems.h numbers). */
 static uint32_t tile_colour(uint8_t t)
 {
@@ -1201,8 +1223,6 @@ static int load_game_png(struct sv_container *c, const struct df *d, const struc
 	}
 	size_t tiles = (size_t)l->w * (size_t)l->h;
 	uint8_t *px = malloc(tiles * 4);
-	struct sv_buf png;
-	sv_buf_init(&png);
 	if (!px) {
 		rc = sv_err_set(err, -ENOMEM, "map: out of memory");
 		goto out;
@@ -1216,14 +1236,11 @@ static int load_game_png(struct sv_container *c, const struct df *d, const struc
 		px[4 * i + 2] = (uint8_t)(v >> 8);
 		px[4 * i + 3] = (uint8_t)v;
 	}
-	rc = sv_png_encode_rgba((uint32_t)l->w, (uint32_t)l->h, px, &png);
+	rc = png_blob((uint32_t)l->w, (uint32_t)l->h, px, out);
 	if (rc)
 		rc = sv_err_set(err, rc, "map: game.png: cannot encode %d x %d", l->w, l->h);
-	else if (blob_text(&png, out))
-		rc = sv_err_set(err, -ENOMEM, "map: out of memory");
 out:
 	free(px);
-	sv_buf_fini(&png);
 	sv_blob_unref(gb);
 	sv_blob_unref(fb);
 	return rc;
@@ -1253,16 +1270,12 @@ static int load_image(struct sv_container *c, const struct df *d, const struct i
 		}
 		px = conv;
 	}
-	struct sv_buf png;
-	sv_buf_init(&png);
-	rc = sv_png_encode_rgba((uint32_t)im->w, (uint32_t)im->h, px, &png);
+	rc = png_blob((uint32_t)im->w, (uint32_t)im->h, px, out);
 	free(conv);
 	sv_blob_unref(b);
-	if (rc) {
-		sv_buf_fini(&png);
+	if (rc)
 		return sv_err_set(err, rc, "map: cannot encode a %d x %d image", im->w, im->h);
-	}
-	return blob_text(&png, out) ? sv_err_set(err, -ENOMEM, "map: out of memory") : 0;
+	return 0;
 }
 
 static const char *const info_keys[] = {"author", "version", "credits", "license"};
@@ -2688,6 +2701,10 @@ static int env_points(struct w *w, int32_t k, const uint8_t *p, size_t len, stru
 	return rc;
 }
 
+/* Envelope edits.  Each edited envelope's points are parsed first; when
+ * every one keeps its number of points they are written where they are
+ * (nothing else moves, an unreadable envelope elsewhere included); else
+ * the points item is laid out again, envelope by envelope. */
 static int apply_envs(struct w *w, const uint8_t *const *ep, const size_t *el)
 {
 	const struct twm *m = w->m;
@@ -2695,25 +2712,19 @@ static int apply_envs(struct w *w, const uint8_t *const *ep, const size_t *el)
 	sv_buf_init(&all);
 	sv_buf_init(&pts);
 	sv_buf_init(&bez);
-	int rc = 0;
-	bool tangents = false;
+	struct sv_buf *mine = calloc((size_t)m->nenv + 1, sizeof *mine);
+	int32_t *cnt = calloc((size_t)m->nenv + 1, sizeof *cnt);
+	int rc = mine && cnt ? 0 : nomem(w);
+	bool tangents = false, same = true;
 	int32_t total = 0;
 	const char *view = w->view;
 	for (int32_t k = 0; k < m->nenv && !rc; k++) {
-		int32_t count;
-		size_t before = all.len;
-		if (ep[k])
-			w->view = sv_node(w->c, m->env[k].node)->name;
-		rc = env_points(w, k, ep[k], el[k], &all, &count, ep[k] ? &tangents : &(bool){false});
+		if (!ep[k])
+			continue;
+		w->view = sv_node(w->c, m->env[k].node)->name;
+		rc = env_points(w, k, ep[k], el[k], &mine[k], &cnt[k], &tangents);
 		w->view = view;
-		(void)before;
-		if (rc)
-			break;
-		if (item_get(w, m->env[k].item, 2) != total)
-			rc = item_set(w, m->env[k].item, 2, total);
-		if (!rc && item_get(w, m->env[k].item, 3) != count)
-			rc = item_set(w, m->env[k].item, 3, count);
-		total += count;
+		same = same && !m->env[k].bad && cnt[k] == m->env[k].num;
 	}
 	if (rc)
 		goto out;
@@ -2723,8 +2734,46 @@ static int apply_envs(struct w *w, const uint8_t *const *ep, const size_t *el)
 		goto out;
 	}
 	if (m->points < 0) {
-		if (total)
-			rc = fail(w, "the map has no envelope points item to add points to");
+		for (int32_t k = 0; k < m->nenv && !rc; k++)
+			if (cnt[k])
+				rc = fail(w, "the map has no envelope points item to add points to");
+		goto out;
+	}
+	if (same) {
+		for (int32_t k = 0; k < m->nenv && !rc; k++) {
+			for (int32_t i = 0; ep[k] && i < cnt[k] && !rc; i++) {
+				const uint8_t *q = mine[k].p + (size_t)i * 88;
+				int32_t pi = m->env[k].start + i;
+				for (int f = 0; f < m->point_ints && !rc; f++)
+					rc = item_set(w, m->points, pi * m->point_ints + f, rd32(q + 4 * f));
+				for (int f = 0; m->point_ints == 6 && m->bez_ok && f < 16 && !rc; f++)
+					rc = item_set(w, m->bez, pi * 16 + f, rd32(q + 24 + 4 * f));
+			}
+		}
+		goto out;
+	}
+	for (int32_t k = 0; k < m->nenv && !rc; k++) {
+		int32_t count = cnt[k];
+		if (ep[k]) {
+			rc = sv_buf_add(&all, mine[k].p, mine[k].len) ? nomem(w) : 0;
+		} else {
+			rc = env_points(w, k, NULL, 0, &all, &count, &(bool){false});
+			if (rc)
+				break;
+		}
+		if (!rc && item_get(w, m->env[k].item, 2) != total)
+			rc = item_set(w, m->env[k].item, 2, total);
+		if (!rc && item_get(w, m->env[k].item, 3) != count)
+			rc = item_set(w, m->env[k].item, 3, count);
+		total += count;
+	}
+	if (rc) {
+		if (rc == -EINVAL) {
+			char why[SV_ERR_MAX];
+			snprintf(why, sizeof why, "%s", w->err->msg);
+			sv_err_set(w->err, -EINVAL, "%s (points added or removed renumber every "
+				   "envelope)", why);
+		}
 		goto out;
 	}
 	for (int32_t i = 0; i < total && !rc; i++) {
@@ -2739,6 +2788,10 @@ static int apply_envs(struct w *w, const uint8_t *const *ep, const size_t *el)
 	if (!rc && m->bez >= 0 && (m->bez_ok || !m->npoints))
 		rc = item_replace(w, m->bez, &bez);
 out:
+	for (int32_t k = 0; mine && k < m->nenv; k++)
+		sv_buf_fini(&mine[k]);
+	free(mine);
+	free(cnt);
 	sv_buf_fini(&all);
 	sv_buf_fini(&pts);
 	sv_buf_fini(&bez);
