@@ -590,8 +590,8 @@ static int read_envelopes(struct sv_container *c, const struct df *d, struct twm
 				 nints(d, it));
 		else if (e->start < 0 || e->num < 0 || (int64_t)e->start + e->num > m->npoints)
 			rc = bad(c, &e->bad,
-				 "map: envelope %d: points %d to %d, but the map has %d points", k,
-				 e->start, e->start + e->num - 1, m->npoints);
+				 "map: envelope %d: points %d to %lld, but the map has %d points", k,
+				 e->start, (long long)e->start + e->num - 1, m->npoints);
 		if (rc)
 			return rc;
 		if (geti(d, it, 4) != -1)
@@ -767,8 +767,8 @@ static int read_groups(struct sv_container *c, const struct df *d, struct twm *m
 			rc = bad(c, &g->bad, "map: group %d: the item has %d ints, fewer than 7", k,
 				 nints(d, it));
 		else if (g->start < 0 || g->num < 0 || (int64_t)g->start + g->num > m->nlay)
-			rc = bad(c, &g->bad, "map: group %d: layers %d to %d, but the map has %d "
-				 "layer%s", k, g->start, g->start + g->num - 1, m->nlay,
+			rc = bad(c, &g->bad, "map: group %d: layers %d to %lld, but the map has %d "
+				 "layer%s", k, g->start, (long long)g->start + g->num - 1, m->nlay,
 				 m->nlay == 1 ? "" : "s");
 		if (rc)
 			return rc;
