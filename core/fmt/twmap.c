@@ -2095,9 +2095,19 @@ static int grid_cur(struct w *w, const struct layer *l, int g, int32_t W, int32_
 
 /* Stores W x H tiles of grid g in the layer's own encoding: version 4
  * tile runs (skip = repeats, at most 255) or one tile each. */
-static int grid_put(struct w *w, const struct layer *l, int g, const uint8_t *t, size_t tiles)
+static int grid_put(struct w *w, const struct layer *l, int g, uint8_t *t, size_t tiles)
 {
 	size_t ts = (size_t)grids[g].size;
+	/* Bytes DDNet's loader wants 0 are 0 in what savefs writes, whatever
+	 * the map held (such a grid read EIO: writing it whole repairs it). */
+	for (size_t i = 0; i < tiles && (g == G_TILES || g == G_SPEEDUP); i++) {
+		if (g == G_TILES) {
+			t[4 * i + 2] = 0;
+			t[4 * i + 3] = 0;
+		} else {
+			t[6 * i + 3] = 0;
+		}
+	}
 	if (!(g == G_TILES && l->tver >= 4))
 		return data_put(w, l->grid[g], t, tiles * ts, NULL);
 	struct sv_buf b;

@@ -385,7 +385,7 @@ int mapgen_write(int fd, const struct mapgen_opts *o, struct sv_err *err)
 			  800, 600};
 	pack("Game", &g1[12], 3);
 	add_item(b, 4, g1, fl == MAPGEN_L17 ? 12 : 15);
-	/* DDNet's bezier tangents and an automapper item (UUID types) */
+	/* DDNet's bezier tangents and automapper settings (UUID types) */
 	if (ddnet) {
 		static const uint8_t bz[16] = {0x3a, 0xb4, 0xf8, 0x4d, 0xd9, 0xcc, 0x3c, 0x78,
 					       0xb5, 0x85, 0x0d, 0x6c, 0xcd, 0xb2, 0xe2, 0x5c};
@@ -396,6 +396,18 @@ int mapgen_write(int fd, const struct mapgen_opts *o, struct sv_err *err)
 		b->next_id[0xFFFF] = 0x8000;
 		add_item(b, 0xFFFF, u, 4);
 		add_item(b, 0x8000, bez, (size_t)np * 16);
+		/* Automapper settings, one per tile layer, as the editor keeps them. */
+		static const uint8_t am[16] = {0x3e, 0x1b, 0x27, 0x16, 0x17, 0x8c, 0x39, 0x78,
+					       0x9b, 0xd9, 0xb1, 0x1a, 0xe0, 0x41, 0x0d, 0xd8};
+		for (int k = 0; k < 16; k += 4)
+			u[k / 4] = (int32_t)((uint32_t)am[k] << 24 | (uint32_t)am[k + 1] << 16 |
+					     (uint32_t)am[k + 2] << 8 | am[k + 3]);
+		b->next_id[0xFFFF] = 0xFFFE;
+		add_item(b, 0xFFFF, u, 4);
+		for (int k = 0; k < 8; k++) {
+			int32_t a[6] = {1, 1, k, k % 3 - 1, (int32_t)(mapgen_rand() & 0xffff), k & 1};
+			add_item(b, 0xFFFE, a, 6);
+		}
 	}
 	spec.items = b->items;
 	spec.nitems = b->ni;

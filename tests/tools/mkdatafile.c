@@ -14,7 +14,7 @@
  *       A map DDNet loads, covering the item versions real maps have:
  *       info with settings (or without), images v1/v2 embedded and
  *       external, a sound, envelopes v1/v2 (v3 with 22-int points in
- *       tw07) and DDNet's bezier item, groups v1/v2/v3, quads, sound
+ *       tw07), DDNet's bezier item and automapper items, groups v1/v2/v3, quads, sound
  *       sources (types 10 and 9), a game layer of WxH with front, tele,
  *       speedup, switch and tune layers (ddnet), tilemap version 4 runs
  *       (tw07), or DDRace's 17- and 22-int tilemaps with junk indices.
