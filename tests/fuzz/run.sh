@@ -66,6 +66,9 @@ for p in libzstd libzip libxxhash libpng; do
 	fi
 done
 
+# Sources a target names on a " * Built with: FILE..." line of its comment.
+extra=$(sed -n 's/^ \* Built with: //p' "$src")
+
 mkdir -p "$corpus" "$here/crashers"
 bin=$work/fuzz_$target
 echo "run.sh: building $bin from $src $(echo $srcs | tr '\n' ' ')" >&2
@@ -73,7 +76,7 @@ echo "run.sh: building $bin from $src $(echo $srcs | tr '\n' ' ')" >&2
 $cc -g -O1 -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer ${FUZZ_CFLAGS:-} -Icore -I. -I"$build" \
-	"$src" $srcs $libs -o "$bin"
+	"$src" $extra $srcs $libs -o "$bin"
 
 if [ -d "tests/fuzz/corpus/$target" ]; then
 	for f in tests/fuzz/corpus/"$target"/*; do
