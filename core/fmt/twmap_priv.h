@@ -1,0 +1,154 @@
+/*
+ * twmap_priv.h - what the map view's files share: node kinds, the model of
+ * a map read from its items (twmap.c), the grids' encodings, and the item
+ * readers.  twmap.c reads the items and builds the tree, twmap_view.c
+ * makes each file's content, twmap_edit.c writes edits back.
+ */
+#ifndef SV_TWMAP_PRIV_H
+#define SV_TWMAP_PRIV_H
+
+#include "twmap.h"
+
+#include "rd.h"
+
+enum {
+	K_MDIR = 16, K_INFO, K_SETTINGS, K_IMAGES, K_IMAGE, K_SOUND, K_ENV, K_GROUP,
+	K_LAYER, K_GRID, K_QUADS, K_SOURCES, K_GAMEPNG,
+};
+/* K_GRID nodes: index = layer << 3 | grid. */
+
+enum { T_VERSION, T_INFO, T_IMAGE, T_ENV, T_GROUP, T_LAYER, T_POINTS, T_SOUND, NT };
+
+enum { G_TILES, G_TELE, G_SPEEDUP, G_SWITCH, G_TUNE, NGRID };
+
+struct sv_twm_grid {
+	const char *file;
+	int size;       /* bytes a tile */
+	int cw;         /* characters a cell */
+	const char *cell;
+};
+/* Each grid's file, tile size, cell width and legend. */
+extern const struct sv_twm_grid sv_twm_grids[NGRID];
+
+enum lkind {
+	L_TILES, L_GAME, L_TELE, L_SPEEDUP, L_FRONT, L_SWITCH, L_TUNE, L_QUADS, L_SOUNDS,
+	L_OLDSOUNDS, L_OTHER,
+};
+/* Each kind's name in layer.json, and the name DDNet gives a physics
+ * layer (ours for a layer without a name). */
+extern const char *const sv_twm_kind_names[];
+extern const char *const sv_twm_kind_titles[];
+/* Envelope curves by number; info.json's fields in item order. */
+extern const char *const sv_twm_curve_names[6];
+extern const char *const sv_twm_info_keys[4];
+/* Where DDNet keeps each physics data index, after the name (v3+) or
+ * right after data (v2): tele, speedup, front, switch, tune. */
+enum { P_TELE, P_SPEEDUP, P_FRONT, P_SWITCH, P_TUNE, NPHYS };
+
+struct image {
+	int32_t item, version, w, h, external, name_data, data, format;
+	char *name;
+	char *bad;
+	uint32_t node;
+};
+
+struct sound {
+	int32_t item, version, external, name_data, data;
+	char *name;
+	char *bad;
+	uint32_t node;
+};
+
+struct env {
+	int32_t item, version, channels, start, num, sync;
+	char name[40];
+	char *bad;
+	uint32_t node;
+};
+
+struct group {
+	int32_t item, version, start, num;
+	char name[16];
+	char *bad;
+	uint32_t dir, node;
+};
+
+struct layer {
+	int32_t item, group;
+	enum lkind kind;
+	int32_t ltype, lflags;
+	int32_t tver, w, h, tflags, image, data;  /* tile layers */
+	int32_t phys[NPHYS];   /* as DDNet reads them; -1 absent */
+	int phys_at;           /* int offset of the physics indices, 0: none */
+	int32_t grid[NGRID];   /* data index of each grid shown, -1 none */
+	int32_t count, qdata;  /* quads and sounds */
+	bool has_name;
+	char name[16];
+	char *bad;             /* the item cannot be read */
+	char *gbad;            /* its tile data cannot be read */
+	char dname[80];
+	uint32_t dir, node, gnode[NGRID], lnode;
+};
+
+struct twm {
+	struct image *img;
+	struct sound *snd;
+	struct env *env;
+	struct group *grp;
+	struct layer *lay;
+	int32_t nimg, nsnd, nenv, ngrp, nlay;
+	int32_t info;          /* item index, -1 */
+	char *info_bad;
+	int32_t points, bez;   /* item indices, -1 */
+	int point_ints;        /* 6, or 22 with Teeworlds beziers */
+	int32_t npoints;
+	bool bez_ok;           /* DDNet's bezier item matches the points */
+	int32_t game, front;   /* layer indices, -1 */
+	int ndig_img, ndig_snd, ndig_env, ndig_grp, ndig_lay;
+	uint32_t dir, info_node, settings_node, game_node;
+	int32_t *of[NT];       /* items of each map type, file order */
+	int32_t nof[NT];
+};
+
+/* ---- item readers (every read bounded by the item's length) ----------- */
+
+static inline int32_t geti(const struct df *d, int32_t it, int k)
+{
+	if (it < 0 || k < 0 || (uint32_t)k >= d->items[it].len / 4)
+		return 0;
+	const uint8_t *p = d->items_sec + d->items[it].off + 4 * (size_t)k;
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			 (uint32_t)p[3] << 24);
+}
+
+static inline int nints(const struct df *d, int32_t it)
+{
+	return it < 0 ? 0 : (int)(d->items[it].len / 4);
+}
+
+static inline int32_t rd32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			 (uint32_t)p[3] << 24);
+}
+
+static inline void wr32(uint8_t *p, int32_t v)
+{
+	sv_put_u32le(p, (uint32_t)v);
+}
+
+/* Packs s into n ints; -EINVAL if it does not fit (4n - 1 bytes). */
+int sv_twm_pack_name(const char *s, int32_t *v, int n);
+/* A C string in data item i (its last byte must be NUL, as DDNet's
+ * GetDataString asks); *out NULL for i == -1.  Caller frees *out. */
+int sv_twm_data_string(struct sv_container *c, const struct df *d, int32_t i, char **out,
+		       struct sv_err *err);
+/* Records why an item cannot be read (the first reason only) and warns. */
+int sv_twm_bad(struct sv_container *c, char **slot, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The "#" lines of layer l's grid g (its size without them: h rows of
+ * w * (cw + 1) bytes). */
+uint64_t sv_twm_grid_header(const struct twm *m, const struct layer *l, int g, char *buf,
+			    size_t cap);
+
+#endif
