@@ -404,16 +404,6 @@ edit()
 }
 
 
-# log_has DESC TEXT: /.savefs/log holds a line with TEXT.
-log_has()
-{
-	CHECKS=$((CHECKS + 1))
-	if ! grep -qF -- "$2" "$M/.savefs/log"; then
-		fail "$LABEL: $1: /.savefs/log does not say \"$2\"; it holds:"
-		tail -n 5 "$M/.savefs/log" | sed 's/^/    /'
-		return 1
-	fi
-}
 
 # chunks_in LAYER [DRAWING]: the chunks of a layer ("x,y" lines); DRAWING
 # is a directory of a levelpack's mount (levels/<name>).

@@ -177,6 +177,34 @@ expect_exit()
 	san_check "$desc" "$TMP/err"
 }
 
+# write_fails DESC TEXT CMD...: CMD fails and its stderr holds TEXT.
+write_fails()
+{
+	local desc=$1 want=$2
+	shift 2
+	CHECKS=$((CHECKS + 1))
+	if "$@" 2> "$TMP/err.out"; then
+		fail "$desc: \`$*\` succeeded"
+		return 1
+	fi
+	if ! grep -q -- "$want" "$TMP/err.out"; then
+		fail "$desc: expected \"$want\", got: $(cat "$TMP/err.out")"
+		return 1
+	fi
+}
+
+# log_has DESC TEXT: the log of the mount at $M holds a line with TEXT
+# ($LABEL, when set, prefixes the message).
+log_has()
+{
+	CHECKS=$((CHECKS + 1))
+	if ! grep -qF -- "$2" "$M/.savefs/log"; then
+		fail "${LABEL:+$LABEL: }$1: the log lacks \"$2\":"
+		tail -n 5 "$M/.savefs/log" | sed 's/^/    /'
+		return 1
+	fi
+}
+
 # ---- mounting ----------------------------------------------------------
 
 is_mounted()

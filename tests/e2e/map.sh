@@ -82,32 +82,7 @@ loader_ok()
 	check_decoder "$2" "$TMP/x"
 }
 
-# write_fails DESC TEXT CMD...: CMD fails and its stderr holds TEXT.
-write_fails()
-{
-	local desc=$1 want=$2
-	shift 2
-	CHECKS=$((CHECKS + 1))
-	if "$@" 2> "$TMP/err.out"; then
-		fail "$desc: \`$*\` succeeded"
-		return 1
-	fi
-	if ! grep -q -- "$want" "$TMP/err.out"; then
-		fail "$desc: expected \"$want\", got: $(cat "$TMP/err.out")"
-		return 1
-	fi
-}
 
-# log_has DESC TEXT: the mount's log holds TEXT.
-log_has()
-{
-	CHECKS=$((CHECKS + 1))
-	if ! grep -qF -- "$2" "$M/.savefs/log"; then
-		fail "$1: the log lacks \"$2\":"
-		tail -n 5 "$M/.savefs/log" | sed 's/^/    /'
-		return 1
-	fi
-}
 
 # refused DESC LOGTEXT CMD...: CMD fails with EINVAL, the log says why, and
 # the map on disk is unchanged.

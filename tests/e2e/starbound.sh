@@ -58,32 +58,7 @@ same_as_decoder()
 	fi
 }
 
-# write_fails DESC TEXT CMD...: CMD fails and its stderr holds TEXT.
-write_fails()
-{
-	local desc=$1 want=$2
-	shift 2
-	CHECKS=$((CHECKS + 1))
-	if "$@" 2> "$TMP/err.out"; then
-		fail "$desc: \`$*\` succeeded"
-		return 1
-	fi
-	if ! grep -q -- "$want" "$TMP/err.out"; then
-		fail "$desc: expected \"$want\", got: $(cat "$TMP/err.out")"
-		return 1
-	fi
-}
 
-# log_has DESC TEXT: the mount's log holds TEXT.
-log_has()
-{
-	CHECKS=$((CHECKS + 1))
-	if ! grep -qF -- "$2" "$M/.savefs/log"; then
-		fail "$1: the log lacks \"$2\":"
-		tail -n 5 "$M/.savefs/log" | sed 's/^/    /'
-		return 1
-	fi
-}
 
 # ---- fixtures and the independent reader ----------------------------------
 "$MKSBDB" world "$W/v416.world" -c 3 || die "mksbdb world"

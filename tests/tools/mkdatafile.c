@@ -40,7 +40,8 @@ static int die(const char *msg)
 	return 1;
 }
 
-static int write_out(const char *out, struct sv_df_spec *spec)
+/* Writes OUT with spec (a datafile) or map (a generated map). */
+static int write_out_with(const char *out, struct sv_df_spec *spec, const struct mapgen_opts *map)
 {
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0) {
@@ -49,7 +50,7 @@ static int write_out(const char *out, struct sv_df_spec *spec)
 	}
 	struct sv_err err;
 	sv_err_clear(&err);
-	int rc = sv_df_write(fd, spec, &err);
+	int rc = spec ? sv_df_write(fd, spec, &err) : mapgen_write(fd, map, &err);
 	if (close(fd) && !rc)
 		rc = -errno;
 	if (rc) {
@@ -57,6 +58,11 @@ static int write_out(const char *out, struct sv_df_spec *spec)
 		return 1;
 	}
 	return 0;
+}
+
+static int write_out(const char *out, struct sv_df_spec *spec)
+{
+	return write_out_with(out, spec, NULL);
 }
 
 /* Tile-layer-like bytes: 4-byte tiles {index, flags, skip, reserved} in
@@ -205,21 +211,7 @@ static int gen_map(int argc, char **argv)
 			return die("unknown option (see the comment at the top of mkdatafile.c)");
 		}
 	}
-	struct sv_err err;
-	sv_err_clear(&err);
-	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		perror(out);
-		return 1;
-	}
-	int rc = mapgen_write(fd, &o, &err);
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (rc) {
-		fprintf(stderr, "mkdatafile: %s: %s\n", out, err.msg[0] ? err.msg : strerror(-rc));
-		return 1;
-	}
-	return 0;
+	return write_out_with(out, NULL, &o);
 }
 
 static int convert(int argc, char **argv)
