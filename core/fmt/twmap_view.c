@@ -9,6 +9,7 @@
 #include "doodle.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,24 @@ static int get_grid(struct sv_container *c, const struct df *d, const struct lay
 
 static const char hexd[] = "0123456789abcdef";
 
+/* Every tiles.txt cell with the space after it, by index << 4 | flags. */
+static char cells[4096][4];
+static pthread_once_t cells_once = PTHREAD_ONCE_INIT;
+
+static void make_cells(void)
+{
+	for (int i = 0; i < 4096; i++) {
+		if (i < 16 && !(i & 15)) {
+			memcpy(cells[i], "... ", 4);
+			continue;
+		}
+		cells[i][0] = hexd[i >> 8];
+		cells[i][1] = hexd[(i >> 4) & 15];
+		cells[i][2] = hexd[i & 15];
+		cells[i][3] = ' ';
+	}
+}
+
 static int load_grid(struct sv_container *c, const struct df *d, const struct twm *m,
 		     int32_t k, int g, struct sv_blob **out, struct sv_err *err)
 {
@@ -226,49 +245,41 @@ static int load_grid(struct sv_container *c, const struct df *d, const struct tw
 	char *p = (char *)(*out)->data;
 	memcpy(p, head, hl);
 	p += hl;
-	size_t ts = (size_t)sv_twm_grids[g].size, tiles = (size_t)l->w * (size_t)l->h;
+	size_t ts = (size_t)sv_twm_grids[g].size, W = (size_t)l->w;
 	int cw = sv_twm_grids[g].cw;
-	for (size_t i = 0; i < tiles; i++) {
-		const uint8_t *t = b->data + i * ts;
-		char *q = p;
-		switch (g) {
-		case G_TILES:
-			if (!t[0] && !(t[1] & 15)) {
-				memcpy(q, "...", 3);
+	pthread_once(&cells_once, make_cells);
+	for (size_t y = 0; y < (size_t)l->h; y++) {
+		const uint8_t *t = b->data + y * W * ts;
+		if (g == G_TILES) {
+			/* The common case: a cell and its separator in one store. */
+			for (size_t x = 0; x < W; x++, t += 4, p += 4)
+				memcpy(p, cells[t[0] << 4 | (t[1] & 15)], 4);
+			p[-1] = '\n';
+			continue;
+		}
+		for (size_t x = 0; x < W; x++, t += ts) {
+			if (g == G_SPEEDUP) {
+				static const int at[5] = {0, 1, 2, 5, 4};
+				if (!t[0] && !t[1] && !t[2] && !t[4] && !t[5]) {
+					memcpy(p, "..........", 10);
+				} else {
+					for (int f = 0; f < 5; f++) {
+						p[2 * f] = hexd[t[at[f]] >> 4];
+						p[2 * f + 1] = hexd[t[at[f]] & 15];
+					}
+				}
 			} else {
-				q[0] = hexd[t[0] >> 4];
-				q[1] = hexd[t[0] & 15];
-				q[2] = hexd[t[1] & 15];
+				bool zero = true;
+				for (size_t f = 0; f < ts; f++)
+					zero = zero && !t[f];
+				for (size_t f = 0; f < ts; f++) {
+					p[2 * f] = zero ? '.' : hexd[t[f] >> 4];
+					p[2 * f + 1] = zero ? '.' : hexd[t[f] & 15];
+				}
 			}
-			break;
-		case G_SPEEDUP: {
-			static const int at[5] = {0, 1, 2, 5, 4};
-			if (!t[0] && !t[1] && !t[2] && !t[4] && !t[5]) {
-				memcpy(q, "..........", 10);
-				break;
-			}
-			for (int f = 0; f < 5; f++) {
-				q[2 * f] = hexd[t[at[f]] >> 4];
-				q[2 * f + 1] = hexd[t[at[f]] & 15];
-			}
-			break;
+			p += cw;
+			*p++ = x + 1 < W ? ' ' : '\n';
 		}
-		default: {
-			bool zero = true;
-			for (size_t f = 0; f < ts; f++)
-				zero = zero && !t[f];
-			if (zero) {
-				memset(q, '.', (size_t)cw);
-				break;
-			}
-			for (size_t f = 0; f < ts; f++) {
-				q[2 * f] = hexd[t[f] >> 4];
-				q[2 * f + 1] = hexd[t[f] & 15];
-			}
-		}
-		}
-		p += cw;
-		*p++ = (i + 1) % (size_t)l->w ? ' ' : '\n';
 	}
 	sv_blob_unref(b);
 	return 0;

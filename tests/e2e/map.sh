@@ -229,8 +229,11 @@ expect_eq "map_extract: the PNG's pixels" "$("$PYTHON" "$SRC_ROOT/tests/tools/pn
 	"$("$PYTHON" "$SRC_ROOT/tests/tools/pngread.py" "$TMP/extract/deco.png")"
 resaves "after an image" "$C"
 
-# A setting with >>: config_retrieve reads it back.
+# A setting with >>: config_retrieve reads it back; no tile changes.
+snap
 echo 'sv_test_setting 7' >> "$M/map/settings.cfg"
+expect_diff "a setting added: no tile changes" "$W/old.map" "$C" ""
+resaves "after a setting" "$C"
 rm -f "$W/edit.cfg"
 (cd "$W" && "$DDNET_TOOLS/config_retrieve" edit.map) > /dev/null 2>&1
 expect_same_file "config_retrieve after >> settings.cfg" "$W/edit.cfg" "$M/map/settings.cfg"
@@ -244,6 +247,7 @@ j = json.load(open(sys.argv[1])); j['color'] = [10, 20, 30, 40]
 open(sys.argv[1], 'w').write(json.dumps(j))
 EOF
 expect_diff "a layer's colour: no tile changes" "$W/old.map" "$C" ""
+resaves "after a colour" "$C"
 expect_eq "items/5-layer/00003.bin ints 7..10" "10 20 30 40" \
 	"$(od -A n -t d4 -j 28 -N 16 "$M/items/5-layer/00003.bin" | xargs)"
 loader_ok "after a colour" "$C"
