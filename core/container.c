@@ -67,6 +67,7 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	pthread_cond_init(&c->ld_cond, NULL);
 	pthread_mutex_init(&c->fp_lock, NULL);
 	c->pf_dir = SV_NONE;
+	c->pf_gdir = SV_NONE;
 	c->fd = -1;
 	c->fp_fd = -1;
 	c->opts = *opts;

@@ -89,6 +89,10 @@ struct sv_container {
 	uint32_t pf_dir, pf_pos; /* the last file read: directory, position */
 	uint32_t pf_upto;        /* positions up to here are queued or read */
 	uint32_t pf_stride;      /* the reader's step through the directory */
+	/* The same place in sibling directories (a/x/f, a/y/f, a/z/f): the
+	 * grandparent, the directory's position in it, and how far ahead
+	 * the sibling directories are queued. */
+	uint32_t pf_gdir, pf_dpos, pf_dupto;
 	uint64_t pf_decoded;     /* files the worker decoded (for info) */
 
 	/* Loads under way, so that concurrent readers of one node (the

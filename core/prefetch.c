@@ -1,7 +1,9 @@
 /*
  * prefetch.c - read-ahead across files: when the files of a directory are
- * read in listing order, a worker decodes the next few into the cache on
- * the other core while the reader's requests travel.
+ * read in listing order, or the file at the same place in each of a run of
+ * sibling directories (a/x/f, a/y/f, a/z/f: one file of each layer of a
+ * map), a worker decodes the next few into the cache on the other core
+ * while the reader's requests travel.
  */
 #include "internal.h"
 
@@ -52,6 +54,51 @@ static void *pf_main(void *arg)
 	return NULL;
 }
 
+/* Queues file k for the worker if it is worth decoding ahead.  pf_lock
+ * held. */
+static bool pf_queue_file(struct sv_container *c, uint32_t k)
+{
+	/* Small files decode faster than the worker wakes up.  A file whose
+	 * size comes with its decode is not known to be small: decoding it
+	 * ahead is what makes its stat cheap too. */
+	const struct sv_node *kn = &c->nodes[k];
+	bool unsized = (kn->flags & SV_N_LAZYSIZE) && !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
+	if (!sv_plain_file(c, k) ||
+	    (!unsized && (kn->size < PF_MIN_SIZE || kn->size > c->opts.cache_cap / 8)))
+		return false;
+	c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = k;
+	c->pf_count++;
+	return true;
+}
+
+/* Node n, at position pos of its directory, was read after the file at
+ * the same position of an earlier sibling directory, one to four places
+ * before: queue that position of the next sibling directories at the same
+ * step.  pf_lock held; returns whether anything was queued. */
+static bool pf_cousins(struct sv_container *c, uint32_t n, uint32_t pos)
+{
+	uint32_t d = c->nodes[n].parent;
+	if (d == SV_ROOT)
+		return false;
+	uint32_t g = c->nodes[d].parent, dpos = c->nodes[d].kidpos;
+	bool seen = g == c->pf_gdir && dpos > c->pf_dpos && dpos - c->pf_dpos <= 4;
+	uint32_t step = seen ? dpos - c->pf_dpos : 0;
+	if (!seen || c->pf_dupto < dpos || c->pf_dupto == SV_NONE)
+		c->pf_dupto = dpos;
+	c->pf_gdir = g;
+	c->pf_dpos = dpos;
+	bool queued = false;
+	const struct sv_node *gn = &c->nodes[g];
+	while (step && c->pf_dupto < dpos + c->opts.readahead * step &&
+	       c->pf_dupto + step < gn->nkids && c->pf_count < PF_QUEUE) {
+		c->pf_dupto += step;
+		const struct sv_node *sib = &c->nodes[gn->kids[c->pf_dupto]];
+		if ((sib->flags & SV_N_DIR) && pos < sib->nkids)
+			queued |= pf_queue_file(c, sib->kids[pos]);
+	}
+	return queued;
+}
+
 /* Node n was read: if it follows the last file read in the same
  * directory, one to four places on (`cat *.txt` reads every third file of
  * a directory of .bin, .png and .txt views), queue the next files at that
@@ -83,20 +130,11 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n)
 	while (sequential && c->pf_upto < pos + c->opts.readahead * stride &&
 	       c->pf_upto + stride < dir->nkids && c->pf_count < PF_QUEUE) {
 		c->pf_upto += stride;
-		uint32_t k = dir->kids[c->pf_upto];
-		/* Small files decode faster than the worker wakes up.  A file
-		 * whose size comes with its decode is not known to be small:
-		 * decoding it ahead is what makes its stat cheap too. */
-		const struct sv_node *kn = &c->nodes[k];
-		bool unsized = (kn->flags & SV_N_LAZYSIZE) &&
-			       !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
-		if (!sv_plain_file(c, k) ||
-		    (!unsized && (kn->size < PF_MIN_SIZE || kn->size > c->opts.cache_cap / 8)))
-			continue;
-		c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = k;
-		c->pf_count++;
-		queued = true;
+		queued |= pf_queue_file(c, dir->kids[c->pf_upto]);
 	}
+	/* A new directory: perhaps the same file of the next one. */
+	if (!same_dir)
+		queued |= pf_cousins(c, n, pos);
 	if (queued && !c->pf_started) {
 		c->pf_started = pthread_create(&c->pf_thread, NULL, pf_main, c) == 0;
 		if (!c->pf_started)

@@ -3,8 +3,8 @@
  * views of one item edited in one commit are refused; after a commit
  * through either view the other shows it (same-size changes included);
  * settings added to a map without them; envelope points edited in place
- * and renumbered; a grid holding bytes DDNet refuses is repaired by
- * writing it whole.  Maps come from tests/tools/mapgen.c.
+ * and renumbered; reading one grid of each layer in order has the next
+ * layers' grids decoded ahead.  Maps come from tests/tools/mapgen.c.
  */
 #include "t.h"
 #include "tree.h"
@@ -258,6 +258,48 @@ static void envelopes(void)
 	sv_container_free(c);
 }
 
+/* The worker's decoded-ahead count, from /.savefs/info. */
+static long read_ahead(struct sv_container *c)
+{
+	json_t *info = json_of(c, ".savefs/info");
+	long n = (long)json_integer_value(json_object_get(json_object_get(info, "cache"),
+							  "read_ahead"));
+	json_decref(info);
+	return n;
+}
+
+/* `cat groups/01-Game/[0-9]*` + "/tiles.txt": the file at the same place in
+ * each sibling directory.  After two, the next ones (up to the read-ahead
+ * depth) are decoded ahead: 05 to 10, six layers. */
+static void cousins(void)
+{
+	struct mapgen_opts o = base();
+	o.w = 60;
+	o.h = 40;
+	const char *path = make_map("cousins.map", &o);
+	struct sv_opts so;
+	sv_opts_init(&so);
+	so.read_only = true;
+	struct sv_container *c = open_file_opts(path, &so);
+	T_INT(0, read_ahead(c));
+	sv_blob_unref(content(c, "map/groups/01-Game/03-Deco/tiles.txt"));
+	T_INT(0, read_ahead(c));
+	sv_blob_unref(content(c, GAME "tiles.txt"));
+	long n = read_ahead(c);
+	for (int tries = 0; tries < 1000 && n < 6; tries++) {
+		usleep(10000);
+		n = read_ahead(c);
+	}
+	T_INT(6, n);
+	struct sv_cache_stats before, after;
+	sv_container_cache_stats(c, &before);
+	sv_blob_unref(content(c, "map/groups/01-Game/06-Tele/tele.txt"));
+	sv_blob_unref(content(c, "map/groups/01-Game/10-Tune/tune.txt"));
+	sv_container_cache_stats(c, &after);
+	T_UINT(before.hits + 2, after.hits);
+	sv_container_free(c);
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/test_twmap.XXXXXX");
@@ -267,6 +309,7 @@ int main(void)
 	views_follow();
 	settings_added();
 	envelopes();
+	cousins();
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd))
