@@ -193,6 +193,11 @@ int main(int argc, char **argv)
 	 * one malloc arena keeps freed memory reusable, so the cache cap
 	 * bounds the resident size. */
 	mallopt(M_ARENA_MAX, 1);
+	/* Blobs of a MiB and more get their own mappings, returned when
+	 * freed: with glibc's sliding threshold, freed multi-MiB blobs (a
+	 * map's images) stayed in the heap and the peak ran 10-20 MB past the
+	 * cache cap.  Setting it also stops the threshold sliding. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	sv_opts_init(&o);
 	fuse_said[0] = '\0';
 	fuse_set_log_func(fuse_log_keep);
