@@ -2,8 +2,9 @@
 # bad.sh - every malformed datafile of tests/data/bad/datafile, mounted for
 # real.  A header problem fails the mount: savefs exits 5 and prints
 # "savefs: <message>" (the NAME.msg line).  A bad entry mounts: the tree is
-# there, that one file reads EIO ("Input/output error") while the others
-# read, and /.savefs/log holds "read data/NNNNN.bin: <message>".  Neither
+# there, that one file (and any other view of the same entry) reads EIO
+# ("Input/output error") while the others read, and /.savefs/log holds
+# "read PATH: <message>".  Neither
 # may crash the daemon or leave a sanitizer report.
 
 # shellcheck source=tests/e2e/lib.sh
@@ -31,16 +32,23 @@ for map in "$BAD"/*.map; do
 		is_mounted "$m" && fail "$name: mounted although its header is bad"
 		;;
 	mounts*)
-		file=$(printf '%s\n' "$how" | grep -o 'data/[0-9]*\.bin')
+		# "mounts: PATH reads EIO ...", then "also: PATH2" lines: other
+		# views of the same entry that read EIO too.
+		file=$(sed -n '1s/^mounts: \(.*\) reads EIO.*/\1/p' <<< "$how")
+		also=$(sed -n 's/^also: //p' <<< "$how")
 		mount_sv "$TMP/$name.map" "$m" || continue
-		out=$(cat "$m/$file" 2>&1 > /dev/null)
-		expect_eq "$name: cat $file" "cat: $m/$file: Input/output error" "$out"
+		for f in $file $also; do
+			out=$(cat "$m/$f" 2>&1 > /dev/null)
+			expect_eq "$name: cat $f" "cat: $m/$f: Input/output error" "$out"
+		done
 		check "$name: the log names the file and the reason" \
 			grep -qF "read $file: $msg" "$m/.savefs/log"
-		for f in "$m"/data/*.bin; do
-			[ "data/$(basename "$f")" = "$file" ] && continue
-			check "$name: $(basename "$f") still reads" cat "$f"
-		done > /dev/null
+		# Every other file reads.
+		(cd "$m" && find data map -type f 2> /dev/null) | sort > "$TMP/files"
+		while read -r f; do
+			case " $file $also " in *" $f "*) continue ;; esac
+			check "$name: $f still reads" cat "$m/$f"
+		done < "$TMP/files" > /dev/null
 		check "$name: header.json reads" cat "$m/header.json" > /dev/null
 		umount_sv "$m"
 		cmp -s "$map" "$TMP/$name.map" || fail "$name: the container was changed"
