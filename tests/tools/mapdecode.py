@@ -460,10 +460,10 @@ def loader(path):
                 continue
             L = tile_layer(lv)
             need(L['w'] >= 2 and L['h'] >= 2, 'layer %d: size %dx%d' % (k, L['w'], L['h']))
+            # (A physics layer's name, colour and detail flag DDNet resets
+            # itself, with a debug line: not refusals.)
             if L['kind'] == 'tiles':
                 need(all(0 <= c <= 255 for c in L['color']), 'layer %d: colour' % k)
-            else:
-                need(L['tver'] < 3 or L['name'] == TITLES[L['kind']] or True, '')
             if L['kind'] == 'game':
                 game = L
             tls.append((k, L))
