@@ -372,6 +372,9 @@ static int apply_image(struct w *w, const struct image *im, const uint8_t *p, si
 		return rc;
 	}
 	img.format = PNG_FORMAT_RGBA;
+	/* 16-bit samples without a gAMA or sRGB chunk are taken as sRGB (as
+	 * editors write them and as the game scales them), not linear. */
+	img.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
 	px = malloc((size_t)want);
 	if (!px) {
 		png_image_free(&img);

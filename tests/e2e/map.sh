@@ -228,6 +228,26 @@ extracted_same "after cp of an image" "$C"
 expect_eq "map_extract: the PNG's pixels" "$("$PYTHON" "$SRC_ROOT/tests/tools/pngread.py" "$TMP/new.png")" \
 	"$("$PYTHON" "$SRC_ROOT/tests/tools/pngread.py" "$TMP/extract/deco.png")"
 resaves "after an image" "$C"
+# A 16-bit grey + alpha PNG (libpng takes any colour type and depth): the
+# image holds its 8-bit RGBA.
+"$PYTHON" - "$TMP/grey16.png" "$TMP/grey16.want" <<'EOF'
+import hashlib, struct, sys, zlib
+w, h = 5, 3
+def chunk(t, b):
+    return struct.pack('>I', len(b)) + t + b + struct.pack('>I', zlib.crc32(t + b))
+px = [[(x * 0x3000 + y * 0x1111, 0xffff if x % 2 else 0x8080) for x in range(w)] for y in range(h)]
+raw = b''.join(b'\0' + b''.join(struct.pack('>HH', g, a) for g, a in row) for row in px)
+open(sys.argv[1], 'wb').write(b'\x89PNG\r\n\x1a\n'
+    + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 16, 4, 0, 0, 0))
+    + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
+# 16 to 8 bits as libpng rounds (v * 255 + 32895) >> 16.
+rgba = b''.join(bytes([(g * 255 + 32895) >> 16] * 3 + [(a * 255 + 32895) >> 16])
+                for row in px for g, a in row)
+open(sys.argv[2], 'w').write('%d %d %s\n' % (w, h, hashlib.sha256(rgba).hexdigest()))
+EOF
+cp "$TMP/grey16.png" "$M/map/images/02-light.png"
+expect_same_file "a 16-bit grey PNG stored as 8-bit RGBA" "$TMP/grey16.want" \
+	<("$PYTHON" "$SRC_ROOT/tests/tools/pngread.py" "$M/map/images/02-light.png")
 
 # A setting with >>: config_retrieve reads it back; no tile changes.
 snap
