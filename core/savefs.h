@@ -571,6 +571,8 @@ int sv_deflate(const uint8_t *p, size_t n, int level, struct sv_buf *out);
 /* A named step of a commit: a test names one in SAVEFS_TEST_KILL_AT and the
  * process is killed (SIGKILL) there, to check what a crash leaves. */
 void sv_test_step(const char *step);
+/* The value of a hex digit (either case), or -1. */
+int sv_hexval(int c);
 /* Writes all of p to fd, retrying short writes.  0 or -errno. */
 int sv_write_all(int fd, const void *p, size_t n);
 /* Copies n bytes from fd_in at off to the current position of fd_out, with

@@ -223,6 +223,17 @@ int sv_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t want,
 	return rc;
 }
 
+int sv_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 bool sv_zlib_like(const uint8_t *p, size_t n)
 {
 	return n >= 2 && (p[0] & 0x0f) == 8 && (p[0] >> 4) <= 7 && !(((p[0] << 8) | p[1]) % 31);

@@ -407,17 +407,6 @@ json_t *sv_doodle_json_encode(const struct sv_doodle_grid *g)
 
 /* ---- the palette and the text grid -------------------------------------------- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int sv_doodle_colour_parse(const char *s, uint8_t rgba[4])
 {
 	if (!s || *s++ != '#')
@@ -428,7 +417,7 @@ int sv_doodle_colour_parse(const char *s, uint8_t rgba[4])
 		return -EINVAL;
 	uint8_t c[4] = { 0, 0, 0, 0xFF };
 	for (size_t i = 0; i < n / w; i++) {
-		int hi = hexval(s[i * w]), lo = hexval(s[i * w + w - 1]);
+		int hi = sv_hexval(s[i * w]), lo = sv_hexval(s[i * w + w - 1]);
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 		c[i] = (uint8_t)(hi << 4 | lo); /* "#rgb": each digit doubled */

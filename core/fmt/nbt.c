@@ -824,12 +824,6 @@ static void ws(struct ps *s)
 		s->i++;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 static int parse_string(struct ps *s, char **out, size_t *len)
 {
 	char q = s->p[s->i];
@@ -883,7 +877,7 @@ static int parse_string(struct ps *s, char **out, size_t *len)
 		}
 		uint32_t u = 0;
 		for (int k = 0; k < 4; k++) {
-			int h = hexval(s->p[s->i + 2 + (size_t)k]);
+			int h = sv_hexval(s->p[s->i + 2 + (size_t)k]);
 			if (h < 0) {
 				rc = perr(s, s->i, "\\u needs four hex digits");
 				break;
@@ -899,7 +893,7 @@ static int parse_string(struct ps *s, char **out, size_t *len)
 			uint32_t lo = 0;
 			bool ok = true;
 			for (int k = 0; k < 4 && ok; k++) {
-				int h = hexval(s->p[s->i + 2 + (size_t)k]);
+				int h = sv_hexval(s->p[s->i + 2 + (size_t)k]);
 				ok = h >= 0;
 				lo = lo << 4 | (uint32_t)(h & 15);
 			}

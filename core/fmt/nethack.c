@@ -153,17 +153,6 @@ static const char *const mode_names[4] = {"normal", "explore", "wizard", "set-se
 
 /* ---- small parsers ------------------------------------------------------------ */
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Parses exactly n hex digits (1..16); false if any is not one. */
 static bool parse_hex(const char *s, size_t n, uint64_t *out)
 {
@@ -171,7 +160,7 @@ static bool parse_hex(const char *s, size_t n, uint64_t *out)
 	if (!n || n > 16)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int d = hexval(s[i]);
+		int d = sv_hexval(s[i]);
 		if (d < 0)
 			return false;
 		v = v << 4 | (uint64_t)d;

@@ -398,12 +398,6 @@ int sv_sb_txt(const struct sv_sb_sector *s, unsigned sx, unsigned sy, struct sv_
 	return rc;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 int sv_sb_txt_parse(const uint8_t *p, size_t n, const struct sv_sb_sector *base,
 		    struct sv_sb_sector *out, struct sv_err *err)
 {
@@ -455,7 +449,8 @@ int sv_sb_txt_parse(const uint8_t *p, size_t n, const struct sv_sb_sector *base,
 				}
 			} else if (len == 32 * 5 - 1) {
 				const char *q = l.p + x * 5;
-				int a = hexval(q[0]), b = hexval(q[1]), c2 = hexval(q[2]), d = hexval(q[3]);
+				int a = sv_hexval(q[0]), b = sv_hexval(q[1]), c2 = sv_hexval(q[2]),
+				    d = sv_hexval(q[3]);
 				if (a < 0 || b < 0 || c2 < 0 || d < 0 || (x < 31 && q[4] != ' '))
 					return bad_line(err, l.no, "a wide cell is 4 hex digits, cells are "
 							"separated by one space");

@@ -554,17 +554,6 @@ static int grid_put(struct w *w, const struct layer *l, int g, uint8_t *t, size_
 	return rc;
 }
 
-static inline int hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int parse_grid(struct w *w, int g, int32_t W, int32_t H, const uint8_t *p, size_t len,
 		      uint8_t *t)
 {
@@ -606,7 +595,7 @@ static int parse_grid(struct w *w, int g, int32_t W, int32_t H, const uint8_t *p
 			for (size_t k = s; k < x && ok; k++)
 				dots = dots && p[k] == '.';
 			for (size_t k = 0; k < cw && ok && !dots; k++) {
-				int h = hexval(p[s + k]);
+				int h = sv_hexval(p[s + k]);
 				ok = h >= 0;
 				v[k] = (uint8_t)h;
 			}
