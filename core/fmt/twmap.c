@@ -200,6 +200,26 @@ int sv_twm_data_string(struct sv_container *c, const struct df *d, int32_t i, ch
 
 
 
+void sv_twm_expand_runs(const uint8_t *src, size_t n, uint8_t *out, size_t tiles, size_t *used,
+			size_t *made, size_t *pad_at)
+{
+	size_t at = 0, k = 0;
+	*pad_at = SIZE_MAX;
+	for (; 4 * k + 4 <= n && at < tiles; k++) {
+		const uint8_t *t = src + 4 * k;
+		if (t[3] && *pad_at == SIZE_MAX)
+			*pad_at = k;
+		for (unsigned r = 0; r <= t[2] && at < tiles; r++, at++) {
+			out[4 * at] = t[0];
+			out[4 * at + 1] = t[1];
+			out[4 * at + 2] = 0;
+			out[4 * at + 3] = 0;
+		}
+	}
+	*used = k;
+	*made = at;
+}
+
 /* ---- reading the map's items -------------------------------------------- */
 
 void sv_twm_free(struct twm *m)

@@ -507,12 +507,8 @@ static int grid_cur(struct w *w, const struct layer *l, int g, int32_t W, int32_
 	if (rc)
 		return 0;
 	if (g == G_TILES && l->tver >= 4) {
-		size_t at = 0;
-		for (size_t src = 0; src + 4 <= b->len && at < tiles; src += 4)
-			for (unsigned r = 0; r <= b->data[src + 2] && at < tiles; r++, at++) {
-				t[4 * at] = b->data[src];
-				t[4 * at + 1] = b->data[src + 1];
-			}
+		size_t used, made, pad;
+		sv_twm_expand_runs(b->data, b->len, t, tiles, &used, &made, &pad);
 	} else {
 		memcpy(t, b->data, b->len < tiles * ts ? b->len : tiles * ts);
 	}

@@ -146,6 +146,13 @@ int sv_twm_data_string(struct sv_container *c, const struct df *d, int32_t i, ch
 /* Records why an item cannot be read (the first reason only) and warns. */
 int sv_twm_bad(struct sv_container *c, char **slot, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Expands version 4 tile runs (each stored tile stands for skip + 1) from
+ * src[0..n) into out[0..tiles) as plain tiles (skip and padding 0), as
+ * DDNet's ExtractTiles does: the last run may overshoot the end.  *used:
+ * stored tiles read; *made: tiles made; *pad_at: the first stored tile
+ * read whose padding is set (SIZE_MAX: none). */
+void sv_twm_expand_runs(const uint8_t *src, size_t n, uint8_t *out, size_t tiles, size_t *used,
+			size_t *made, size_t *pad_at);
 /* The "#" lines of layer l's grid g (its size without them: h rows of
  * w * (cw + 1) bytes). */
 uint64_t sv_twm_grid_header(const struct twm *m, const struct layer *l, int g, char *buf,

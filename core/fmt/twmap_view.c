@@ -152,27 +152,17 @@ static int get_grid(struct sv_container *c, const struct df *d, const struct lay
 			sv_blob_unref(b);
 			return sv_err_set(err, -ENOMEM, "map: out of memory");
 		}
-		size_t at = 0, src = 0;
-		for (; src + 4 <= b->len && at < tiles; src += 4) {
-			const uint8_t *t = b->data + src;
-			if (t[3]) {
-				rc = sv_err_set(err, -EBADMSG, "map: layer %d: stored tile %zu has padding "
-						"%d (must be 0)", k, src / 4, t[3]);
-				break;
-			}
-			for (unsigned r = 0; r <= t[2] && at < tiles; r++, at++) {
-				x->data[4 * at] = t[0];
-				x->data[4 * at + 1] = t[1];
-				x->data[4 * at + 2] = 0;
-				x->data[4 * at + 3] = 0;
-			}
-		}
-		if (!rc && at < tiles)
+		size_t used, made, pad;
+		sv_twm_expand_runs(b->data, b->len, x->data, tiles, &used, &made, &pad);
+		if (pad != SIZE_MAX)
+			rc = sv_err_set(err, -EBADMSG, "map: layer %d: stored tile %zu has padding "
+					"%d (must be 0)", k, pad, b->data[4 * pad + 3]);
+		else if (made < tiles)
 			rc = sv_err_set(err, -EBADMSG, "map: layer %d: the tile runs give %zu tiles, "
-					"fewer than %d x %d", k, at, l->w, l->h);
-		else if (!rc && src + 4 <= b->len)
+					"fewer than %d x %d", k, made, l->w, l->h);
+		else if (4 * used + 4 <= b->len)
 			rc = sv_err_set(err, -EBADMSG, "map: layer %d: a tile run goes past %d x %d "
-					"tiles (stored tile %zu of %zu)", k, l->w, l->h, src / 4 - 1,
+					"tiles (stored tile %zu of %zu)", k, l->w, l->h, used - 1,
 					b->len / 4);
 		sv_blob_unref(b);
 		if (rc) {
