@@ -721,7 +721,7 @@ int sv_twm_build(struct sv_container *c, struct df *d)
 	if (m->dir == SV_NONE)
 		return -ENOMEM;
 	char name[128], part[64];
-	m->info_node = m->settings_node = m->game_node = SV_NONE;
+	m->info_node = m->settings_node = m->game_node = m->images_node = SV_NONE;
 	if (m->info >= 0) {
 		uint32_t f = LAZY | (m->info_bad ? SV_N_BAD : 0);
 		m->info_node = sv_node_add(c, m->dir, "info.json", f, 0, KEY(K_INFO, 0));
@@ -731,9 +731,9 @@ int sv_twm_build(struct sv_container *c, struct df *d)
 	}
 	if (m->nimg) {
 		uint32_t dir = sv_node_add(c, m->dir, "images", SV_N_DIR, 0, KEY(K_MDIR, 0));
-		if (dir == SV_NONE ||
-		    sv_node_add(c, m->dir, "images.json", SV_N_RO | SV_N_LAZYSIZE, 0,
-				KEY(K_IMAGES, 0)) == SV_NONE)
+		m->images_node = sv_node_add(c, m->dir, "images.json", SV_N_RO | SV_N_LAZYSIZE, 0,
+					     KEY(K_IMAGES, 0));
+		if (dir == SV_NONE || m->images_node == SV_NONE)
 			return -ENOMEM;
 		for (int32_t k = 0; k < m->nimg; k++) {
 			struct image *im = &m->img[k];

@@ -1347,21 +1347,13 @@ static void touch_views(struct sv_container *c, const struct df *d, const struct
 			sv_node_touch(c, m->settings_node);
 		}
 	}
-	uint32_t images_json = SV_NONE;
 	for (int32_t k = 0; k < m->nimg; k++) {
 		const struct image *im = &m->img[k];
 		if (ci(x, im->item) || cd(x, im->data) || cd(x, im->name_data)) {
 			if (im->node != SV_NONE)
 				sv_node_touch(c, im->node);
-			images_json = 0;
+			sv_node_touch(c, m->images_node);
 		}
-	}
-	if (images_json == 0) {
-		uint32_t dir = sv_node(c, m->dir)->nkids ? m->dir : SV_NONE;
-		const struct sv_node *dn = dir != SV_NONE ? sv_node(c, dir) : NULL;
-		for (uint32_t k = 0; dn && k < dn->nkids; k++)
-			if (KIND(sv_node(c, dn->kids[k])->key) == K_IMAGES)
-				sv_node_touch(c, dn->kids[k]);
 	}
 	for (int32_t k = 0; k < m->nsnd; k++)
 		if (m->snd[k].node != SV_NONE && (ci(x, m->snd[k].item) || cd(x, m->snd[k].data)))

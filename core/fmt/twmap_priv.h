@@ -105,7 +105,7 @@ struct twm {
 	bool bez_ok;           /* DDNet's bezier item matches the points */
 	int32_t game, front;   /* layer indices, -1 */
 	int ndig_img, ndig_snd, ndig_env, ndig_grp, ndig_lay;
-	uint32_t dir, info_node, settings_node, game_node;
+	uint32_t dir, info_node, settings_node, game_node, images_node;
 	int32_t *of[NT];       /* items of each map type, file order */
 	int32_t nof[NT];
 };

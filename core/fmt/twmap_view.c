@@ -523,20 +523,18 @@ static int load_env(const struct df *d, const struct twm *m, int32_t k, struct s
 	return blob_json(o, out, err);
 }
 
-static json_t *pair_fx(int32_t a, int32_t b)
+/* [a, b]: 22.10 fixed-point values (fixed) or plain integers. */
+static json_t *pair(int32_t a, int32_t b, bool fixed)
 {
 	json_t *j = json_array();
-	json_array_append_new(j, fx(a));
-	json_array_append_new(j, fx(b));
+	json_array_append_new(j, fixed ? fx(a) : json_integer(a));
+	json_array_append_new(j, fixed ? fx(b) : json_integer(b));
 	return j;
 }
 
-static json_t *pair_int(int32_t a, int32_t b)
+static json_t *pair_fx(int32_t a, int32_t b)
 {
-	json_t *j = json_array();
-	json_array_append_new(j, json_integer(a));
-	json_array_append_new(j, json_integer(b));
-	return j;
+	return pair(a, b, true);
 }
 
 static int load_group(const struct df *d, const struct twm *m, int32_t k, struct sv_blob **out,
@@ -550,8 +548,8 @@ static int load_group(const struct df *d, const struct twm *m, int32_t k, struct
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(g->name));
 	json_object_set_new(o, "version", json_integer(g->version));
-	json_object_set_new(o, "offset", pair_int(geti(d, it, 1), geti(d, it, 2)));
-	json_object_set_new(o, "parallax", pair_int(geti(d, it, 3), geti(d, it, 4)));
+	json_object_set_new(o, "offset", pair(geti(d, it, 1), geti(d, it, 2), false));
+	json_object_set_new(o, "parallax", pair(geti(d, it, 3), geti(d, it, 4), false));
 	if (g->version >= 2 && n >= 12) {
 		json_t *cl = json_object();
 		json_object_set_new(cl, "enabled", json_boolean(geti(d, it, 7)));
