@@ -66,6 +66,14 @@ static int32_t add_data(struct mb *b, void *p, size_t n)
 	return (int32_t)b->nd++;
 }
 
+/* A data item holding a copy of p[0..n). */
+static int32_t add_copy(struct mb *b, const void *p, size_t n)
+{
+	void *c = malloc(n);
+	memcpy(c, p, n);
+	return add_data(b, c, n);
+}
+
 static int32_t add_str(struct mb *b, const char *s)
 {
 	return add_data(b, strdup(s), strlen(s) + 1);
@@ -83,6 +91,16 @@ static void pack(const char *s, int32_t *v, int n)
 		}
 		v[i] = (int32_t)x;
 	}
+}
+
+/* A quads (type 3) or sounds (10; 9 the old kind) layer item: version,
+ * count, the list (copied into a data item), its image or sound, name. */
+static void list_layer(struct mb *b, int type, int version, int count, const void *list,
+		       size_t n, int ref, const char *name)
+{
+	int32_t v[10] = {0, type, 0, version, count, add_copy(b, list, n), ref};
+	pack(name, &v[7], 3);
+	add_item(b, 5, v, 10);
 }
 
 static uint8_t *tiles_game(int w, int h)
@@ -210,9 +228,7 @@ int mapgen_write(int fd, const struct mapgen_opts *o, struct sv_err *err)
 	if (settings) {
 		static const char cmds[] = "sv_gravity 0.5\0tune_zone 1 gravity 2\0"
 					   "tune_zone_enter 1 \"low gravity\"";
-		char *s = malloc(sizeof cmds);
-		memcpy(s, cmds, sizeof cmds);
-		v[5] = add_data(b, s, sizeof cmds);
+		v[5] = add_copy(b, cmds, sizeof cmds);
 	}
 	add_item(b, 1, v, settings ? 6 : 5);
 	/* images: embedded v1 (v2 in 0.7), external, embedded v2, big ones */
@@ -239,9 +255,7 @@ int mapgen_write(int fd, const struct mapgen_opts *o, struct sv_err *err)
 	if (ddnet) {
 		static const uint8_t ogg[] = "OggS\0\2\0\0\0\0\0\0\0\0\x11\x22\x33\x44\0\0\0\0"
 					     "\0\0\0\0\1\x13OpusHead\1\1\x38\1\x80\xbb\0\0\0\0\0";
-		uint8_t *s = malloc(sizeof ogg);
-		memcpy(s, ogg, sizeof ogg);
-		v[0] = 1, v[1] = 0, v[2] = add_str(b, "wind"), v[3] = add_data(b, s, sizeof ogg);
+		v[0] = 1, v[1] = 0, v[2] = add_str(b, "wind"), v[3] = add_copy(b, ogg, sizeof ogg);
 		v[4] = (int32_t)sizeof ogg;
 		add_item(b, 7, v, 5);
 	}
@@ -295,12 +309,7 @@ int mapgen_write(int fd, const struct mapgen_opts *o, struct sv_err *err)
 			x[8] = cx, x[9] = cy + 1;
 			x[34] = k ? -1 : 0, x[35] = 0, x[36] = k ? 1 : -1, x[37] = 10 * k;
 		}
-		int32_t *qd = malloc(sizeof q);
-		memcpy(qd, q, sizeof q);
-		v[0] = 0, v[1] = 3, v[2] = 0, v[3] = 2, v[4] = 2, v[5] = add_data(b, qd, sizeof q),
-		v[6] = 2;
-		pack("Sky", &v[7], 3);
-		add_item(b, 5, v, 10);
+		list_layer(b, 3, 2, 2, q, sizeof q, 2, "Sky");
 		nl++;
 		if (ddnet) {
 			int32_t s[2 * 13] = {0};
@@ -310,20 +319,10 @@ int mapgen_write(int fd, const struct mapgen_opts *o, struct sv_err *err)
 				x[4] = 2 * k, x[5] = 80, x[6] = -1, x[7] = 0, x[8] = k ? 2 : -1, x[9] = 0,
 				x[10] = k, x[11] = 1024 * 500, x[12] = k ? 0 : 1024 * 300;
 			}
-			int32_t *sd = malloc(sizeof s);
-			memcpy(sd, s, sizeof s);
-			v[0] = 0, v[1] = 10, v[2] = 0, v[3] = 2, v[4] = 2, v[5] = add_data(b, sd, sizeof s),
-			v[6] = 0;
-			pack("Wind", &v[7], 3);
-			add_item(b, 5, v, 10);
+			list_layer(b, 10, 2, 2, s, sizeof s, 0, "Wind");
 			nl++;
 			int32_t old9[9] = {1024 * 40, 1024 * 40, 1, 0, 100, -1, 0, -1, 0};
-			int32_t *od = malloc(sizeof old9);
-			memcpy(od, old9, sizeof old9);
-			v[0] = 0, v[1] = 9, v[2] = 0, v[3] = 1, v[4] = 1, v[5] = add_data(b, od, sizeof old9),
-			v[6] = 0;
-			pack("Old", &v[7], 3);
-			add_item(b, 5, v, 10);
+			list_layer(b, 9, 1, 1, old9, sizeof old9, 0, "Old");
 			nl++;
 		}
 	}
