@@ -108,9 +108,10 @@ for f in $MAP_FIXTURES; do
 	umount_sv "$M"
 	loader_ok "$f" "$c"
 	resaves "$f" "$c"
-	# DDNet 16's map_diff reads a 0.7 layer's runs as plain tiles: the
-	# loader rules above stand in for it there.
-	[ "$f" = gen-map-tw07 ] || expect_diff "$f: loads in DDNet" "$c" "$c" ""
+	# map_diff opens it and finds every tile layer equal to itself (DDNet
+	# 16's map_diff reads a 0.7 layer's runs as plain tiles: the loader
+	# rules above stand in for it there).
+	[ "$f" = gen-map-tw07 ] || expect_diff "$f: map_diff reads it" "$c" "$c" ""
 done
 check "gen-map-tw07 stores its layers as runs" \
 	"$PYTHON" -c 'import sys; s, n = map(int, sys.argv[1].split()); sys.exit(not s < n)' \
@@ -155,7 +156,7 @@ if [ -d "$SAMPLES/teeworlds" ]; then
 		name=$(basename "$s" .map)
 		extracted_same "$name" "$s"
 		case $name in *prototype*) continue ;; esac
-		expect_diff "$name: loads in DDNet" "$s" "$s" ""
+		expect_diff "$name: map_diff reads it" "$s" "$s" ""
 	done
 else
 	echo "note: $SAMPLES/teeworlds not found: map_extract on the samples skipped"
@@ -367,6 +368,35 @@ refused "bad JSON" "info.json: line 1, column 1" cp "$TMP/bad.json" "$M/map/info
 write_fails "game.png is read-only" "Operation not permitted" cp "$TMP/new.png" "$M/map/game.png"
 umount_sv "$M"
 loader_ok "after the refusals" "$C"
+
+# A sound written through the mount: map_extract gives its bytes back.
+mount_sv "$C" "$M" || die "cannot mount $C"
+printf 'OggS\0\2 a new sound, as stored' > "$TMP/new.opus"
+cp "$TMP/new.opus" "$M/map/sounds/00-wind.opus"
+expect_same_file "a sound reads back" "$TMP/new.opus" "$M/map/sounds/00-wind.opus"
+expect_eq "the sound item's size field follows" "$(stat -c %s "$TMP/new.opus")" \
+	"$(od -A n -t d4 -j 16 -N 4 "$M/items/7-sound/00000.bin" | xargs)"
+extracted_same "after cp of a sound" "$C"
+check "map_extract: the sound's bytes" cmp -s "$TMP/new.opus" "$TMP/extract/wind.opus"
+umount_sv "$M"
+loader_ok "after a sound" "$C"
+resaves "after a sound" "$C"
+
+# Settings onto a map whose info item has none: DDNet's config_retrieve
+# reads them from the map savefs wrote.
+C=$W/nosettings.map
+cp -- "$W/gen/gen-map-ddnet-v3.map" "$C"
+mount_sv "$C" "$M" || die "cannot mount $C"
+expect_eq "no settings yet" 0 "$(stat -c %s "$M/map/settings.cfg")"
+printf 'sv_gravity 0.25\ntune_zone 2 gravity 1\n' > "$TMP/settings.cfg"
+cp "$TMP/settings.cfg" "$M/map/settings.cfg"
+expect_eq "the info item gains its settings int" 24 "$(stat -c %s "$M/items/1-info/00000.bin")"
+umount_sv "$M"
+rm -f "$W/nosettings.cfg"
+(cd "$W" && "$DDNET_TOOLS/config_retrieve" nosettings.map) > /dev/null 2>&1
+expect_same_file "config_retrieve reads the settings added" "$TMP/settings.cfg" "$W/nosettings.cfg"
+loader_ok "after settings added" "$C"
+resaves "after settings added" "$C"
 
 # ---- a Teeworlds 0.7 map: tile runs written back as runs ---------------------
 C=$W/tw07.map
