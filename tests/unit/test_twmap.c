@@ -4,7 +4,9 @@
  * through either view the other shows it (same-size changes included);
  * settings added to a map without them; envelope points edited in place
  * and renumbered; reading one grid of each layer in order has the next
- * layers' grids decoded ahead.  Maps come from tests/tools/mapgen.c.
+ * layers' grids decoded ahead; a grid with bytes DDNet refuses repaired by
+ * writing it whole; a physics layer named otherwise than DDNet names it
+ * still takes edits that keep what it holds.  Maps come from tests/tools/mapgen.c.
  */
 #include "t.h"
 #include "tree.h"
@@ -258,6 +260,98 @@ static void envelopes(void)
 	sv_container_free(c);
 }
 
+/* A game layer whose stored tile has padding set (raw edits take any
+ * bytes) reads EIO; its grid written whole repairs it: the bytes DDNet
+ * wants 0 are written 0. */
+static void repair(void)
+{
+	struct mapgen_opts o = base();
+	const char *path = make_map("repair.map", &o);
+	struct sv_container *c = open_rw(path);
+	struct sv_err err;
+	struct sv_blob *item = content(c, "items/5-layer/00004.bin");
+	char raw[32];
+	snprintf(raw, sizeof raw, "data/%05u.bin", (unsigned)(item->data[56] | item->data[57] << 8));
+	sv_blob_unref(item);
+	struct sv_blob *d = content(c, raw);
+	uint8_t *p = malloc(d->len);
+	memcpy(p, d->data, d->len);
+	p[5 * 4 + 3] = 7;
+	p[7 * 4 + 2] = 2;
+	T_INT(0, put(c, raw, p, d->len, &err));
+	T_INT(0, commit(c, &err));
+	uint32_t n = node_of(c, GAME "tiles.txt");
+	struct sv_blob *b = NULL;
+	sv_err_clear(&err);
+	T_INT(-EIO, sv_content(c, n, &b, &err));
+	T_STR("map: layer 4: tile 5 (x 5, y 0) has padding 7, which version 3 does not allow", err.msg);
+	const char grid[] = "# written whole\n"
+			    "010 010 010 010 010 010\n010 ... 020 ... 091 010\n"
+			    "010 ... ... ... ... 010\n010 010 010 010 010 010\n";
+	T_INT(0, put(c, GAME "tiles.txt", grid, sizeof grid - 1, &err));
+	T_INT(0, commit(c, &err));
+	struct sv_blob *d1 = content(c, raw);
+	T_UINT(d->len, d1->len);
+	for (size_t i = 0; i < 24; i++) {
+		T_INT(0, d1->data[4 * i + 2]);
+		T_INT(0, d1->data[4 * i + 3]);
+	}
+	T_INT(0x09, d1->data[4 * 10]);
+	T_INT(1, d1->data[4 * 10 + 1]);
+	struct sv_blob *g = content(c, GAME "tiles.txt");
+	T_OK(g->len > sizeof grid && !memcmp(g->data + g->len - 48, grid + sizeof grid - 1 - 48, 48));
+	sv_blob_unref(g);
+	sv_blob_unref(d1);
+	sv_blob_unref(d);
+	free(p);
+	sv_container_free(c);
+}
+
+/* Four characters an int, each + 128, as a map stores names. */
+static void put_name(uint8_t *p, const char *s, int n)
+{
+	size_t len = strlen(s);
+	for (int i = 0; i < 4 * n; i++) {
+		uint8_t ch = (size_t)i < len && i < 4 * n - 1 ? (uint8_t)s[i] : 0;
+		p[4 * (i / 4) + 3 - i % 4] = (uint8_t)(ch + 128);
+	}
+}
+
+/* A physics layer whose name is not DDNet's (the map holds it so): its
+ * layer.json written back as it reads goes in; a change DDNet's rules
+ * bind (its colour) is refused. */
+static void physics_as_stored(void)
+{
+	struct mapgen_opts o = base();
+	const char *path = make_map("tele.map", &o);
+	struct sv_container *c = open_rw(path);
+	struct sv_err err;
+	const char *it = "items/5-layer/00006.bin";
+	struct sv_blob *item = content(c, it);
+	uint8_t *p = malloc(item->len);
+	memcpy(p, item->data, item->len);
+	put_name(p + 15 * 4, "Teleport", 3);
+	T_INT(0, put(c, it, p, item->len, &err));
+	T_INT(0, commit(c, &err));
+	const char *lj = "map/groups/01-Game/06-Teleport/layer.json";
+	struct sv_blob *j = content(c, lj);
+	T_OK(strstr((const char *)j->data, "\"name\": \"Teleport\"") != NULL);
+	T_INT(0, put(c, lj, j->data, j->len, &err));
+	T_INT(0, commit(c, &err));
+	char *t = strndup((const char *)j->data, j->len);
+	char *col = strstr(t, "[255, 255, 255, 255]");
+	T_OK(col != NULL);
+	memcpy(col, "[255, 255, 255, 254]", 20);
+	T_INT(0, put(c, lj, t, strlen(t), &err));
+	T_INT(-EINVAL, commit(c, &err));
+	T_OK(log_has(c, "a tele layer's colour is 255 255 255 255"));
+	free(t);
+	free(p);
+	sv_blob_unref(j);
+	sv_blob_unref(item);
+	sv_container_free(c);
+}
+
 /* The worker's decoded-ahead count, from /.savefs/info. */
 static long read_ahead(struct sv_container *c)
 {
@@ -310,6 +404,8 @@ int main(void)
 	settings_added();
 	envelopes();
 	cousins();
+	repair();
+	physics_as_stored();
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd))
