@@ -9,8 +9,9 @@ import subprocess
 import sys
 
 
-def vi(v):
-    v &= 0xFFFFFFFF
+def varint(v, bits):
+    """LEB128 of v taken as an unsigned number of `bits` bits."""
+    v &= (1 << bits) - 1
     out = b""
     while True:
         b = v & 0x7F
@@ -19,18 +20,14 @@ def vi(v):
             out += bytes([b | 0x80])
         else:
             return out + bytes([b])
+
+
+def vi(v):
+    return varint(v, 32)
 
 
 def vl(v):
-    v &= (1 << 64) - 1
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
+    return varint(v, 64)
 
 
 def tick(t, evs):
