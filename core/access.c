@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 int sv_open(struct sv_container *c, uint32_t n)
 {
@@ -82,11 +83,16 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	st->view = sv_view(n) && !c->read_only && (c->fmt->commit || c->fmt->commit_in_place);
 	st->gen = n->gen;
 	int64_t t = n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN) && n->etime_ns
-			    ? n->etime_ns : n->mtime_ns;
+			    ? n->etime_ns : __atomic_load_n(&n->mtime_ns, __ATOMIC_RELAXED);
+	if (n->utime_ns)
+		t = n->utime_ns;
 	if (t)
 		st->mtime = (struct timespec){t / 1000000000, t % 1000000000};
 	else
 		st->mtime = c->mtime0;
+	st->atime = st->mtime;
+	if (n->uatime_ns)
+		st->atime = (struct timespec){n->uatime_ns / 1000000000, n->uatime_ns % 1000000000};
 	/* Modes follow the container's own: who may read it may read its
 	 * files, who may write it may write them (a 0600 container gives 0600
 	 * files, owned by its owner); views and read-only mounts lose w, and
@@ -162,6 +168,42 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 	sv_blob_unref(b);
 	__atomic_store_n(&n->size, size, __ATOMIC_RELAXED);
 	__atomic_store_n(&n->sized, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Node i's stored content was loaded (b; NULL: it could not be made): its
+ * digest is remembered, and a node a commit may have changed learns here
+ * whether it did.  Called by the one thread that loaded it (load_shared),
+ * read or write lock held: the fields are written atomically.
+ */
+static void note_loaded(struct sv_node *n, const struct sv_blob *b)
+{
+	uint32_t st = __atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE);
+	uint64_t h = b ? XXH3_64bits(b->data, b->len) : 0;
+	if ((st & SV_D_VERIFY) && (!b || !(st & SV_D_KNOWN) || h != n->digest)) {
+		__atomic_store_n(&n->mtime_ns, n->vtime_ns, __ATOMIC_RELAXED);
+		n->utime_ns = n->uatime_ns = 0;
+	}
+	__atomic_store_n(&n->digest, h, __ATOMIC_RELAXED);
+	__atomic_store_n(&n->dstate, b ? SV_D_KNOWN : 0, __ATOMIC_RELEASE);
+}
+
+void sv_settle_verify(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	if (!(__atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE) & SV_D_VERIFY) ||
+	    (n->flags & (SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY | SV_N_NEW |
+			 SV_N_TEMP | SV_N_ORPHAN)))
+		return;
+	struct sv_blob *b = NULL;
+	struct sv_err e;
+	sv_err_clear(&e);
+	if (sv_content_locked(c, i, &b, &e) == -ENOMEM)
+		return;
+	sv_blob_unref(b);
+	/* A failure remembered from before this commit's load: changed. */
+	if (__atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE) & SV_D_VERIFY)
+		note_loaded(n, NULL);
 }
 
 /* A name the table does not have: the format may make it (a file any
@@ -244,6 +286,7 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 		rc = sv_gone_code(c, n);
 	} else {
 		sv_settle_size(c, n);
+		sv_settle_verify(c, n);
 		sv_fill_stat(c, n, st);
 		if (c->nodes[n].flags & SV_N_META) {
 			struct sv_blob *b = NULL;
@@ -281,8 +324,10 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 				      !(kn->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
 						     SV_N_ORPHAN)) &&
 				      !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
-			if (!costly)
+			if (!costly) {
 				sv_settle_size(c, k);
+				sv_settle_verify(c, k);
+			}
 			sv_fill_stat(c, k, &st);
 			st.unsized = costly;
 			if (c->nodes[k].flags & SV_N_META) {
@@ -404,6 +449,8 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	pthread_mutex_unlock(&c->ld_lock);
 
 	int rc = c->fmt->load(c, i, out, err);
+	if (rc != -ENOMEM)
+		note_loaded(&c->nodes[i], rc ? NULL : *out);
 	if (rc) {
 		*out = NULL;
 		rc = rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 /* ---- commit ------------------------------------------------------------ */
 
@@ -208,7 +209,61 @@ static void read_again(struct sv_container *c, struct changed_list *changed)
 /* Node i's content changed now, as the container file has it. */
 static void stamp(struct sv_container *c, uint32_t i)
 {
-	c->nodes[i].mtime_ns = (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
+	struct sv_node *n = &c->nodes[i];
+	n->mtime_ns = (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
+	n->utime_ns = n->uatime_ns = 0;
+}
+
+void sv_mark_changed(struct sv_container *c, uint32_t i, bool edited)
+{
+	struct sv_node *n = &c->nodes[i];
+	/* A time the client set on the content it wrote stays. */
+	int64_t ut = n->utime_ns, ua = n->uatime_ns;
+	if ((n->flags & (SV_N_DIR | SV_N_META | SV_N_STREAM)) ||
+	    !(n->dstate & SV_D_KNOWN)) {
+		n->dstate = 0;
+		stamp(c, i);
+	} else {
+		n->vtime_ns = (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
+		n->dstate |= SV_D_VERIFY;
+		n->utime_ns = n->uatime_ns = 0;
+	}
+	if (edited) {
+		n->utime_ns = ut;
+		n->uatime_ns = ua;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static bool in_groups(const uint64_t *g, size_t n, uint64_t x)
+{
+	return x && n && bsearch(&x, g, n, sizeof *g, cmp_u64);
+}
+
+/* A pending edit the next commit takes, or a removal it makes. */
+static bool committing(const struct sv_node *n)
+{
+	return ((n->flags & (SV_N_DIRTY | SV_N_NEW)) && (n->flags & SV_N_READY) &&
+		!(n->flags & SV_N_GONE)) ||
+	       (n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE);
+}
+
+/* The groups of what the commit under way changes: its edits and
+ * removals, and what the format touched; sorted, in c->tgroups. */
+static void changed_groups(struct sv_container *c)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		const struct sv_node *n = &c->nodes[i];
+		if (n->group && (committing(n) || (n->flags & SV_N_TOUCHED)))
+			sv_group_touch(c, n->group);
+	}
+	if (c->ntgroups)
+		qsort(c->tgroups, c->ntgroups, sizeof *c->tgroups, cmp_u64);
 }
 
 /* Reads the index again after a commit; write lock held. */
@@ -223,10 +278,19 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	}
 	uint32_t old_count = c->nnodes;
 	uint32_t *old_gen = malloc((old_count ? old_count : 1) * sizeof *old_gen);
-	if (!old_gen)
+	uint8_t *edited = calloc(old_count ? old_count : 1, 1);
+	if (!old_gen || !edited) {
+		free(old_gen);
+		free(edited);
+		c->ntgroups = 0;
+		c->tgroups_all = false;
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < old_count; i++)
+	}
+	changed_groups(c);
+	for (uint32_t i = 0; i < old_count; i++) {
 		old_gen[i] = c->nodes[i].gen;
+		edited[i] = committing(&c->nodes[i]);
+	}
 	c->reindexing = true;
 	int rc;
 	if (c->in_place && c->fmt->rebuild) {
@@ -262,15 +326,30 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 			n->flags &= ~SV_N_STALE;
 			n->gen++;
 			sv_changed_add(changed, i);
-		} else if (i >= old_count || n->gen != old_gen[i]) {
+		} else if (i >= old_count || n->gen != old_gen[i] ||
+			   (n->flags & SV_N_TOUCHED) ||
+			   (!(n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_TEMP)) &&
+			    (c->tgroups_all || in_groups(c->tgroups, c->ntgroups, n->group)))) {
+			/* Touched by a rebuild after it found the node again. */
+			n->flags &= ~SV_N_TOUCHED;
+			if (i < old_count && n->gen == old_gen[i]) {
+				/* Another view of what changed: its size and
+				 * bytes are found again. */
+				n->gen++;
+				if (n->flags & SV_N_LAZYSIZE)
+					__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+			}
 			sv_changed_add(changed, i);
-			stamp(c, i);
+			sv_mark_changed(c, i, i < old_count && edited[i]);
 			/* A new entry changes its directory's listing. */
 			if (i >= old_count && !(n->flags & SV_N_UNLISTED) && n->parent != last_dir)
 				sv_changed_add(changed, last_dir = n->parent);
 		}
 	}
+	c->ntgroups = 0;
+	c->tgroups_all = false;
 	free(old_gen);
+	free(edited);
 	sv_cache_drop(c->cache, 0, 0);
 	return rc;
 }
@@ -318,6 +397,66 @@ int sv_view_same(struct sv_container *c, uint32_t i, const uint8_t *p, size_t le
 	return rc;
 }
 
+/* True if node i's pending edit holds exactly the bytes it has stored: a
+ * file written back as it was (a restore, a copy of an unchanged tree)
+ * commits nothing.  Write lock held. */
+static bool same_as_stored(struct sv_container *c, uint32_t i)
+{
+	struct sv_node *n = &c->nodes[i];
+	if ((n->flags & (SV_N_NEW | SV_N_GONE | SV_N_STREAM | SV_N_BAD)) ||
+	    !(n->flags & SV_N_DIRTY))
+		return false;
+	if ((n->dstate & (SV_D_KNOWN | SV_D_VERIFY)) == SV_D_KNOWN &&
+	    XXH3_64bits(n->pending.p, n->pending.len) != n->digest)
+		return false;
+	struct sv_blob *b = NULL;
+	struct sv_err e;
+	sv_err_clear(&e);
+	bool same = !c->fmt->load(c, i, &b, &e) && b->len == n->pending.len &&
+		    (!b->len || !memcmp(b->data, n->pending.p, b->len));
+	sv_blob_unref(b);
+	return same;
+}
+
+/*
+ * Before a commit: every view of what it changes whose bytes were never
+ * loaded (so that its digest is not known) is hashed now, while the old
+ * content can still be read, so that afterwards its mtime moves only if
+ * its bytes did.  Views of the edited units (their groups) and the
+ * container's cheap derived views; a derived view that costs a decode of
+ * the whole container (COSTLYSIZE) is not.  Write lock held.
+ */
+static void prehash(struct sv_container *c)
+{
+	uint64_t *g = NULL;
+	size_t ng = 0;
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		ng += c->nodes[i].group && committing(&c->nodes[i]);
+	if (ng && !(g = malloc(ng * sizeof *g)))
+		return;
+	ng = 0;
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		if (c->nodes[i].group && committing(&c->nodes[i]))
+			g[ng++] = c->nodes[i].group;
+	if (ng)
+		qsort(g, ng, sizeof *g, cmp_u64);
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_node *n = &c->nodes[i];
+		if ((n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY |
+				 SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN | SV_N_BAD)) ||
+		    (n->dstate & SV_D_KNOWN))
+			continue;
+		bool cheap_derived = (n->flags & (SV_N_DERIVED | SV_N_COSTLYSIZE)) == SV_N_DERIVED;
+		if (!cheap_derived && !in_groups(g, ng, n->group))
+			continue;
+		struct sv_blob *b = NULL;
+		struct sv_err e;
+		if (!sv_content_locked(c, i, &b, &e))
+			sv_blob_unref(b);
+	}
+	free(g);
+}
+
 /* Validates every pending edit, dropping those refused; write lock held. */
 static int validate(struct sv_container *c, struct changed_list *changed,
 		    struct sv_err *err)
@@ -338,6 +477,10 @@ static int validate(struct sv_container *c, struct changed_list *changed,
 				sv_changed_add(changed, i);
 				continue;
 			}
+		} else if (same_as_stored(c, i)) {
+			end_edit(c, i, false);
+			sv_changed_add(changed, i);
+			continue;
 		} else if (c->fmt->check) {
 			r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
 		}
@@ -411,6 +554,7 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		return rc;
 	if (!anything_pending(c))
 		return 0;
+	prehash(c);
 	/* Open files the commit may remove keep the content they had: read it
 	 * now, while the format can still read the old file. */
 	uint32_t count = c->nnodes;

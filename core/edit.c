@@ -131,6 +131,7 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	if (!rc) {
 		n->gen++;
 		n->etime_ns = now_ns();
+		n->utime_ns = n->uatime_ns = 0;
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -161,6 +162,7 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 	if (!rc) {
 		c->nodes[i].gen++;
 		c->nodes[i].etime_ns = now_ns();
+		c->nodes[i].utime_ns = c->nodes[i].uatime_ns = 0;
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -336,6 +338,20 @@ static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
 	return rc;
 }
 
+/* Node i takes over entry j's stored identity: what its stored content
+ * is (key, size, digest, group) and when it last changed.  The times a
+ * client set on i stay. */
+static void take_identity(struct sv_node *n, const struct sv_node *d)
+{
+	n->key = d->key;
+	n->stored_size = d->stored_size;
+	n->mtime_ns = d->mtime_ns;
+	n->digest = d->digest;
+	n->dstate = d->dstate;
+	n->vtime_ns = d->vtime_ns;
+	n->group = d->group;
+}
+
 /* Node i replaces node j: takes j's name and its place in the listing;
  * j is dropped.  Write lock held. */
 static int take_place(struct sv_container *c, uint32_t i, uint32_t j)
@@ -414,8 +430,7 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 				sv_log_failure(c, j, "refused", err);
 				return rc;
 			}
-			n->key = d->key;
-			n->stored_size = d->stored_size;
+			take_identity(n, d);
 			n->flags = d->flags & ~(SV_N_NEW | SV_N_TEMP);
 			sv_buf_fini(&n->pending);
 			n->size = d->size;
@@ -435,8 +450,7 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 		}
 		/* As in POSIX, the renamed file replaces the target: node i takes
 		 * over the entry's identity (its format key), j goes away. */
-		n->key = d->key;
-		n->stored_size = d->stored_size;
+		take_identity(n, d);
 		n->flags = (d->flags & ~(SV_N_BAD | SV_N_NEW | SV_N_TEMP)) | SV_N_DIRTY |
 			   SV_N_READY; /* a renamed file is a finished one */
 		n->size = n->pending.len;
@@ -469,6 +483,27 @@ int sv_rename(struct sv_container *c, uint32_t dir, const char *name,
 {
 	struct rename_arg a = {dir, newdir, flags, name, newname};
 	return sv_commit_and_notify(c, changed, arg, err, pre_rename, &a);
+}
+
+int sv_set_times(struct sv_container *c, uint32_t n, const struct timespec *atime,
+		 const struct timespec *mtime)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	int rc = sv_usable(c, n) ? 0 : sv_gone_code(c, n);
+	if (!rc) {
+		struct sv_node *node = &c->nodes[n];
+		/* 0 means "none": the epoch itself is kept as 1 ns past it. */
+		if (mtime) {
+			int64_t t = (int64_t)mtime->tv_sec * 1000000000 + mtime->tv_nsec;
+			node->utime_ns = t ? t : 1;
+		}
+		if (atime) {
+			int64_t t = (int64_t)atime->tv_sec * 1000000000 + atime->tv_nsec;
+			node->uatime_ns = t ? t : 1;
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
 }
 
 int sv_temps(struct sv_container *c, void (*fn)(void *arg, const char *path), void *arg)

@@ -62,6 +62,10 @@ struct sv_container {
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
 	uint32_t hsize;          /* power of two */
 	bool reindexing;         /* open() runs again after a commit */
+	uint64_t *tgroups;       /* groups touched by the commit under way
+				  * (sv_group_touch), for the re-index */
+	size_t ntgroups, captgroups;
+	bool tgroups_all;        /* out of memory there: every group */
 	struct sv_blob **snap;   /* during a commit: the content of each open
 				  * file as it was, for those that go away */
 	uint32_t nsnap;
@@ -179,6 +183,12 @@ int sv_content_locked(struct sv_container *c, uint32_t i, struct sv_blob **out,
 		      struct sv_err *err);
 void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st);
 void sv_settle_size(struct sv_container *c, uint32_t i);
+/* A node a commit may have changed (SV_D_VERIFY) is loaded, so that its
+ * mtime says whether it did; read lock held. */
+void sv_settle_verify(struct sv_container *c, uint32_t i);
+/* A node whose content may have changed now: with a known digest, it is
+ * verified at its next load; else it takes the container's mtime. */
+void sv_mark_changed(struct sv_container *c, uint32_t i, bool edited);
 /* Lets the format add a lazy directory's entries; the read lock is let go
  * and taken again.  0, or -EIO. */
 int sv_expand(struct sv_container *c, uint32_t dir);

@@ -162,6 +162,18 @@ struct sv_node {
 			    * or a followed change); 0: the container's
 			    * mtime when it was opened */
 	int64_t etime_ns;  /* its pending edit's last write */
+	int64_t utime_ns;  /* a modification time set by a client (utimens),
+			    * kept until its bytes change again; 0: none */
+	int64_t uatime_ns; /* likewise, the access time; 0: the mtime */
+	uint64_t digest;   /* xxh3 of its stored content as last loaded
+			    * (SV_D_KNOWN), for telling whether a commit
+			    * changed its bytes */
+	int64_t vtime_ns;  /* SV_D_VERIFY: when the commit that may have
+			    * changed it landed (its mtime if it did) */
+	uint32_t dstate;   /* SV_D_* (atomic) */
+	uint64_t group;    /* the stored unit it is a view of (a record, a
+			    * chunk); 0: none.  A commit that changes one
+			    * view of a group may change every view of it */
 	uint64_t key;      /* the format's own handle for this node */
 	uint32_t *kids;    /* directories: child numbers in listing order */
 	uint32_t nkids, capkids;
@@ -171,6 +183,14 @@ struct sv_node {
 
 #define SV_ROOT 0u
 #define SV_NONE UINT32_MAX
+
+/* sv_node.dstate */
+enum {
+	SV_D_KNOWN = 1 << 0,  /* digest holds the hash of the stored content */
+	SV_D_VERIFY = 1 << 1, /* a commit may have changed it: the next load
+			       * compares its hash with digest, and the node
+			       * takes vtime_ns as its mtime if they differ */
+};
 
 /* ---- limits and options ------------------------------------------------- */
 
@@ -420,6 +440,17 @@ bool sv_node_in_commit(struct sv_container *c, uint32_t n);
  * although it was not edited itself (another view of an edited entry): its
  * readers see the new content once the commit is done. */
 void sv_node_touch(struct sv_container *c, uint32_t n);
+/* Says that node n is a view of the stored unit `group` (a record, a
+ * chunk: any non-zero number the format keeps stable across commits).
+ * When a commit changes one view of a group (an edit, a touch, a
+ * removal), every view of it is looked at again: the client's caches of
+ * them are dropped, and each keeps its mtime if its bytes did not change.
+ * Call after sv_node_add, at open and at every re-index. */
+void sv_node_set_group(struct sv_container *c, uint32_t n, uint64_t group);
+/* A commit changed the stored unit `group` although no view of it was
+ * edited (an index record the game keeps in step): as sv_node_touch on
+ * each of its views.  Call from commit() or commit_in_place(). */
+void sv_group_touch(struct sv_container *c, uint64_t group);
 
 /* ---- for clients (fs/ and the command line); all thread-safe ------------ */
 
@@ -442,7 +473,7 @@ struct sv_stat {
 	uint32_t nlink;
 	uint64_t size;
 	uint32_t gen;
-	struct timespec mtime;
+	struct timespec mtime, atime;
 };
 
 /* Looks up name in directory dir.  -ENOENT, -ENOTDIR. */
@@ -539,6 +570,11 @@ int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn changed,
  * held in memory only, which go when the container is freed.  Logs each.
  * Returns how many there are. */
 int sv_temps(struct sv_container *c, void (*fn)(void *arg, const char *path), void *arg);
+/* Sets the times of n (NULL: left as they are), as utimens does.  They
+ * are not stored in the container: they hold for the life of the handle,
+ * until the node's bytes change.  0, -ENOENT. */
+int sv_set_times(struct sv_container *c, uint32_t n, const struct timespec *atime,
+		 const struct timespec *mtime);
 /* Drops the pending edit of n (it reads as stored again). */
 void sv_discard(struct sv_container *c, uint32_t n);
 /* How many edits of n were dropped so far: a client that wrote to n and

@@ -298,7 +298,7 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 	st->st_gid = s->gid;
 	st->st_mtim = s->mtime;
 	st->st_ctim = s->mtime;
-	st->st_atim = s->mtime;
+	st->st_atim = s->atime;
 }
 
 static double attr_timeout(struct fs *fs, const struct sv_stat *s)
@@ -562,8 +562,18 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		live_sink = NULL;
 		publish(&ch, false, ino);
 	}
-	/* Modes, owners and times are not stored: accepted and ignored, so
-	 * that cp -p, touch and editors keep working. */
+	/* Times are kept for the life of the mount (not in the container),
+	 * so that rsync -a and tar converge; modes and owners are not
+	 * stored: accepted and ignored, so that cp -p and editors work. */
+	if (!rc && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		struct timespec now, at, mt;
+		clock_gettime(CLOCK_REALTIME, &now);
+		at = to_set & FUSE_SET_ATTR_ATIME_NOW ? now : attr->st_atim;
+		mt = to_set & FUSE_SET_ATTR_MTIME_NOW ? now : attr->st_mtim;
+		uint32_t node = fi && fi->fh ? FH(fi)->node : sv_current(fs->c, NODE(ino));
+		rc = sv_set_times(fs->c, node, to_set & FUSE_SET_ATTR_ATIME ? &at : NULL,
+				  to_set & FUSE_SET_ATTR_MTIME ? &mt : NULL);
+	}
 	if (rc) {
 		reply_err(req, rc);
 		return;

@@ -70,7 +70,7 @@ struct rec {
 	uint32_t n;
 	struct sv_buf header_json, index_tsv, snbt;
 	uint64_t compact_size;
-	uint32_t at_dir, chunks_dir, nbt_node;
+	uint32_t at_dir, chunks_dir, nbt_node, timeline_node;
 	uint32_t *bin_node, *txt_node; /* each chunk's views */
 	uint64_t *cstart;     /* where each chunk starts in compacted.hcrp */
 	struct stat pre_st;   /* segmented: the preamble as read */
@@ -388,9 +388,12 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 				KEY(K_AT, r->chunks[i].start)) == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
-	if (sv_node_add(c, SV_ROOT, "timeline.txt",
-			RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE | SV_N_DERIVED, 0,
-			KEY(K_TIMELINE, 0)) == SV_NONE)
+	/* Not derived from the metadata: a commit touches it when the chunks
+	 * change (it is a stream, so its bytes are not compared). */
+	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
+				       RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
+				       KEY(K_TIMELINE, 0));
+	if (r->timeline_node == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	if (r->segmented &&
 	    sv_node_add(c, SV_ROOT, "compacted.hcrp", RO | SV_N_STREAM | SV_N_DERIVED,
@@ -472,6 +475,8 @@ static int rebuild(struct sv_container *c, struct sv_err *err)
 	sv_container_set_priv(c, NULL);
 	int rc = open_rec(c, err);
 	struct rec *r = sv_container_priv(c);
+	bool same = !rc && old && r && old->n == r->n && old->segmented == r->segmented &&
+		    old->table == r->table;
 	if (!rc && old && r && old->segmented == r->segmented && old->table == r->table) {
 		for (uint32_t i = 0; i < r->n && i < old->n; i++) {
 			const struct chunk *a = &old->chunks[i];
@@ -480,9 +485,14 @@ static int rebuild(struct sv_container *c, struct sv_err *err)
 			    a->start == b->start && a->ticks == b->ticks) {
 				b->txt = a->txt;
 				b->warned = a->warned;
+			} else {
+				same = false;
 			}
 		}
 	}
+	/* The timeline is every chunk's text: it changed with them. */
+	if (!rc && r && !same)
+		sv_node_touch(c, r->timeline_node);
 	rec_free(old);
 	return rc;
 }
@@ -1000,6 +1010,8 @@ static int commit_file(struct sv_container *c, int fd, struct sv_err *err)
 	int rc = ch ? new_meta(c, r, &meta, err) : sv_err_set(err, -ENOMEM, "out of memory");
 	uint32_t lo = r->n && removed(c, r, 0) ? 1 : 0;
 	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
+	if (lo != 0 || hi != r->n)
+		sv_node_touch(c, r->timeline_node);
 	if (hi < lo)
 		hi = lo;
 	uint32_t shift = lo ? r->chunks[0].ticks : 0;
@@ -1094,6 +1106,8 @@ static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
 	sv_buf_init(&meta);
 	sv_buf_init(&out);
 	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
+	if (hi != r->n)
+		sv_node_touch(c, r->timeline_node);
 	rc = new_meta(c, r, &meta, err);
 	if (!rc && write_preamble(r, &meta, r->chunks, 0, hi, 0, 0, &out))
 		rc = sv_err_set(err, -ENOMEM, "out of memory");

@@ -218,6 +218,24 @@ static int make_header(struct sb *s)
 	return 0;
 }
 
+/* The group of every view of a record (sv_node_set_group): its key, which
+ * a commit does not move (its index in the tree does). */
+static uint64_t key_group(const uint8_t *k, uint32_t ks)
+{
+	return XXH3_64bits(k, ks) | 1;
+}
+
+/* Adds a view of record i, in its record's group. */
+static uint32_t rec_node(struct sv_container *c, const struct sb *s, uint32_t parent,
+			 const char *name, uint32_t flags, uint64_t size, uint64_t key,
+			 uint32_t i)
+{
+	uint32_t n = sv_node_add(c, parent, name, flags, size, key);
+	if (n != SV_NONE)
+		sv_node_set_group(c, n, key_group(rkey(s, i), s->t->h.key_size));
+	return n;
+}
+
 static uint32_t dir(struct sv_container *c, uint32_t parent, const char *name, uint32_t flags)
 {
 	return sv_node_add(c, parent, name, SV_N_DIR | flags, 0, KEY(K_DIR, 0));
@@ -237,7 +255,7 @@ static int build(struct sv_container *c, struct sb *s)
 		if (ks > 256)
 			break;
 		hex(rkey(s, i), ks, name);
-		if (sv_node_add(c, s->keys_dir, name, LAZY, 0, KEY(K_KEY, i)) == SV_NONE)
+		if (rec_node(c, s, s->keys_dir, name, LAZY, 0, KEY(K_KEY, i), i) == SV_NONE)
 			return -ENOMEM;
 	}
 	if (s->family == F_WORLD) {
@@ -255,23 +273,24 @@ static int build(struct sv_container *c, struct sb *s)
 			switch (k[0]) {
 			case 0:
 				if (!memcmp(k, "\0\0\0\0\0", 5))
-					n = sv_node_add(c, world, "metadata.json", LAZY, 0,
-							KEY(K_META, i));
+					n = rec_node(c, s, world, "metadata.json", LAZY, 0,
+						     KEY(K_META, i), i);
 				break;
 			case 1:
 				memcpy(name + len, ".tsv", 5);
-				n = sv_node_add(c, s->tiles_dir, name, LAZY, 0, KEY(K_TSV, i));
+				n = rec_node(c, s, s->tiles_dir, name, LAZY, 0, KEY(K_TSV, i), i);
 				memcpy(name + len, ".txt", 5);
 				if (n != SV_NONE)
-					n = sv_node_add(c, s->tiles_dir, name, LAZY, 0,
-							KEY(K_TXT, i));
+					n = rec_node(c, s, s->tiles_dir, name, LAZY, 0,
+						     KEY(K_TXT, i), i);
 				memcpy(name + len, ".png", 5);
 				if (n != SV_NONE)
-					n = sv_node_add(c, s->tiles_dir, name, SV_N_RO, png, KEY(K_PNG, i));
+					n = rec_node(c, s, s->tiles_dir, name, SV_N_RO, png,
+						     KEY(K_PNG, i), i);
 				break;
 			case 2:
 				memcpy(name + len, ".json", 6);
-				n = sv_node_add(c, s->ent_dir, name, LAZY, 0, KEY(K_ENT, i));
+				n = rec_node(c, s, s->ent_dir, name, LAZY, 0, KEY(K_ENT, i), i);
 				break;
 			case 3:
 			case 4:
@@ -641,7 +660,7 @@ static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
 		}
 		json_decref(j);
 		sv_buf_fini(&v);
-		if (sv_node_add(c, d, name, flags, 0, KEY(K_CEL, i)) == SV_NONE)
+		if (rec_node(c, s, d, name, flags, 0, KEY(K_CEL, i), i) == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	return 0;
@@ -1205,6 +1224,9 @@ static int commit_bt(struct sv_container *c, int fd, struct sv_err *err)
 	struct sv_bt5_tree *nw = NULL;
 	if (!rc && cs.n)
 		rc = sv_bt5_tree_commit(s->t, fd, bc, cs.n, sv_test_step, &nw, err);
+	/* Every record written, the index's among them: their views follow. */
+	for (size_t i = 0; !rc && nw && i < cs.n; i++)
+		sv_group_touch(c, key_group(cs.v[i].key, cs.ks));
 	if (!rc && nw) {
 		sv_bt5_tree_free(s->t);
 		s->t = nw;

@@ -591,3 +591,40 @@ except OSError as e:
     print(step, errno.errorcode.get(e.errno, e.errno))
 PY
 }
+
+# ---- times that follow bytes --------------------------------------------
+
+# snap_tree DIR OUT: for each file below DIR (not .savefs/), a line
+# "PATH SHA256 MTIME" with the mtime in nanoseconds, sorted by path.  Every
+# file is read, as a backup would read it.
+snap_tree()
+{
+	(cd -- "$1" && find . -path ./.savefs -prune -o -type f -print0 |
+		sort -z | while IFS= read -r -d '' f; do
+			printf '%s %s %s\n' "$f" "$(sha256sum < "$f" | cut -c1-64)" \
+				"$(stat -c '%.9Y' -- "$f")"
+		done) > "$2"
+}
+
+# times_follow_bytes DESC BEFORE AFTER: between two snap_tree listings, a
+# file's mtime moved exactly when its bytes changed (files in both).
+times_follow_bytes()
+{
+	CHECKS=$((CHECKS + 1))
+	local bad
+	bad=$(join -j 1 <(sort "$2") <(sort "$3") | awk '
+		{ sum = ($2 != $4); tim = ($3 != $5) }
+		sum && !tim { print "    bytes changed, mtime did not: " $1 }
+		!sum && tim { print "    bytes unchanged, mtime moved: " $1 }')
+	if [ -n "$bad" ]; then
+		fail "$1: mtimes do not follow bytes"
+		printf '%s\n' "$bad" | head -n 20
+		return 1
+	fi
+}
+
+# changed_files BEFORE AFTER: the paths whose bytes differ, one a line.
+changed_files()
+{
+	join -j 1 <(sort "$1") <(sort "$2") | awk '$2 != $4 { print $1 }'
+}
