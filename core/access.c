@@ -180,10 +180,9 @@ static void note_loaded(struct sv_node *n, const struct sv_blob *b)
 {
 	uint32_t st = __atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE);
 	uint64_t h = b ? XXH3_64bits(b->data, b->len) : 0;
-	if ((st & SV_D_VERIFY) && (!b || !(st & SV_D_KNOWN) || h != n->digest)) {
+	/* (A time a client set is kept: the commit cleared it where due.) */
+	if ((st & SV_D_VERIFY) && (!b || !(st & SV_D_KNOWN) || h != n->digest))
 		__atomic_store_n(&n->mtime_ns, n->vtime_ns, __ATOMIC_RELAXED);
-		n->utime_ns = n->uatime_ns = 0;
-	}
 	__atomic_store_n(&n->digest, h, __ATOMIC_RELAXED);
 	__atomic_store_n(&n->dstate, b ? SV_D_KNOWN : 0, __ATOMIC_RELEASE);
 }
