@@ -127,13 +127,35 @@ struct doodle {
 
 /* ---- small helpers -------------------------------------------------------- */
 
+/* True if p[0..n) opens a JSON object whose first key is "version" (any
+ * case): the game writes every drawing's root so (its struct's first
+ * field), and a plain JSON file that is not a drawing does not start so.
+ * Fewer bytes than that takes: true if what there is fits. */
+static bool drawing_json(const uint8_t *p, size_t n)
+{
+	static const char key[] = "\"version\"";
+	size_t i = 0;
+	while (i < n && isspace(p[i]))
+		i++;
+	if (i == n)
+		return true;
+	if (p[i++] != '{')
+		return false;
+	while (i < n && isspace(p[i]))
+		i++;
+	for (size_t k = 0; key[k] && i < n; k++, i++)
+		if (tolower(p[i]) != key[k])
+			return false;
+	return true;
+}
+
 static int probe(const uint8_t *h, size_t n)
 {
 	size_t i = 0;
-	while (i < n && (h[i] == ' ' || h[i] == '\t' || h[i] == '\r' || h[i] == '\n'))
+	while (i < n && isspace(h[i]))
 		i++;
 	if (i < n && h[i] == '{')
-		return 1;
+		return drawing_json(h, n);
 	if (n >= 4 && !memcmp(h, "PK\3\4", 4))
 		return 1;
 	if (n >= 3 && h[0] == 0x1f && h[1] == 0x8b && h[2] == 8) {
@@ -150,10 +172,7 @@ static int probe(const uint8_t *h, size_t n)
 		inflate(&z, Z_SYNC_FLUSH);
 		size_t got = sizeof out - z.avail_out;
 		inflateEnd(&z);
-		size_t k = 0;
-		while (k < got && isspace(out[k]))
-			k++;
-		return got == 0 || (k < got && out[k] == '{');
+		return drawing_json(out, got);
 	}
 	return 0;
 }
@@ -921,7 +940,7 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 		d->kind = lv >= 0 ? D_LEVEL : dd >= 0 ? D_DOODAD : ix >= 0 ? D_PACK : 0;
 		d->root_member = lv >= 0 ? lv : dd >= 0 ? dd : ix;
 		if (!d->kind)
-			return sv_err_set(err, -EBADMSG, "doodle: zip holds no level.json, "
+			return sv_err_set(err, -EMEDIUMTYPE, "doodle: zip holds no level.json, "
 					  "doodad.json or index.json: not a drawing");
 		rc = member_blob(d, d->root_member, &whole, err);
 		if (rc) {
@@ -953,6 +972,13 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 			return rc;
 		json_t *ls = jget(d->root, "layers");
 		d->kind = json_is_array(ls) && !jget(d->root, "chunks") ? D_DOODAD : D_LEVEL;
+		/* What the game writes for every level (chunks) or doodad
+		 * (layers): a JSON file without either is someone else's. */
+		if (!json_is_object(d->root) || !json_is_number(jget(d->root, "version")) ||
+		    (!json_is_object(jget(d->root, "chunks")) && !json_is_array(ls)))
+			return sv_err_set(err, -EMEDIUMTYPE, "doodle: the root JSON has no "
+					  "\"version\" with \"chunks\" or \"layers\": not a "
+					  "drawing");
 	}
 	if (render_view(d))
 		return sv_err_set(err, -ENOMEM, "out of memory");

@@ -404,15 +404,17 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 
 /* ---- format callbacks --------------------------------------------------- */
 
+/* The magic and the one format version there is (i16 at byte 4): a
+ * recording of another version is not claimed. */
 static int probe(const uint8_t *h, size_t n)
 {
-	return n >= 4 && !memcmp(h, "HCRP", 4);
+	return n >= 6 && !memcmp(h, "HCRP", 4) && h[4] == 0 && h[5] == 4;
 }
 
 static int probe_dir(struct sv_container *c)
 {
-	uint8_t h[4];
-	return !sv_member_pread(c, PREAMBLE, 0, h, 4, NULL) && probe(h, 4);
+	uint8_t h[6];
+	return !sv_member_pread(c, PREAMBLE, 0, h, 6, NULL) && probe(h, 6);
 }
 
 static int table_of(struct sv_container *c, int *table, struct sv_err *err)

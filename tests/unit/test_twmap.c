@@ -89,7 +89,13 @@ static void two_views(void)
 	char *at = strstr(j, "\"detail\": false");
 	T_OK(at != NULL);
 	memcpy(at, "\"detail\": true ", 15);
-	T_INT(0, put(c, "items/5-layer/00003.bin", item->data, item->len, &err));
+	/* The raw item with the same change (bytes written as they are commit
+	 * nothing, so this one must differ to be an edit). */
+	uint8_t *raw_item = malloc(item->len);
+	memcpy(raw_item, item->data, item->len);
+	raw_item[8] = 1;
+	T_INT(0, put(c, "items/5-layer/00003.bin", raw_item, item->len, &err));
+	free(raw_item);
 	T_INT(0, put(c, DECO "layer.json", j, strlen(j), &err));
 	T_INT(-EBUSY, commit(c, &err));
 	T_STR("datafile: item 5-layer/00003.bin is edited both as raw bytes and through map/ "
@@ -111,8 +117,19 @@ static void two_views(void)
 	char raw[32];
 	snprintf(raw, sizeof raw, "data/%05u.bin", gd);
 	struct sv_blob *d = content(c, raw);
-	T_INT(0, put(c, raw, d->data, d->len, &err));
-	T_INT(0, put(c, GAME "tiles.txt", g->data, g->len, &err));
+	/* Each changed: the raw data's first tile, the grid's first cell. */
+	uint8_t *rd = malloc(d->len);
+	memcpy(rd, d->data, d->len);
+	rd[0] ^= 1;
+	T_INT(0, put(c, raw, rd, d->len, &err));
+	free(rd);
+	char *gt = strndup((const char *)g->data, g->len);
+	char *cell = gt;
+	while (*cell == '#')
+		cell = strchr(cell, '\n') + 1;
+	memcpy(cell, cell[0] == '0' && cell[1] == '1' ? "020" : "010", 3);
+	T_INT(0, put(c, GAME "tiles.txt", gt, g->len, &err));
+	free(gt);
 	T_INT(-EBUSY, commit(c, &err));
 	char want[200];
 	snprintf(want, sizeof want, "datafile: data item %u is edited both as raw bytes and "

@@ -63,6 +63,8 @@ EMPTY = 0xFFFF
 DATE = (1980, 1, 1, 0, 0, 0)
 
 FAILS = 'fails: savefs info exits 5'
+# Not a drawing at all (someone else's zip): an unknown format.
+UNKNOWN = 'fails: savefs info exits 4'
 
 
 def eio(path, *also):
@@ -288,10 +290,10 @@ def variants():
         'doodle: zip: byte %d: 65535 entries cannot fit in a central directory of %d bytes'
         % (L['end'], L['cd_size']))
     add('zip-no-root', 'level', make_zip([('chunks/0/0,0.bin', rle(grid_runs(GRID0))),
-                                          ('readme.txt', b'no drawing here\n')]), FAILS,
+                                          ('readme.txt', b'no drawing here\n')]), UNKNOWN,
         'doodle: zip holds no level.json, doodad.json or index.json: not a drawing')
     # A name that is almost right is still not the root.
-    add('zip-root-misnamed', 'level', make_zip([('Level.json', dumps(level_root()))]), FAILS,
+    add('zip-root-misnamed', 'level', make_zip([('Level.json', dumps(level_root()))]), UNKNOWN,
         'doodle: zip holds no level.json, doodad.json or index.json: not a drawing')
 
     bad_json = dumps(level_root())[:40]

@@ -103,10 +103,7 @@ def eio(i):
 def variants():
     g = good()
     g2 = good(100)
-    yield 'version-3', FAILS, 'recording: byte 4: format version 3; savefs reads version 4', \
-        rec([g], version=3)
-    yield 'version-5', FAILS, 'recording: byte 4: format version 5; savefs reads version 4', \
-        rec([g], version=5)
+    # Another format version is not claimed at all: tests/data/nearmiss.
     yield 'world-version-33', FAILS, \
         'recording: byte 24: world version length 33, not 0 to 32', rec([g], wv=33)
     yield 'dictionary-1', FAILS, \
