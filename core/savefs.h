@@ -607,6 +607,15 @@ int sv_deflate(const uint8_t *p, size_t n, int level, struct sv_buf *out);
 /* A named step of a commit: a test names one in SAVEFS_TEST_KILL_AT and the
  * process is killed (SIGKILL) there, to check what a crash leaves. */
 void sv_test_step(const char *step);
+/* The shortest decimal that reads back as d (as a float when is_float):
+ * positional from 1e-4 up to 1e16 ("64", "0.25", "-1.5"), else with an
+ * exponent ("1.5e-05", "1e+16"); "NaN", "Infinity", "-Infinity".  The one
+ * decimal writer of every view. */
+void sv_shortest(char out[40], double d, bool is_float);
+/* Appends the JSON text of json (a jansson json_t *) as json_dump_callback
+ * writes it with flags, but every real as its shortest decimal (with ".0"
+ * on a whole number, so that it reads back as a real).  0 or -ENOMEM. */
+int sv_json_dump(const void *json, size_t flags, struct sv_buf *out);
 /* The value of a hex digit (either case), or -1. */
 int sv_hexval(int c);
 /* Writes all of p to fd, retrying short writes.  0 or -errno. */

@@ -222,16 +222,9 @@ static int jset(json_t *o, const char *key, json_t *v)
 	return json_object_set_new(o, real, v);
 }
 
-static int dump_cb(const char *p, size_t n, void *arg)
-{
-	return sv_buf_add(arg, p, n) ? -1 : 0;
-}
-
 static int json_to_buf(json_t *j, size_t flags, struct sv_buf *b)
 {
-	if (json_dump_callback(j, dump_cb, b, flags))
-		return -ENOMEM;
-	return 0;
+	return sv_json_dump(j, flags, b);
 }
 
 static int parse_json(const uint8_t *p, size_t n, const char *what, json_t **out,

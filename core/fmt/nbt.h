@@ -74,10 +74,6 @@ int sv_nbt_read_payload(const uint8_t *p, size_t n, uint8_t type, struct sv_nbt 
 /* Appends v as network NBT (type byte, payload). */
 int sv_nbt_write(struct sv_buf *b, const struct sv_nbt *v);
 
-/* The shortest decimal that reads back as d (as a float when is_float):
- * positional from 1e-4 up to 1e16 ("64", "0.25", "-1.5"), else with an
- * exponent ("1.5e-05", "1e+16"); "NaN", "Infinity", "-Infinity". */
-void sv_nbt_real(char out[40], double d, bool is_float);
 
 /* Appends v as SNBT: indented over lines (pretty, with a final newline) or
  * on one line with no spaces outside strings (compact). */

@@ -412,7 +412,7 @@ static int put_real(struct sv_buf *b, const char *key, double v, bool is_float)
 	char t[48];
 	size_t k = strlen(key);
 	memcpy(t, key, k);
-	sv_nbt_real(t + k, v, is_float);
+	sv_shortest(t + k, v, is_float);
 	return sv_buf_add(b, t, strlen(t));
 }
 
@@ -831,7 +831,7 @@ static int json_num(struct sv_buf *b, double d, bool is_float)
 	char t[40];
 	if (!isfinite(d))
 		return sv_buf_add(b, "null", 4);
-	sv_nbt_real(t, d, is_float);
+	sv_shortest(t, d, is_float);
 	return sv_buf_add(b, t, strlen(t));
 }
 

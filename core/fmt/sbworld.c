@@ -27,24 +27,9 @@ void sv_sb_float(float f, char *buf, size_t size)
 		snprintf(buf, size, f > 0 ? "inf" : "-inf");
 		return;
 	}
-	/* The shortest of %.1g .. %.9g (and, for a whole number, its plain
-	 * digits) that reads back to f; on a tie, the one without an
-	 * exponent. */
-	char best[32] = "", cand[32];
-	for (int p = 0; p <= 9; p++) {
-		if (p == 0 && !(f == (float)(int64_t)f && f > -1e9f && f < 1e9f))
-			continue;
-		if (p == 0)
-			snprintf(cand, sizeof cand, "%.0f", (double)f);
-		else
-			snprintf(cand, sizeof cand, "%.*g", p, (double)f);
-		if (strtof(cand, NULL) != f)
-			continue;
-		size_t n = strlen(cand), b = strlen(best);
-		if (!b || n < b || (n == b && strchr(best, 'e') && !strchr(cand, 'e')))
-			memcpy(best, cand, n + 1);
-	}
-	snprintf(buf, size, "%s", best);
+	char t[40];
+	sv_shortest(t, f, true);
+	snprintf(buf, size, "%s", t);
 }
 
 /* ---- .tsv ------------------------------------------------------------------ */

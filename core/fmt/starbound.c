@@ -165,11 +165,7 @@ static bool world_key(const struct sb *s, const uint8_t *k, unsigned type)
 
 static int dump_json(const json_t *j, struct sv_buf *b)
 {
-	char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-	if (!text)
-		return -ENOMEM;
-	int rc = sv_buf_add(b, text, strlen(text));
-	free(text);
+	int rc = sv_json_dump(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, b);
 	return rc ? rc : sv_buf_add(b, "\n", 1);
 }
 

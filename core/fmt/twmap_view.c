@@ -90,11 +90,15 @@ static void compact_arrays(char *s)
 
 static int blob_json(json_t *j, struct sv_blob **out, struct sv_err *err)
 {
-	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17))
-		    : NULL;
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = j ? sv_json_dump(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, &b) : -ENOMEM;
 	json_decref(j);
-	if (!s)
+	if (rc || sv_buf_add(&b, "", 1)) {
+		sv_buf_fini(&b);
 		return sv_err_set(err, -ENOMEM, "map: out of memory");
+	}
+	char *s = (char *)b.p;
 	compact_arrays(s);
 	size_t n = strlen(s);
 	*out = sv_blob_new(n + 1);
@@ -102,7 +106,7 @@ static int blob_json(json_t *j, struct sv_blob **out, struct sv_err *err)
 		memcpy((*out)->data, s, n);
 		(*out)->data[n] = '\n';
 	}
-	free(s);
+	sv_buf_fini(&b);
 	return *out ? 0 : sv_err_set(err, -ENOMEM, "map: out of memory");
 }
 

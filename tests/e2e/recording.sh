@@ -308,9 +308,15 @@ expect_exit "a directory that is no recording" 4 \
 for v in 3 5; do
 	cp "$COMP" "$TMP/v$v.hcrp"
 	printf "\\x00\\x0$v" | dd of="$TMP/v$v.hcrp" bs=1 seek=4 conv=notrunc 2> /dev/null
-	expect_exit "format version $v" 5 \
-		"savefs: $TMP/v$v.hcrp: recording: byte 4: format version $v; savefs reads version 4" \
+	# Not claimed (another version is not a recording savefs reads) ...
+	expect_exit "format version $v" 4 \
+		"savefs: $TMP/v$v.hcrp: not a container savefs knows (see --formats)" \
 		"$SAVEFS" info "$TMP/v$v.hcrp"
+	# ... and, named, refused with the version it has.
+	mkdir -p "$TMP/vm"
+	expect_exit "format version $v, mounted with -o format=recording" 5 \
+		"savefs: $TMP/v$v.hcrp: recording: byte 4: format version $v; savefs reads version 4" \
+		"$SAVEFS" -f -o format=recording "$TMP/v$v.hcrp" "$TMP/vm"
 done
 expect_exit "an unknown event table" 2 \
 	"savefs: events=other: the event tables are builtin and parkour" \

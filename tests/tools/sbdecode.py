@@ -20,6 +20,7 @@ savefs shows and what it writes.
 import hashlib
 import json
 import os
+import math
 import struct
 import sys
 import zlib
@@ -268,18 +269,29 @@ def shortest(f):
         return "nan"
     if f in (float("inf"), float("-inf")):
         return "inf" if f > 0 else "-inf"
-    # The shortest of %.1g .. %.9g (and a whole number's plain digits)
-    # that reads back to the same float; on a tie, no exponent.
-    cands = ["%.*g" % (p, f) for p in range(1, 10)]
-    if f == int(f) and abs(f) < 1e9:
-        cands.insert(0, "%.0f" % f)
-    best = None
-    for c in cands:
-        if struct.unpack(">f", struct.pack(">f", float(c)))[0] != f:
-            continue
-        if best is None or len(c) < len(best) or (len(c) == len(best) and "e" in best and "e" not in c):
-            best = c
-    return best
+    if f == 0:
+        return "-0" if math.copysign(1, f) < 0 else "0"
+    # The fewest significant digits that read back to the same float,
+    # laid out as a person writes them: an exponent only below 1e-4 or
+    # from 1e16 on ("1.5e-05", "1e+16").
+    for p in range(1, 10):
+        e = "%.*e" % (p - 1, f)
+        if struct.unpack(">f", struct.pack(">f", float(e)))[0] == f:
+            break
+    mant, x = e.split("e")
+    x = int(x)
+    neg = mant.startswith("-")
+    digits = mant.lstrip("-").replace(".", "").rstrip("0") or "0"
+    if x < -4 or x >= 16:
+        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "") + \
+            "e%s%02d" % ("-" if x < 0 else "+", abs(x))
+    elif x < 0:
+        body = "0." + "0" * (-x - 1) + digits
+    elif x + 1 >= len(digits):
+        body = digits + "0" * (x + 1 - len(digits))
+    else:
+        body = digits[:x + 1] + "." + digits[x + 1:]
+    return ("-" if neg else "") + body
 
 
 def tiles(v):

@@ -88,7 +88,7 @@ static void reals(void)
 	};
 	char got[40], want[40];
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-		sv_nbt_real(got, cases[i].d, cases[i].f);
+		sv_shortest(got, cases[i].d, cases[i].f);
 		T_STR(cases[i].s, got);
 	}
 	int bad = 0;
@@ -126,7 +126,7 @@ static void reals(void)
 			d = (float)d;
 		if (f && !isfinite((float)d))
 			continue;
-		sv_nbt_real(got, d, f);
+		sv_shortest(got, d, f);
 		slow_real(want, d, f);
 		if (strcmp(got, want)) {
 			fprintf(stderr, "%.17g (%s): %s, the plain search gives %s\n", d,

@@ -7,6 +7,7 @@
 #include "t.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -315,6 +316,34 @@ static void io(void)
 	free(q);
 }
 
+/* JSON views write each real as its shortest decimal, and a tree holding
+ * the marker character in a string is written by jansson alone. */
+static void json_reals(void)
+{
+	json_t *o = json_pack("{s:f,s:f,s:[f,f,f],s:{s:f},s:i,s:s}", "a", 250.216927267, "b", 64.0,
+			      "c", 0.1, 1e300, -2.5e-7, "d", "e", 1e16, "i", 3, "s", "x");
+	struct sv_buf b;
+	sv_buf_init(&b);
+	T_INT(0, sv_json_dump(o, JSON_COMPACT | JSON_PRESERVE_ORDER, &b));
+	sv_buf_add(&b, "", 1);
+	T_STR("{\"a\":250.216927267,\"b\":64.0,\"c\":[0.1,1e+300,-2.5e-07],\"d\":{\"e\":1e+16},"
+	      "\"i\":3,\"s\":\"x\"}", (char *)b.p);
+	/* Read back: the same values, reals still reals. */
+	json_t *back = json_loads((char *)b.p, 0, NULL);
+	T_OK(back && json_equal(o, back));
+	T_OK(json_is_real(json_object_get(back, "b")));
+	json_decref(back);
+	sv_buf_fini(&b);
+	json_object_set_new(o, "s", json_string("\x01" "1\x01"));
+	sv_buf_init(&b);
+	T_INT(0, sv_json_dump(o, JSON_COMPACT | JSON_PRESERVE_ORDER, &b));
+	sv_buf_add(&b, "", 1);
+	T_OK(strstr((char *)b.p, "\"s\":\"\\u00011\\u0001\"") != NULL);
+	T_OK(strstr((char *)b.p, "250.21692726699999") != NULL);
+	sv_buf_fini(&b);
+	json_decref(o);
+}
+
 int main(void)
 {
 	parse_size();
@@ -325,5 +354,6 @@ int main(void)
 	errs();
 	opts();
 	io();
+	json_reals();
 	return t_done();
 }
