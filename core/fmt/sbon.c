@@ -218,6 +218,100 @@ int sv_sbon_read(struct sv_rd *r, json_t **out, struct sv_err *err)
 	return read_value(r, out, 0, err);
 }
 
+/* Steps over one value, as read_value reads it, building nothing. */
+static int skip_value(struct sv_rd *r, unsigned depth, struct sv_err *err)
+{
+	size_t at = r->off;
+	if (depth > SV_SBON_MAX_DEPTH)
+		return bad(r, at, err, "nested too deep");
+	uint8_t type = sv_rd_u8(r);
+	if (!sv_rd_ok(r))
+		return bad(r, at, err, "a value runs past the end");
+	uint64_t n;
+	int64_t v;
+	int rc = 0;
+	switch (type) {
+	case 0:
+	case 1:
+		return 0;
+	case 2:
+		return sv_rd_bytes(r, 8) ? 0 : bad(r, at, err, "a double runs past the end");
+	case 3:
+		sv_rd_u8(r);
+		return sv_rd_ok(r) ? 0 : bad(r, at, err, "a bool runs past the end");
+	case 4:
+		return sv_svlq_read(r, &v, err);
+	case 5:
+		if ((rc = read_count(r, &n, err)))
+			return rc;
+		return sv_rd_bytes(r, (size_t)n) ? 0 : bad(r, at, err, "a string runs past the end");
+	case 6:
+		if ((rc = read_count(r, &n, err)))
+			return rc;
+		for (uint64_t i = 0; i < n && !rc; i++)
+			rc = skip_value(r, depth + 1, err);
+		return rc;
+	case 7:
+		if ((rc = read_count(r, &n, err)))
+			return rc;
+		for (uint64_t i = 0; i < n && !rc; i++) {
+			uint64_t k;
+			size_t kat = r->off;
+			rc = read_count(r, &k, err);
+			if (!rc && !sv_rd_bytes(r, (size_t)k))
+				rc = bad(r, kat, err, "a string runs past the end");
+			if (!rc)
+				rc = skip_value(r, depth + 1, err);
+		}
+		return rc;
+	default: {
+		char what[48];
+		snprintf(what, sizeof what, "an unknown value type %u", type);
+		return bad(r, at, err, what);
+	}
+	}
+}
+
+int sv_vjson_get(const uint8_t *p, size_t n, const char *key, json_t **out,
+		 struct sv_err *err)
+{
+	struct sv_rd r;
+	sv_rd_init(&r, p, n);
+	*out = NULL;
+	uint64_t len;
+	int rc = read_count(&r, &len, err);
+	if (!rc && !sv_rd_bytes(&r, (size_t)len))
+		rc = bad(&r, 0, err, "a string runs past the end");
+	if (rc)
+		return rc;
+	if (sv_rd_u8(&r))
+		sv_rd_u32be(&r);
+	size_t at = r.off;
+	uint8_t type = sv_rd_u8(&r);
+	if (!sv_rd_ok(&r))
+		return bad(&r, at, err, "a versioned value runs past the end");
+	if (type != 7)
+		return 0;
+	uint64_t count;
+	if ((rc = read_count(&r, &count, err)))
+		return rc;
+	size_t klen = strlen(key);
+	for (uint64_t i = 0; i < count && !rc; i++) {
+		uint64_t k;
+		size_t kat = r.off;
+		rc = read_count(&r, &k, err);
+		const uint8_t *name = rc ? NULL : sv_rd_bytes(&r, (size_t)k);
+		if (!rc && !name)
+			rc = bad(&r, kat, err, "a string runs past the end");
+		if (rc)
+			break;
+		if (k == klen && !memcmp(name, key, klen))
+			return read_value(&r, out, 1, err);
+		rc = skip_value(&r, 1, err);
+	}
+	return rc;
+}
+
 static int put_string(struct sv_buf *b, const char *s, size_t n)
 {
 	int rc = sv_vlq_put(b, n);

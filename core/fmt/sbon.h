@@ -58,6 +58,12 @@ int sv_sbon_write_string(struct sv_buf *b, const char *s, size_t n);
 /* A versioned JSON value: {"id", "version" (absent when the file has
  * none), "content"}, the object savefs shows. */
 int sv_vjson_read(struct sv_rd *r, json_t **out, struct sv_err *err);
+/* The value under `key` in the content of the versioned JSON value
+ * p[0..n) when that content is an object, found by stepping over the
+ * other values without building them (*out NULL when there is none).
+ * For a name wanted from many records (a universe's chunk coordinates). */
+int sv_vjson_get(const uint8_t *p, size_t n, const char *key, json_t **out,
+		 struct sv_err *err);
 /* Writes such an object back: -EINVAL (with the reason) if it is not one
  * (an "id" string, a "version" of 0..2^32-1 or none, a "content"). */
 int sv_vjson_write(struct sv_buf *b, const json_t *v, struct sv_err *err);

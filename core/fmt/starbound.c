@@ -638,11 +638,13 @@ static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
 		json_t *j = NULL;
 		struct sv_err e;
 		int rc = value(c, s, i, &v, &zl, &e);
+		/* Only the name is wanted here: the value is stepped over, not
+		 * built (its view reads it whole, and says what is wrong). */
 		if (!rc)
-			rc = sv_sb_vdoc_read(v.p, v.len, &j, &e);
+			rc = sv_vjson_get(v.p, v.len, "chunkIndex", &j, &e);
 		json_int_t x, y;
 		uint32_t flags = LAZY;
-		if (!rc && !json_unpack(json_object_get(j, "content"), "{s[II]}", "chunkIndex", &x, &y)) {
+		if (!rc && !json_unpack(j, "[II]", &x, &y)) {
 			snprintf(name, sizeof name, "%lld,%lld.json", (long long)x, (long long)y);
 		} else {
 			if (s->t->h.key_size <= 256)

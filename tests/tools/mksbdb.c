@@ -21,7 +21,7 @@
  *                          root slot) and remove a record in each but the
  *                          first
  *         -o               OpenStarbound's sub-version trailers
- *   mksbdb celestial OUT -n N
+ *   mksbdb celestial OUT -n N [-s K]   (-s: K system objects a chunk, chunkIndex last)
  *       A Celestial2 database of N chunks (keys: SHA-256 of the chunk's
  *       coordinate as two big-endian int32, as the game keys them).
  *   mksbdb sbvj01 OUT [-o]
@@ -440,13 +440,15 @@ static int world(int argc, char **argv)
 
 static int celestial(int argc, char **argv)
 {
-	unsigned n = 100;
+	unsigned n = 100, objects = 0;
 	int o;
 	optind = 3;
 	keysize = 32;
-	while ((o = getopt(argc, argv, "n:b:")) != -1) {
+	while ((o = getopt(argc, argv, "n:b:s:")) != -1) {
 		if (o == 'n')
 			n = (unsigned)atoi(optarg);
+		else if (o == 's')
+			objects = (unsigned)atoi(optarg);
 		else
 			return 2;
 	}
@@ -460,12 +462,30 @@ static int celestial(int argc, char **argv)
 				    (uint8_t)(y >> 24), (uint8_t)(y >> 16), (uint8_t)(y >> 8), (uint8_t)y};
 		uint8_t key[32];
 		sha256_short(coord, 8, key);
-		json_t *v = versioned("CelestialChunk", 1,
-				      json_pack("{s[ii]s[]s[[[iii]{sssi}]]s[]}", "chunkIndex", x, y,
-						"constellations", "systemParameters", x * 30, y * 30,
-						(int)(rnd() % 100), "name", "system", "seed",
-						(int)rnd(), "systemObjects"),
-				      false);
+		json_t *content;
+		if (!objects) {
+			content = json_pack("{s[ii]s[]s[[[iii]{sssi}]]s[]}", "chunkIndex", x, y,
+					    "constellations", "systemParameters", x * 30, y * 30,
+					    (int)(rnd() % 100), "name", "system", "seed",
+					    (int)rnd(), "systemObjects");
+		} else {
+			/* As the game writes them: big values of system objects
+			 * (each with its parameters), chunkIndex the last key. */
+			json_t *objs = json_array();
+			for (unsigned k = 0; k < objects; k++)
+				json_array_append_new(objs, json_pack(
+					"[[iii]{sssis{sfsfsssis[ffff]}}]", x * 30, y * 30, (int)k,
+					"name", "planet", "seed", (int)rnd(), "parameters",
+					"gravity", (double)(rnd() % 1000) / 7.0, "radius",
+					(double)(rnd() % 1000) / 3.0, "biome", "forest", "threat",
+					(int)(rnd() % 10), "colour", (double)rnd() / 65536.0,
+					(double)rnd() / 65536.0, (double)rnd() / 65536.0, 1.0));
+			content = json_pack("{s[]s[[[iii]{sssi}]]sos[ii]}", "constellations",
+					    "systemParameters", x * 30, y * 30, (int)(rnd() % 100),
+					    "name", "system", "seed", (int)rnd(), "systemObjects", objs,
+					    "chunkIndex", x, y);
+		}
+		json_t *v = versioned("CelestialChunk", 1, content, false);
 		struct sv_buf raw;
 		sv_buf_init(&raw);
 		if (sv_sb_vdoc_write(v, &raw, &e))

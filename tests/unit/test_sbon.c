@@ -241,8 +241,44 @@ static void versioned(void)
 	sv_buf_fini(&b);
 }
 
+/* One key of a versioned value's content, the rest stepped over. */
+static void get_key(void)
+{
+	json_t *v = json_pack("{s:s,s:i,s:{s:[f,s,{s:b}],s:n,s:s,s:[i,i]}}", "id", "CelestialChunk",
+			      "version", 1, "content", "objects", 1.5, "x", "deep", 1, "nil",
+			      "name", "sys", "chunkIndex", -3, 7);
+	struct sv_buf b;
+	struct sv_err err;
+	sv_buf_init(&b);
+	T_INT(0, sv_vjson_write(&b, v, &err));
+	json_t *got = NULL;
+	T_INT(0, sv_vjson_get(b.p, b.len, "chunkIndex", &got, &err));
+	T_OK(got && json_equal(got, json_object_get(json_object_get(v, "content"), "chunkIndex")));
+	json_decref(got);
+	got = NULL;
+	T_INT(0, sv_vjson_get(b.p, b.len, "absent", &got, &err));
+	T_OK(got == NULL);
+	/* Cut anywhere before the key's value: an error, never a read past. */
+	for (size_t cut = 0; cut + 3 < b.len; cut++) {
+		got = NULL;
+		int rc = sv_vjson_get(b.p, cut, "chunkIndex", &got, &err);
+		T_OK(rc == -EBADMSG || (rc == 0 && got == NULL));
+		json_decref(got);
+	}
+	/* Content that is not an object has no keys. */
+	json_object_set_new(v, "content", json_integer(5));
+	b.len = 0;
+	T_INT(0, sv_vjson_write(&b, v, &err));
+	got = NULL;
+	T_INT(0, sv_vjson_get(b.p, b.len, "chunkIndex", &got, &err));
+	T_OK(got == NULL);
+	sv_buf_fini(&b);
+	json_decref(v);
+}
+
 int main(void)
 {
+	get_key();
 	vlq();
 	values();
 	malformed();
