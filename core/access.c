@@ -144,6 +144,8 @@ int sv_expand(struct sv_container *c, uint32_t dir)
 	return rc;
 }
 
+static void remember_failure(struct sv_container *c, uint32_t i, const struct sv_err *err);
+
 /* Settles the size of an SV_N_LAZYSIZE node by loading it; read lock held. */
 void sv_settle_size(struct sv_container *c, uint32_t i)
 {
@@ -158,12 +160,12 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 	if ((n->flags & SV_N_STREAM) && c->fmt->size) {
 		if (c->fmt->size(c, i, &size, &e)) {
 			size = 0;
-			if (e.code != -ENOMEM)
-				sv_log_failure(c, i, "read", &e);
+			remember_failure(c, i, &e);
+			sv_log_failure(c, i, "read", &e);
 		}
 	} else if (!sv_content_locked(c, i, &b, &e))
 		size = b->len;
-	else if (e.code != -ENOMEM)
+	else
 		sv_log_failure(c, i, "read", &e); /* once: it is remembered */
 	sv_blob_unref(b);
 	__atomic_store_n(&n->size, size, __ATOMIC_RELAXED);
@@ -414,6 +416,23 @@ static void loading_put(struct loading *l)
 	}
 }
 
+/*
+ * Node i's content could not be made at its present generation: it reads
+ * EIO with the reason whatever size it was believed to have (never an
+ * empty file), and is not decoded again while its reason stays in the
+ * cache.  Out of memory too: when the reason leaves the cache, it is
+ * tried again.  Read (or write) lock held.
+ */
+static void remember_failure(struct sv_container *c, uint32_t i, const struct sv_err *err)
+{
+	struct sv_node *n = &c->nodes[i];
+	struct sv_blob *why = sv_blob_dup(err->msg, strlen(err->msg));
+	if (why)
+		sv_cache_put(c->cache, sv_cache_key(n, i) | FAIL_KEY, why);
+	sv_blob_unref(why);
+	__atomic_store_n(&n->failed, (n->gen & 0x7fffffff) + 1, __ATOMIC_RELEASE);
+}
+
 /* Loads node i, or waits for the thread already loading it and shares
  * its result.  Read (or write) lock held. */
 static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
@@ -454,17 +473,7 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 		*out = NULL;
 		rc = rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;
 		err->code = rc;
-		if (rc != -ENOMEM) {
-			/* Remembered for this generation: it reads EIO whatever
-			 * size it was believed to have, and is not decoded again
-			 * while its reason stays in the cache. */
-			struct sv_node *n = &c->nodes[i];
-			struct sv_blob *why = sv_blob_dup(err->msg, strlen(err->msg));
-			if (why)
-				sv_cache_put(c->cache, key | FAIL_KEY, why);
-			sv_blob_unref(why);
-			__atomic_store_n(&n->failed, (n->gen & 0x7fffffff) + 1, __ATOMIC_RELEASE);
-		}
+		remember_failure(c, i, err);
 	} else {
 		sv_cache_put(c->cache, key, *out);
 	}

@@ -769,6 +769,41 @@ static float bef32(const uint8_t *p)
 	return f;
 }
 
+/* A stored float as JSON: a number, or, where it is not finite (JSON has
+ * no NaN: a crafted or damaged index), {"$float": "<8 hex digits>"}, so
+ * that it is shown, and written back, bit for bit. */
+static json_t *f32_json(const uint8_t *p)
+{
+	float f = bef32(p);
+	if (isfinite(f))
+		return json_real((double)f);
+	char bits[9];
+	snprintf(bits, sizeof bits, "%02x%02x%02x%02x", p[0], p[1], p[2], p[3]);
+	return json_pack("{ss}", "$float", bits);
+}
+
+/* The bits of a float shown by f32_json; false if v is neither form. */
+static bool json_f32(const json_t *v, uint32_t *bits)
+{
+	if (json_is_number(v)) {
+		float f = (float)json_number_value(v);
+		memcpy(bits, &f, sizeof f);
+		return true;
+	}
+	const char *h = json_string_value(json_object_get(v, "$float"));
+	if (!h || json_object_size(v) != 1 || strlen(h) != 8)
+		return false;
+	uint32_t u = 0;
+	for (int i = 0; i < 8; i++) {
+		int d = sv_hexval(h[i]);
+		if (d < 0)
+			return false;
+		u = u << 4 | (uint32_t)d;
+	}
+	*bits = u;
+	return true;
+}
+
 int sv_sb_ubucket_read(const uint8_t *p, size_t n, json_t **out, struct sv_err *err)
 {
 	struct sv_rd r;
@@ -790,8 +825,8 @@ int sv_sb_ubucket_read(const uint8_t *p, size_t n, json_t **out, struct sv_err *
 					r.fail_off);
 			break;
 		}
-		json_t *e = json_pack("{s[ii]s[ff]}", "sector", q[0] << 8 | q[1], q[2] << 8 | q[3],
-				      "position", (double)bef32(q + 4), (double)bef32(q + 8));
+		json_t *e = json_pack("{s[ii]s[oo]}", "sector", q[0] << 8 | q[1], q[2] << 8 | q[3],
+				      "position", f32_json(q + 4), f32_json(q + 8));
 		if (!e || json_object_set_new(o, json_string_value(id), e))
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
 		json_decref(id);
@@ -806,16 +841,6 @@ int sv_sb_ubucket_read(const uint8_t *p, size_t n, json_t **out, struct sv_err *
 	return 0;
 }
 
-static void put_f32(uint8_t *p, float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof u);
-	p[0] = (uint8_t)(u >> 24);
-	p[1] = (uint8_t)(u >> 16);
-	p[2] = (uint8_t)(u >> 8);
-	p[3] = (uint8_t)u;
-}
-
 int sv_sb_ubucket_write(const json_t *o, struct sv_buf *out, struct sv_err *err)
 {
 	const char *k;
@@ -825,14 +850,17 @@ int sv_sb_ubucket_write(const json_t *o, struct sv_buf *out, struct sv_err *err)
 		if (rc)
 			break;
 		json_int_t sx, sy;
-		double x, y;
-		if (json_unpack(e, "{s[II]s[FF]}", "sector", &sx, &sy, "position", &x, &y) ||
-		    sx < 0 || sx > 65535 || sy < 0 || sy > 65535)
+		json_t *x, *y;
+		uint32_t bx, by;
+		if (json_unpack(e, "{s[II]s[oo]}", "sector", &sx, &sy, "position", &x, &y) ||
+		    sx < 0 || sx > 65535 || sy < 0 || sy > 65535 || !json_f32(x, &bx) ||
+		    !json_f32(y, &by))
 			return sv_err_set(err, -EINVAL, "unique %s: a bad index entry", k);
 		rc = sv_sbon_write_string(out, k, strlen(k));
-		uint8_t q[12] = {(uint8_t)(sx >> 8), (uint8_t)sx, (uint8_t)(sy >> 8), (uint8_t)sy};
-		put_f32(q + 4, (float)x);
-		put_f32(q + 8, (float)y);
+		uint8_t q[12] = {(uint8_t)(sx >> 8), (uint8_t)sx, (uint8_t)(sy >> 8), (uint8_t)sy,
+				 (uint8_t)(bx >> 24), (uint8_t)(bx >> 16), (uint8_t)(bx >> 8),
+				 (uint8_t)bx, (uint8_t)(by >> 24), (uint8_t)(by >> 16),
+				 (uint8_t)(by >> 8), (uint8_t)by};
 		if (!rc)
 			rc = sv_buf_add(out, q, 12);
 	}

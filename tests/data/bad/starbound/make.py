@@ -22,6 +22,7 @@ output depends only on this script.  For each variant NAME:
   make.py --check   exits 1 if a file here differs from what would be written
   make.py --corpus DIR   writes a few well-formed databases (fuzzing seeds)
 """
+import json
 import os
 import struct
 import sys
@@ -200,6 +201,14 @@ def variants():
         header(2, 0, free=1) + leaf_blocks(leaf_stream([(key(1), z(tiles()))]), 0)[:BS] + \
         (b'FF' + struct.pack('>II', 1, 0)).ljust(BS, b'\0')
     del ff
+    # A unique index entry whose position is not a number (all bits set:
+    # a NaN): shown bit for bit, not refused as if memory ran out.
+    bucket = vlq(1) + sstr('boss') + struct.pack('>HH', 0, 0) + b'\xff' * 8
+    nan = {'index': {'boss': {'sector': [0, 0], 'position': [{'$float': 'ffffffff'},
+                                                                {'$float': 'ffffffff'}],
+                              'bucket': '0300000000'}}, 'sectors': {}}
+    yield 'unique-position-nan', 'mounts: world/uniques.json reads OK, log is empty\n', '', \
+        world((key(3), z(bucket))), '.world', (json.dumps(nan, indent=2) + '\n').encode()
     # ---- SBVJ01 ----
     yield 'sbvj01-after-magic', FAILS, 'sbvj01: byte 6: the file ends after its magic', \
         b'SBVJ01', '.player'
@@ -217,6 +226,8 @@ def files():
         yield name + '.how', how.encode() if how.endswith('\n') else (how + '\n').encode()
         if msg:
             yield name + '.msg', (msg + '\n').encode()
+        if len(v) > 5:
+            yield name + '.expect', v[5]
 
 
 def corpus(d):
