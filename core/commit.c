@@ -185,11 +185,14 @@ static int write_in_place(struct sv_container *c, struct sv_err *err)
 }
 
 /*
- * A commit in place was refused because another program committed to the
- * same file meanwhile: the file is read again, so that the tree shows it
- * as it is now and the next edit starts from there.  Write lock held.
+ * A commit in place did not land: refused because another program
+ * committed to the same file meanwhile (`other`), or failed part way (a
+ * full disk, an I/O error).  The file is read again, so that the tree
+ * shows what it holds now, and its identity is what is there now (what
+ * savefs's own failed attempt left is not taken for another program's
+ * change at the next commit).  Write lock held.
  */
-static void read_again(struct sv_container *c, struct changed_list *changed)
+static void read_again(struct sv_container *c, struct changed_list *changed, bool other)
 {
 	struct stat now;
 	if (stat(c->path, &now) || now.st_dev != c->st.st_dev || now.st_ino != c->st.st_ino ||
@@ -203,7 +206,11 @@ static void read_again(struct sv_container *c, struct changed_list *changed)
 		return;
 	}
 	sv_guard_fingerprint(c);
-	sv_log(c, "%s was read again as another program left it", c->path);
+	if (other)
+		sv_log(c, "%s was read again as another program left it", c->path);
+	else
+		sv_log(c, "%s was read again after the failed commit: the mount shows what it "
+		       "holds", c->path);
 }
 
 /* Node i's content changed now, as the container file has it. */
@@ -583,8 +590,8 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		drop_ready(c, changed, err);
 	else
 		rc = sv_reindex(c, changed, err);
-	if (rc == -EBUSY && !written && in_place)
-		read_again(c, changed);
+	if (!written && in_place)
+		read_again(c, changed, rc == -EBUSY);
 	for (uint32_t i = 1; i < count; i++)
 		sv_blob_unref(c->snap[i]);
 	free(c->snap);

@@ -10,6 +10,7 @@
 #include "bt5tree.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,13 +304,20 @@ static int free_block(struct wr *w, uint32_t b)
 	return 0;
 }
 
+/* What a failed write tells the caller: a full disk (or quota) as such,
+ * anything else as an I/O error. */
+static int io_code(int e)
+{
+	return e == ENOSPC || e == EDQUOT ? -e : -EIO;
+}
+
 static int put_block(struct wr *w, uint32_t b, const uint8_t *p)
 {
 	off_t off = (off_t)(SV_BT5_HEADER + (uint64_t)b * w->bs);
 	for (size_t done = 0; done < w->bs;) {
 		ssize_t k = pwrite(w->fd, p + done, w->bs - done, off + (off_t)done);
 		if (k < 0)
-			return sv_err_set(w->err, -EIO, "btree: writing block %u: %s", b,
+			return sv_err_set(w->err, io_code(errno), "btree: writing block %u: %s", b,
 					  strerror(errno));
 		done += (size_t)k;
 	}
@@ -626,7 +634,8 @@ static int cmp_u32(const void *a, const void *b)
 static int sync_fd(struct wr *w, const char *what)
 {
 	if (fdatasync(w->fd))
-		return sv_err_set(w->err, -EIO, "btree: sync %s: %s", what, strerror(errno));
+		return sv_err_set(w->err, io_code(errno), "btree: sync %s: %s", what,
+				  strerror(errno));
 	return 0;
 }
 
@@ -721,8 +730,10 @@ static int write_free(struct wr *w)
 
 static int put_at(struct wr *w, off_t off, const uint8_t *p, size_t n)
 {
-	if (pwrite(w->fd, p, n, off) != (ssize_t)n)
-		return sv_err_set(w->err, -EIO, "btree: writing the header: %s", strerror(errno));
+	ssize_t k = pwrite(w->fd, p, n, off);
+	if (k != (ssize_t)n)
+		return sv_err_set(w->err, k < 0 ? io_code(errno) : -EIO,
+				  "btree: writing the header: %s", k < 0 ? strerror(errno) : "short");
 	return 0;
 }
 
@@ -753,6 +764,12 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 	if (t->free_bad)
 		return sv_err_set(err, -EIO, "%s: the database cannot be written without "
 				  "knowing its free blocks", t->free_bad);
+	/* The file's size before: a commit that fails before its flip leaves
+	 * the old tree, and the file as long as it was. */
+	struct stat was;
+	bool flipped = false;
+	if (fstat(fd, &was))
+		return sv_err_set(err, io_code(errno), "btree: %s", strerror(errno));
 	w.nw = calloc(1, sizeof *w.nw);
 	w.blk = malloc(w.bs);
 	struct ents top = {0};
@@ -794,7 +811,8 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 	w.nw->h.use_alt = (uint8_t)slot;
 	w.nw->h.nblocks = w.end;
 	if (ftruncate(fd, (off_t)nr->device_size)) {
-		rc = sv_err_set(err, -EIO, "btree: setting the file's size: %s", strerror(errno));
+		rc = sv_err_set(err, io_code(errno), "btree: setting the file's size: %s",
+				strerror(errno));
 		goto fail;
 	}
 	rc = sync_fd(&w, "the new blocks");
@@ -813,10 +831,28 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 		step("root");
 	uint8_t flip = (uint8_t)slot;
 	rc = put_at(&w, 32, &flip, 1);
+	flipped = true;
 	if (!rc)
 		rc = sync_fd(&w, "the root flip");
-	if (rc)
+	if (rc) {
+		/* Whether the flip reached the disk is not known: it is put
+		 * back, so that the old tree is what the file holds, and the
+		 * failure true.  If that fails too, the caller reads the file
+		 * again (it may hold either tree; both are whole). */
+		uint8_t back = (uint8_t)(slot ^ 1);
+		struct sv_err e2;
+		struct wr w2 = w;
+		w2.err = &e2;
+		if (!put_at(&w2, 32, &back, 1) && !sync_fd(&w2, "the flip put back"))
+			flipped = false;
+		else {
+			char m[SV_ERR_MAX];
+			snprintf(m, sizeof m, "%s", err->msg);
+			sv_err_set(err, rc, "%s; the flip could not be put back: the commit may "
+				   "have landed", m);
+		}
 		goto fail;
+	}
 	if (step)
 		step("flipped");
 	ents_fini(&top);
@@ -826,6 +862,10 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 	*out = w.nw;
 	return 0;
 fail:
+	/* Blocks past the old end go again (those written into free blocks
+	 * inside the file are free still). */
+	if (!flipped && ftruncate(fd, was.st_size) == 0)
+		fdatasync(fd);
 	ents_fini(&top);
 	free(w.pool);
 	free(w.freed);

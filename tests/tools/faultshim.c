@@ -7,7 +7,8 @@
  * Environment:
  *   SVF_ARM=PATH       calls count only while PATH exists; when the shim
  *                      acts, it removes PATH (one shot), unless SVF_KEEP=1
- *   SVF_FAIL=NAME      the call to fail (fsync, write, renameat2, ...)
+ *   SVF_FAIL=NAME      the call to fail (fsync, write, pwrite, ftruncate,
+ *                      renameat2, ...)
  *   SVF_NTH=N          fail the N-th counted call (default 1)
  *   SVF_ERRNO=N        the errno it fails with (default EIO)
  *   SVF_MATCH=TEXT     count only calls whose path (or, for a descriptor,
@@ -193,6 +194,34 @@ int flock(int fd, int op)
 	REAL(int, "flock", int, int);
 	FAIL_IF("flock", fd_matches(fd), -1);
 	return real(fd, op);
+}
+
+ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
+{
+	REAL(ssize_t, "pwrite", int, const void *, size_t, off_t);
+	FAIL_IF("pwrite", fd_matches(fd), -1);
+	return real(fd, p, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *p, size_t n, off64_t off)
+{
+	REAL(ssize_t, "pwrite64", int, const void *, size_t, off64_t);
+	FAIL_IF("pwrite", fd_matches(fd), -1);
+	return real(fd, p, n, off);
+}
+
+int ftruncate(int fd, off_t len)
+{
+	REAL(int, "ftruncate", int, off_t);
+	FAIL_IF("ftruncate", fd_matches(fd), -1);
+	return real(fd, len);
+}
+
+int ftruncate64(int fd, off64_t len)
+{
+	REAL(int, "ftruncate64", int, off64_t);
+	FAIL_IF("ftruncate", fd_matches(fd), -1);
+	return real(fd, len);
 }
 
 ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags)

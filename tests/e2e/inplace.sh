@@ -1,0 +1,109 @@
+#!/bin/bash
+# inplace.sh - failures inside a Starbound commit in place (copy-on-write
+# blocks, a root written, a flip), made with the fault shim:
+#   - a full disk (ENOSPC on a block write, or at the sync after the file
+#     grew): close() says ENOSPC, the mount
+#     and the file keep the old tree, the file keeps its size, and the next
+#     edit of another file commits (savefs's own failed attempt is not
+#     taken for another program's change);
+#   - the sync after the flip fails: the flip is put back, so close()'s
+#     EIO is true: the file holds the old tree, as the mount shows.
+# After each, the file passes the independent reader's loader rules.
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+need_fuse
+need_python
+[ -x "$MKSBDB" ] || die "MKSBDB=$MKSBDB is not an executable (build first)"
+: "${FAULTSHIM:=$SRC_ROOT/build/tests/libfaultshim.so}"
+[ -f "$FAULTSHIM" ] || die "FAULTSHIM=$FAULTSHIM is not built"
+SBDECODE="$SRC_ROOT/tests/tools/sbdecode.py"
+W=$TMP/w
+mkdir -p "$W"
+
+# mount_shim C MNT VAR=VALUE...: a mount with the shim (cleaned up by lib.sh).
+mount_shim()
+{
+	local c=$1 m=$2
+	shift 2
+	mkdir -p -- "$m"
+	m=$(realpath -- "$m")
+	SV_NLOG=$((SV_NLOG + 1))
+	local log="$TMP/daemon.$SV_NLOG.log"
+	env LD_PRELOAD="$FAULTSHIM" "$@" "$SAVEFS" -f "$c" "$m" 2> "$log" < /dev/null &
+	SV_PID[$m]=$!
+	SV_LOG[$m]=$log
+	SV_ARGS[$m]="$c"$'\t'
+	local tries=$((SV_WAIT * 20))
+	while ! timeout 2 stat -c '' -- "$m/.savefs/info" > /dev/null 2>&1; do
+		tries=$((tries - 1))
+		if [ "$tries" -le 0 ] || ! kill -0 "${SV_PID[$m]}" 2> /dev/null; then
+			fail "savefs with the shim did not mount $c; its stderr:"
+			sed 's/^/    /' "$log"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# edited SRC DST N: DST is SRC with its first "version" set to N.
+edited()
+{
+	sed "0,/\"version\": [0-9]*/s//\"version\": $3/" "$1" > "$2"
+}
+
+loader_ok()
+{
+	CHECKS=$((CHECKS + 1))
+	"$PYTHON" "$SBDECODE" check "$2" > "$TMP/dec.out" 2>&1 ||
+		fail "$1: the independent reader rejects the file: $(head -3 "$TMP/dec.out")"
+}
+
+# fault NAME SVF-SETTINGS... : one run; EXPECT is what close() says.
+fault()
+{
+	local label=$1 want=$2
+	shift 2
+	local d=$W/$label
+	mkdir -p "$d"
+	"$MKSBDB" world "$d/w.world" -c 3 || die "mksbdb"
+	local M=$d/m
+	mount_shim "$d/w.world" "$M" SVF_ARM="$d/arm" SVF_MATCH=w.world "$@" || return
+	local A B
+	A=$(cd "$M/world/entities" && ls | sed -n 1p)
+	B=$(cd "$M/world/entities" && ls | sed -n 2p)
+	cp "$M/world/entities/$A" "$d/a0"
+	cp "$M/world/entities/$B" "$d/b0"
+	edited "$d/a0" "$d/a1" 7
+	edited "$d/b0" "$d/b1" 8
+	local size
+	size=$(stat -c %s "$d/w.world")
+	touch "$d/arm"
+	expect_eq "$label: close() of the edit says" "$want" \
+		"$(py_write "$M/world/entities/$A" "$d/a1")"
+	check "$label: the shim acted" test ! -e "$d/arm"
+	expect_same_file "$label: the mount shows the old entities" "$d/a0" "$M/world/entities/$A"
+	log_has "$label: the log says the file was read again" \
+		"was read again after the failed commit"
+	expect_eq "$label: the file keeps its size" "$size" "$(stat -c %s "$d/w.world")"
+	loader_ok "$label: after the failure" "$d/w.world"
+	expect_eq "$label: an edit of another sector then commits" ok \
+		"$(py_write "$M/world/entities/$B" "$d/b1")"
+	local m
+	m=$(realpath -- "$M")
+	stop_daemon "$m" clean
+	expect_eq "$label: the daemon exits 0" 0 "$?"
+	loader_ok "$label: after the second edit" "$d/w.world"
+	mount_sv "$d/w.world" "$M" || return
+	expect_same_file "$label: after a remount, the failed edit is not there" \
+		"$d/a0" "$M/world/entities/$A"
+	expect_same_file "$label: after a remount, the other edit is" "$d/b1" "$M/world/entities/$B"
+	umount_sv "$M"
+}
+
+fault enospc "close ENOSPC" SVF_FAIL=pwrite SVF_ERRNO=28
+# A full disk found at the sync, after the file grew (delayed allocation).
+fault enospc-sync "close ENOSPC" SVF_FAIL=fdatasync SVF_NTH=1 SVF_ERRNO=28
+fault flip-sync "close EIO" SVF_FAIL=fdatasync SVF_NTH=3
+finish
