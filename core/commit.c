@@ -45,7 +45,67 @@ void sv_changed_add(struct changed_list *l, uint32_t i)
  * the last instant before it is not covered).  0, or -errno with nothing
  * changed at the path.
  */
-static int swap_in(struct sv_container *c, const char *tmp, int dfd, struct sv_err *err)
+/*
+ * The swap took out of the path a file that is not the one read: it goes
+ * back, and the new file (fd) comes out again, for the caller to remove.
+ * Only if the path still holds the new file: a third program may have put
+ * its own there since the swap, and that one stays where it is; what the
+ * swap took out is then kept beside it, under a name that says so
+ * (".NAME.savefs-displaced-XXXXXX"), and the log says both.
+ */
+static bool holds(const char *path, const struct stat *f)
+{
+	struct stat now;
+	return !lstat(path, &now) && now.st_dev == f->st_dev && now.st_ino == f->st_ino;
+}
+
+static void put_back(struct sv_container *c, char *tmp, int fd, int dfd)
+{
+	struct stat ours;
+	bool back = false;
+	if (!fstat(fd, &ours) && holds(c->path, &ours)) {
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE)) {
+			sv_log(c, "cannot put %s back at %s: %s", tmp, c->path, strerror(errno));
+			fsync(dfd);
+			return;
+		}
+		/* A third program's rename in the instant before: what came out
+		 * is its file, not the new one; it goes back in again. */
+		back = holds(tmp, &ours);
+		if (!back && renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE))
+			sv_log(c, "cannot put the newest file back at %s: %s", c->path,
+			       strerror(errno)); /* whatever tmp holds is kept below */
+	}
+	if (!back) {
+		char *kept = strdup(tmp);
+		char *x = kept ? strstr(kept, ".savefs-") : NULL;
+		/* ".savefs-XXXXXX" -> ".savefs-displaced-XXXXXX" */
+		char *name = x ? malloc(strlen(kept) + 16) : NULL;
+		if (name) {
+			snprintf(name, strlen(kept) + 16, "%.*s.savefs-displaced-%s",
+				 (int)(x - kept), kept, x + strlen(".savefs-"));
+			if (!rename(tmp, name)) {
+				fsync(dfd);
+				sv_log(c, "%s was replaced twice by other programs while savefs "
+				       "committed: the newest is left there; the one before it is "
+				       "kept as %s", c->path, name);
+				/* The caller's unlink(tmp) now finds nothing. */
+			} else {
+				sv_log(c, "%s was replaced twice by other programs while savefs "
+				       "committed: the newest is left there; the one before it is "
+				       "%s (it could not be renamed: %s)", c->path, tmp,
+				       strerror(errno));
+				tmp[0] = '\0';
+			}
+		}
+		free(name);
+		free(kept);
+	}
+	fsync(dfd);
+}
+
+static int swap_in(struct sv_container *c, char *tmp, int fd, int dfd,
+		   struct sv_err *err)
 {
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE)) {
 		if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
@@ -74,10 +134,7 @@ static int swap_in(struct sv_container *c, const char *tmp, int dfd, struct sv_e
 		rc = sv_err_set(err, -errno, "sync of the directory of %s: %s", c->path,
 				strerror(errno));
 	if (rc) {
-		/* Back as it was; the caller removes tmp, the new file again. */
-		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE))
-			sv_log(c, "cannot put %s back at %s: %s", tmp, c->path, strerror(errno));
-		fsync(dfd);
+		put_back(c, tmp, fd, dfd);
 		return rc;
 	}
 	if (unlink(tmp))
@@ -138,7 +195,7 @@ static int write_new(struct sv_container *c, struct sv_err *err)
 	}
 	rc = sv_guard_check(c, "while the new file was written", err);
 	if (!rc)
-		rc = swap_in(c, tmp, dfd, err);
+		rc = swap_in(c, tmp, fd, dfd, err);
 	if (rc)
 		goto unlink;
 	close(c->fd);

@@ -546,6 +546,43 @@ mount_sv "$d/l.level" "$d/m" -o ro || die "mount failed"
 expect_eq "in the mount, the name is escaped too" 'bad\x0aname\x1b[31m.txt' "$(ls "$d/m/assets")"
 umount_sv "$d/m"
 
+# ---- two other programs during a swap -------------------------------------------------
+
+# Version A is renamed over the container as savefs's exchange is about to
+# run, version B once the exchange took A out: savefs must not swap back
+# (B would be displaced, then removed).  B stays, A is kept beside it.
+d=$W/third
+mkdir -p "$d"
+C=$d/c.map
+cp -- "$W/base.map" "$C"
+cp -- "$W/base.map" "$d/A"
+printf 'A' >> "$d/A"
+cp -- "$W/base.map" "$d/B"
+printf 'BB' >> "$d/B"
+mount_shim "$C" "$d/m" SVF_ARM="$d/arm" SVF_PAUSE=renameat2 SVF_NTH=1,2 SVF_MATCH=c.map \
+	SVF_DIR="$d" || die "mount failed"
+touch "$d/arm"
+py_write "$d/m/data/00000.bin" "$W/new0" > "$d/result" &
+writer=$!
+for i in $(seq 200); do [ -e "$d/reached" ] && break; sleep 0.05; done
+check "the exchange was held" test -e "$d/reached"
+cp -- "$d/A" "$d/A.tmp" && mv -- "$d/A.tmp" "$C"
+touch "$d/go"
+for i in $(seq 200); do [ -e "$d/reached2" ] && break; sleep 0.05; done
+check "the exchange back was held" test -e "$d/reached2"
+cp -- "$d/B" "$d/B.tmp" && mv -- "$d/B.tmp" "$C"
+touch "$d/go2"
+wait "$writer"
+expect_eq "the edit is refused" "close EBUSY" "$(cat "$d/result")"
+check "B, the newest, is at the container's path" cmp -s "$d/B" "$C"
+kept=$(find "$d" -maxdepth 1 -name '.c.map.savefs-displaced-*')
+check "A is kept beside it" cmp -s "$d/A" "$kept"
+check "the log says both" grep -q "replaced twice by other programs.*kept as .*savefs-displaced-" \
+	"$d/m/.savefs/log"
+check "nothing else is left beside it" test "$(find "$d" -maxdepth 1 -name '.c.map.savefs-*' |
+	wc -l)" = 1
+stop_shim "$d/m"
+
 # ---- a gzip bomb of spaces -----------------------------------------------------------
 
 d=$W/bomb

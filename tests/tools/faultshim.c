@@ -9,12 +9,14 @@
  *                      acts, it removes PATH (one shot), unless SVF_KEEP=1
  *   SVF_FAIL=NAME      the call to fail (fsync, write, pwrite, ftruncate,
  *                      renameat2, ...)
- *   SVF_NTH=N          fail the N-th counted call (default 1)
+ *   SVF_NTH=N[,M...]   act on the N-th counted call (default 1), or on each
+ *                      of a list of them
  *   SVF_ERRNO=N        the errno it fails with (default EIO)
  *   SVF_MATCH=TEXT     count only calls whose path (or, for a descriptor,
  *                      the path it names) contains TEXT
  *   SVF_PAUSE=NAME     instead of failing, before that call: create
  *                      DIR/reached, wait (at most 20 s) for DIR/go, go on
+ *                      (the second call of a list: reached2 and go2, ...)
  *   SVF_DIR=DIR        the directory of reached/go
  * Each action is written to stderr as "faultshim: ...".
  */
@@ -66,16 +68,20 @@ static void disarm(void)
 		unlink(getenv("SVF_ARM"));
 }
 
-static void pause_here(const char *name)
+/* The k-th pause (from 1) waits at DIR/reached and DIR/go, the next ones
+ * at reached2/go2, reached3/go3, ... */
+static void pause_here(const char *name, int k)
 {
 	const char *dir = getenv("SVF_DIR");
-	char p[4096];
+	char p[4096], sfx[16] = "";
 	if (!dir)
 		return;
+	if (k > 1)
+		snprintf(sfx, sizeof sfx, "%d", k);
 	fprintf(stderr, "faultshim: paused before %s\n", name);
-	snprintf(p, sizeof p, "%s/reached", dir);
+	snprintf(p, sizeof p, "%s/reached%s", dir, sfx);
 	close(open(p, O_WRONLY | O_CREAT, 0644));
-	snprintf(p, sizeof p, "%s/go", dir);
+	snprintf(p, sizeof p, "%s/go%s", dir, sfx);
 	for (int i = 0; i < 2000 && access(p, F_OK); i++)
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	fprintf(stderr, "faultshim: going on with %s\n", name);
@@ -89,13 +95,25 @@ static int act(const char *name, bool hit)
 	bool f = fail && !strcmp(fail, name), p = pause && !strcmp(pause, name);
 	if ((!f && !p) || !hit || !armed())
 		return 0;
+	/* SVF_NTH: one number, or a list ("1,2") of the counted calls to act
+	 * on; the shim disarms after the last. */
 	const char *nth = getenv("SVF_NTH");
-	int n = __atomic_add_fetch(&counted, 1, __ATOMIC_SEQ_CST);
-	if (n != (nth ? atoi(nth) : 1))
+	int n = __atomic_add_fetch(&counted, 1, __ATOMIC_SEQ_CST), k = 0, last = 0;
+	bool mine = false;
+	for (const char *q = nth ? nth : "1"; *q;) {
+		int v = atoi(q);
+		k += !mine;
+		mine |= v == n;
+		last = v;
+		q += strspn(q, "0123456789");
+		q += *q == ',';
+	}
+	if (!mine)
 		return 0;
-	disarm();
+	if (n == last)
+		disarm();
 	if (p) {
-		pause_here(name);
+		pause_here(name, k);
 		return 0;
 	}
 	const char *e = getenv("SVF_ERRNO");
