@@ -8,6 +8,7 @@
 #include "config.h"
 #include "savefs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ void sv_cli_usage(void)
 	printf("usage: savefs [-f] [-d] [-s] [-o OPT[,OPT...]] CONTAINER MOUNTPOINT\n"
 	       "       savefs ls [-l] [-R] [-a] CONTAINER [PATH]\n"
 	       "       savefs cat CONTAINER PATH\n"
-	       "       savefs extract CONTAINER DIR\n"
+	       "       savefs extract [--force] CONTAINER DIR\n"
 	       "       savefs info CONTAINER\n"
 	       "       savefs -h | --help | -V | --version | --formats\n"
 	       "\n"
@@ -295,6 +296,27 @@ static int write_file(const char *path, const struct sv_blob *b)
 	return rc;
 }
 
+/* An extracted file or directory gets the times the mount shows. */
+static void set_time(const char *path, const struct sv_stat *st)
+{
+	struct timespec t[2] = {st->atime, st->mtime};
+	utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
+}
+
+/* True if dir has no entry but . and .. (or cannot be read: then the
+ * extract says why when it writes). */
+static bool dir_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool empty = true;
+	while (d && empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return empty;
+}
+
 static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *rel)
 {
 	struct ls_list l = {0};
@@ -324,6 +346,7 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 				x->status = SV_EXIT_FAIL;
 			} else {
 				ex_dir(x, e->st.node, path, rpath);
+				set_time(path, &e->st); /* after its files went in */
 			}
 		} else {
 			struct sv_blob *b;
@@ -342,6 +365,7 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 					fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
 					x->status = SV_EXIT_FAIL;
 				}
+				set_time(path, &e->st);
 				x->bytes += b->len;
 				sv_blob_unref(b);
 			}
@@ -475,6 +499,11 @@ int sv_cli_main(int argc, char **argv)
 		events = argv[argi + 1] + 7;
 		argi += 2;
 	}
+	bool force = false;
+	if (!strcmp(verb, "extract") && argi < argc && !strcmp(argv[argi], "--force")) {
+		force = true;
+		argi++;
+	}
 	if (!strcmp(verb, "ls")) {
 		for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
 			for (const char *p = argv[argi] + 1; *p; p++) {
@@ -545,6 +574,10 @@ int sv_cli_main(int argc, char **argv)
 		const char *out = argv[argi + 1];
 		if (mkdir(out, 0755) && errno != EEXIST) {
 			fprintf(stderr, "savefs: %s: %s\n", out, strerror(errno));
+			status = SV_EXIT_FAIL;
+		} else if (!force && !dir_empty(out)) {
+			fprintf(stderr, "savefs: %s: not empty: extract writes into an empty (or new) "
+				"directory, or over what is there with --force\n", out);
 			status = SV_EXIT_FAIL;
 		} else {
 			struct ex_ctx x = {.c = c, .progress = isatty(STDERR_FILENO)};

@@ -316,6 +316,7 @@ int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
 struct rename_arg {
 	uint32_t dir, newdir, flags;
 	const char *name, *newname;
+	bool logged; /* the refusal was logged already */
 };
 
 /* Moves node i to (dir, name); write lock held. */
@@ -378,9 +379,8 @@ static int take_place(struct sv_container *c, uint32_t i, uint32_t j)
 	return 0;
 }
 
-static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
+static int pre_rename_do(struct sv_container *c, struct rename_arg *a, struct sv_err *err)
 {
-	struct rename_arg *a = arg;
 	if (a->flags & ~1u) /* only RENAME_NOREPLACE */
 		return sv_err_set(err, -EINVAL, "unsupported rename flags");
 	if (!sv_live(c, a->dir) || !sv_live(c, a->newdir))
@@ -428,6 +428,7 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 			rc = sv_view_same(c, j, n->pending.p, n->pending.len, err);
 			if (rc) {
 				sv_log_failure(c, j, "refused", err);
+				a->logged = true;
 				return rc;
 			}
 			take_identity(n, d);
@@ -445,6 +446,7 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 			if (rc) {
 				err->code = rc;
 				sv_log_failure(c, j, "refused", err);
+				a->logged = true;
 				return rc;
 			}
 		}
@@ -477,11 +479,26 @@ static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
 	return 0;
 }
 
+/* Every refused rename says why in the log (mv shows only the errno). */
+static int pre_rename(struct sv_container *c, void *arg, struct sv_err *err)
+{
+	struct rename_arg *a = arg;
+	int rc = pre_rename_do(c, a, err);
+	if (rc < 0 && !a->logged) {
+		char from[4096] = "", to[4096] = "";
+		sv_path_locked(c, a->dir, from, sizeof from);
+		sv_path_locked(c, a->newdir, to, sizeof to);
+		sv_log(c, "refused rename %s%s%s -> %s%s%s: %s", from, *from ? "/" : "", a->name,
+		       to, *to ? "/" : "", a->newname, err->msg[0] ? err->msg : strerror(-rc));
+	}
+	return rc;
+}
+
 int sv_rename(struct sv_container *c, uint32_t dir, const char *name,
 	      uint32_t newdir, const char *newname, uint32_t flags,
 	      sv_changed_fn changed, void *arg, struct sv_err *err)
 {
-	struct rename_arg a = {dir, newdir, flags, name, newname};
+	struct rename_arg a = {dir, newdir, flags, name, newname, false};
 	return sv_commit_and_notify(c, changed, arg, err, pre_rename, &a);
 }
 

@@ -161,10 +161,17 @@ static int mount_point(const char *given, char **out)
 		}
 		mp[k] = '\0';
 		if (!strcmp(mp, *out))
-			why = "something is mounted there already (unmount it first)";
+			why = "something is mounted there already";
 	}
 	if (f)
 		fclose(f);
+	if (why && !strcmp(why, "something is mounted there already")) {
+		fprintf(stderr, "savefs: cannot mount on %s: %s (unmount it first: fusermount3 "
+			"-u %s)\n", given, why, given);
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
 	if (why) {
 		fprintf(stderr, "savefs: cannot mount on %s: %s\n", given, why);
 		free(*out);
@@ -256,6 +263,13 @@ int main(int argc, char **argv)
 	struct sv_err err;
 	sv_err_clear(&err);
 	int rc = sv_container_open(cl.container, &o, &c, &err);
+	if (rc == -ENOENT && !strchr(cl.container, '/')) {
+		/* "savefs bogus x": a mistyped command, or a missing file. */
+		fprintf(stderr, "savefs: %s: neither a command (ls, cat, extract, info) nor a "
+			"container: %s\n", cl.container, strerror(ENOENT));
+		status = sv_cli_open_exit(rc);
+		goto out;
+	}
 	if (rc) {
 		sv_cli_open_error(cl.container, rc, &err);
 		status = sv_cli_open_exit(rc);

@@ -23,6 +23,9 @@ expect_exit "bad readahead option" 2 "savefs: -o readahead=x: a number of files,
 	"$S" -o readahead=x "$c" "$TMP/m"
 expect_exit "missing container" 3 "savefs: $TMP/nope.map: No such file or directory" \
 	"$S" "$TMP/nope.map" "$TMP/m"
+expect_exit "a mistyped command" 3 \
+	"savefs: bogus: neither a command (ls, cat, extract, info) nor a container: No such file or directory" \
+	"$S" bogus "$TMP/m"
 expect_exit "unknown format" 4 "savefs: $TMP/text: not a container savefs knows (see --formats)" \
 	"$S" "$TMP/text" "$TMP/m"
 expect_exit "unknown format name" 2 "savefs: unknown format name \"zip\" (see --formats)" \
@@ -89,8 +92,31 @@ if command -v script > /dev/null; then
 	check "extract on a terminal shows the last count" \
 		grep -q "extract: $n/$n files" "$TMP/tty.out"
 fi
+# extract writes into a new or empty directory; into another only with
+# --force.  Its files have the mount's times.
+expect_exit "extract into a non-empty directory" 1 \
+	"savefs: $TMP/x: not empty: extract writes into an empty (or new) directory, or over what is there with --force" \
+	"$S" extract "$c" "$TMP/x"
+check "extract --force writes over it" sv extract --force "$c" "$TMP/x"
+check "extract --force = the mount" diff -r --exclude=.savefs "$TMP/m" "$TMP/x"
+expect_eq "an extracted file has the mount's mtime" "$(stat -c %.9Y "$TMP/m/data/00003.bin")" \
+	"$(stat -c %.9Y "$TMP/x/data/00003.bin")"
+expect_eq "an extracted directory has the mount's mtime" "$(stat -c %.9Y "$TMP/m/items")" \
+	"$(stat -c %.9Y "$TMP/x/items")"
+mkdir -p "$TMP/emptyx"
+check "extract into an empty directory" sv extract "$c" "$TMP/emptyx"
 sv info "$c" > "$TMP/info.json"
 check "info is the format's JSON" grep -q '"format": "datafile"' "$TMP/info.json"
 check "info counts the data items" grep -q '"data": 12,' "$TMP/info.json"
+umount_sv "$TMP/m"
+
+# A refused rename says why in the log (mv itself shows only EPERM).
+cp "$c" "$TMP/rw.map"
+mount_sv "$TMP/rw.map" "$TMP/m" || die "mount failed"
+M=$TMP/m
+write_fails "mv of a container entry" "Operation not permitted" \
+	mv "$M/data/00000.bin" "$M/data/00099.bin"
+log_has "the refused rename" \
+	"refused rename data/00000.bin -> data/00099.bin: entries of the container cannot be renamed; copy instead"
 umount_sv "$TMP/m"
 finish

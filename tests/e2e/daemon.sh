@@ -142,7 +142,7 @@ umount_sv "$d/m2"
 "$SAVEFS" -f -o ro "$W/base.map" "$d/m" > /dev/null 2> "$d/err" < /dev/null
 expect_eq "a mount over a busy mount point: exit 6" 6 "$?"
 expect_eq "a mount over a busy mount point: the message" \
-	"savefs: cannot mount on $d/m: something is mounted there already (unmount it first)" \
+	"savefs: cannot mount on $d/m: something is mounted there already (unmount it first: fusermount3 -u $d/m)" \
 	"$(cat "$d/err")"
 
 # ---- files the container does not take ---------------------------------------------

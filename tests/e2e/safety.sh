@@ -520,7 +520,7 @@ d=$W/extract
 mkdir -p "$d/out/data" "$d/elsewhere"
 printf 'mine\n' > "$d/elsewhere/precious"
 ln "$d/elsewhere/precious" "$d/out/data/00000.bin"
-sv extract "$W/base.map" "$d/out" 2> /dev/null
+sv extract --force "$W/base.map" "$d/out" 2> /dev/null
 expect_eq "extract does not write through a hard link in the target" "mine" \
 	"$(cat "$d/elsewhere/precious")"
 expect_eq "extract's file is its own" "$(sv cat "$W/base.map" data/00000.bin | sha256sum)" \
