@@ -72,6 +72,31 @@ void sv_warn(struct sv_container *c, const char *fmt, ...)
 
 /* ---- meta files -------------------------------------------------------- */
 
+struct msize {
+	struct sv_container *c;
+	uint64_t total;
+};
+
+static int add_member(void *arg, const char *name)
+{
+	struct msize *m = arg;
+	struct stat st;
+	if (!sv_member_stat(m->c, name, &st, NULL))
+		m->total += (uint64_t)st.st_size;
+	return 0;
+}
+
+/* The container's size: a file's, or the total of a directory's member
+ * files (a directory's own size says nothing of what it holds). */
+static uint64_t container_size(struct sv_container *c)
+{
+	if (!c->is_dir)
+		return (uint64_t)c->st.st_size;
+	struct msize m = {c, 0};
+	sv_member_list(c, add_member, &m, NULL);
+	return m.total;
+}
+
 static int info_json(struct sv_container *c, struct sv_blob **out)
 {
 	json_t *o = json_object();
@@ -92,7 +117,7 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_object_set_new(o, "format", json_string(c->fmt->name));
 	json_object_set_new(o, "description", json_string(c->fmt->description));
 	json_object_set_new(o, "container", json_string(c->path));
-	json_object_set_new(o, "container_size", json_integer((json_int_t)c->st.st_size));
+	json_object_set_new(o, "container_size", json_integer((json_int_t)container_size(c)));
 	json_object_set_new(o, "read_only", json_boolean(c->read_only));
 	json_object_set_new(o, "fingerprinted", json_boolean(sv_guard_fingerprinted(c)));
 	json_object_set_new(o, "files", json_integer(files));

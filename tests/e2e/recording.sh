@@ -299,6 +299,11 @@ expect_eq "live: header.json says finished" '  "finished": true,' "$(grep '"fini
 umount_sv "$M3"
 check "live: the result as the decoder has it" decoded "$L"
 
+# ---- info of a directory: the size is its members' ----------------------
+expect_eq "info: a segmented recording's size is its files' total" \
+	"  \"container_size\": $(find "$SEG" -maxdepth 1 -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')," \
+	"$(sv info "$SEG" | grep '"container_size"')"
+
 # ---- refusals ----------------------------------------------------------
 mkdir -p "$TMP/notrec"
 echo hello > "$TMP/notrec/readme"
