@@ -1,7 +1,11 @@
 #!/bin/bash
 # install.sh - `meson install` into a DESTDIR puts the savefs binary and
 # its man page savefs(1) in place, and the man page documents every option
-# and exit code `savefs --help` lists.
+# and exit code `savefs --help` lists; bash completion (commands, -o keys,
+# paths inside a container); the shared-mime-info package, by which
+# xdg-mime names each generated container by its magic bytes, with or
+# without its extension; the .desktop entry for those types, and
+# savefs-open, which mounts a container under $XDG_RUNTIME_DIR/savefs/.
 
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -26,5 +30,82 @@ check "the man page has every option and exit code of --help" \
 if command -v man > /dev/null; then
 	check "man renders the page" sh -c "MANWIDTH=80 man -l '$man' > '$TMP/man.txt' 2> '$TMP/man.err'"
 	check "the rendered page has no warnings" test ! -s "$TMP/man.err"
+fi
+share=$dest$prefix/share
+# ---- bash completion ----
+comp=$share/bash-completion/completions/savefs
+check "the bash completion is installed at $comp" test -f "$comp"
+complete_words()
+{
+	bash -c 'PATH=$1:$PATH; . "$2"; shift 2; cd "$1"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
+		_savefs; printf "%s\n" "${COMPREPLY[@]}" | sort | tr "\n" " "' \
+		_ "$(dirname "$SAVEFS")" "$comp" "$TMP/cw" "$@"
+}
+mkdir -p "$TMP/cw"
+"$MKDATAFILE" map "$TMP/cw/c.map" --seed 1
+expect_eq "completion: the commands, and containers to mount" "c.map cat extract info ls " \
+	"$(complete_words savefs "")"
+expect_eq "completion: -o keys" "cache= clone_fd " "$(complete_words savefs -o c)"
+expect_eq "completion: -o events= values" "events=builtin events=parkour " \
+	"$(complete_words savefs -o events=)"
+expect_eq "completion: a path inside a container" "items/ " \
+	"$(complete_words savefs cat c.map it)"
+expect_eq "completion: a container by its extension, and a command" "c.map cat " \
+	"$(complete_words savefs c)"
+
+# ---- shared-mime-info, the .desktop entry, savefs-open ----
+if command -v update-mime-database > /dev/null && command -v xdg-mime > /dev/null &&
+	command -v mimetype > /dev/null; then
+	check "the MIME package is installed" test -f "$share/mime/packages/savefs.xml"
+	check "update-mime-database reads it" update-mime-database "$share/mime"
+	mk=$TMP/mime
+	mkdir -p "$mk"
+	: "${MKSBDB:=$SRC_ROOT/build/tests/mksbdb}"
+	"$MKSBDB" world "$mk/a.world" -c 1 && "$MKSBDB" sbvj01 "$mk/a.player"
+	"$MKDATAFILE" map "$mk/a.map" --seed 1
+	"$MKRECORDING" compacted "$mk/a.hcrp" -n 100 -e 3 -s 3 -z 3
+	"$MKNHGAME" "$mk/a.nhgame" --turns 10 > /dev/null
+	"$MKDOODLE" level "$mk/z.level" --container zip > /dev/null
+	"$MKDOODLE" level "$mk/j.level" --container json > /dev/null
+	"$MKDOODLE" doodad "$mk/d.doodad" > /dev/null
+	"$MKDOODLE" pack "$mk/p.levelpack" "$mk/z.level" > /dev/null
+	for f in a.world:starbound-btreedb a.player:starbound-versioned-json a.map:teeworlds-map \
+		a.hcrp:hollowcube-recording a.nhgame:nethack4-game z.level:sketchymaze-level \
+		j.level:sketchymaze-level d.doodad:sketchymaze-doodad p.levelpack:sketchymaze-levelpack; do
+		file=${f%%:*} want=application/x-${f#*:}
+		expect_eq "xdg-mime names $file" "$want" \
+			"$(XDG_DATA_DIRS="$share:/usr/share" xdg-mime query filetype "$mk/$file")"
+		# Without its extension, by its magic bytes alone (a drawing's
+		# kind, level or doodad, is in its name only).
+		g=noext-${file%%.*}-${file#*.}
+		cp "$mk/$file" "$mk/$g"
+		case $want in *-level | *-doodad) want=application/x-sketchymaze-drawing ;; esac
+		expect_eq "xdg-mime names $g" "$want" \
+			"$(XDG_DATA_DIRS="$share:/usr/share" xdg-mime query filetype "$mk/$g")"
+	done
+	printf '{"order": [], "chatHistory": []}\n' > "$mk/metadata"
+	check "a plain JSON file is not named a level" sh -c "XDG_DATA_DIRS='$share:/usr/share' \
+		xdg-mime query filetype '$mk/metadata' | grep -qv sketchymaze"
+	desk=$share/applications/savefs-open.desktop
+	check "the .desktop entry is installed" test -f "$desk"
+	expect_eq "the .desktop entry takes every type of the MIME package" \
+		"$(grep -o 'mime-type type="[^"]*"' "$share/mime/packages/savefs.xml" |
+			sed 's/mime-type type="//; s/"$//' | sort | tr '\n' ';')" \
+		"$(sed -n 's/^MimeType=//p' "$desk" | tr ';' '\n' | grep . | sort | tr '\n' ';')"
+	expect_eq "the .desktop entry runs savefs-open" "Exec=savefs-open %f" "$(grep '^Exec=' "$desk")"
+	if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
+		export XDG_RUNTIME_DIR=$TMP/run
+		open=$dest$prefix/bin/savefs-open
+		d1=$(PATH=$(dirname "$SAVEFS"):$PATH SAVEFS_OPEN_NO_BROWSER=1 "$open" "$mk/a.map")
+		expect_eq "savefs-open mounts under \$XDG_RUNTIME_DIR/savefs/" "$TMP/run/savefs/a.map" "$d1"
+		check "the container is mounted there" test -f "$d1/header.json"
+		d2=$(PATH=$(dirname "$SAVEFS"):$PATH SAVEFS_OPEN_NO_BROWSER=1 "$open" "$mk/a.map")
+		expect_eq "a second open finds the mount" "$d1" "$d2"
+		expect_eq "mounted once" 1 "$(grep -c " $d1 fuse" /proc/mounts)"
+		fusermount3 -u "$d1"
+	fi
+else
+	printf 'SKIP (part): update-mime-database, xdg-mime or mimetype missing: MIME checks left out\n'
 fi
 finish

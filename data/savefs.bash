@@ -1,0 +1,91 @@
+# bash completion for savefs: commands, options, -o keys and their values,
+# containers by their usual extensions, and paths inside a container (for
+# `savefs ls` and `savefs cat`, read with `savefs ls` itself).
+
+_savefs_inside()
+{
+	# $1: the container, $2: the word so far ("chunks/0/1," ...)
+	# (ls -l shows a directory's name with a / after it.)
+	local dir= line out=()
+	[[ $2 == */* ]] && dir=${2%/*}
+	while IFS= read -r line; do
+		line=${line#* }
+		line=${line#"${line%%[! ]*}"}
+		out+=("${dir:+$dir/}${line#* }")
+	done < <(savefs ls -l -a "$1" "$dir" 2>/dev/null)
+	local IFS=$'\n'
+	COMPREPLY=($(compgen -W "${out[*]}" -- "$2"))
+	compopt -o nospace 2>/dev/null
+}
+
+_savefs()
+{
+	local cur prev words cword
+	if declare -F _init_completion >/dev/null; then
+		_init_completion -n = || return
+	else
+		cur=${COMP_WORDS[COMP_CWORD]}
+		prev=${COMP_WORDS[COMP_CWORD - 1]}
+		words=("${COMP_WORDS[@]}")
+		cword=$COMP_CWORD
+	fi
+	local containers='@(level|doodad|levelpack|map|nhgame|world|shipworld|chunks|player|dat|hcrp|metadata)'
+	local okeys='ro cache= format= maxdecode= maxedit= upgrade readahead= events= allow_other default_permissions max_threads= max_idle_threads= clone_fd auto_unmount fsname='
+	if [[ $prev == -o ]]; then
+		local key=${cur##*,} head=
+		[[ $cur == *,* ]] && head=${cur%,*},
+		case $key in
+		format=*)
+			COMPREPLY=($(compgen -P "${head}format=" -W "$(savefs --formats 2>/dev/null | cut -d' ' -f1)" -- "${key#format=}")) ;;
+		events=*)
+			COMPREPLY=($(compgen -P "${head}events=" -W 'parkour builtin' -- "${key#events=}")) ;;
+		*)
+			COMPREPLY=($(compgen -P "$head" -W "$okeys" -- "$key")) ;;
+		esac
+		[[ ${COMPREPLY[0]:-} == *= ]] && compopt -o nospace 2>/dev/null
+		return
+	fi
+	# The command (the first word that is not an option or its value).
+	local i cmd= args=()
+	for ((i = 1; i < cword; i++)); do
+		if [[ ${words[i]} == -o ]]; then
+			((i++))
+			continue
+		fi
+		[[ ${words[i]} == -* ]] && continue
+		[[ -z $cmd && ${#args[@]} -eq 0 ]] && case ${words[i]} in
+			ls | cat | extract | info) cmd=${words[i]}; continue ;;
+		esac
+		args+=("${words[i]}")
+	done
+	if [[ $cur == -* ]]; then
+		case $cmd in
+		ls) COMPREPLY=($(compgen -W '-l -R -a -o' -- "$cur")) ;;
+		extract) COMPREPLY=($(compgen -W '--force -o' -- "$cur")) ;;
+		cat | info) COMPREPLY=($(compgen -W '-o' -- "$cur")) ;;
+		*) COMPREPLY=($(compgen -W '-f -d -s -o --help --version --formats' -- "$cur")) ;;
+		esac
+		return
+	fi
+	if [[ -z $cmd && ${#args[@]} -eq 0 ]]; then
+		COMPREPLY=($(compgen -W 'ls cat extract info' -- "$cur"))
+	fi
+	case $cmd:${#args[@]} in
+	ls:1 | cat:1)
+		_savefs_inside "${args[0]}" "$cur"
+		return ;;
+	extract:1 | :1)
+		COMPREPLY+=($(compgen -d -- "$cur"))
+		compopt -o filenames 2>/dev/null
+		return ;;
+	info:1 | ls:2 | cat:2 | extract:2 | :2)
+		return ;;
+	esac
+	# A container: a file with a container's extension, any file with
+	# -o format=, or a directory (a recording's, or to go into).
+	local IFS=$'\n'
+	shopt -s extglob
+	COMPREPLY+=($(compgen -f -X "!*.$containers" -- "$cur") $(compgen -d -- "$cur"))
+	compopt -o filenames 2>/dev/null
+}
+complete -F _savefs savefs
