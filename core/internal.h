@@ -60,6 +60,7 @@ struct sv_container {
 	struct sv_node *nodes;   /* owned; nnodes used of cap */
 	uint32_t nnodes, cap;
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
+	uint64_t name_steps;     /* hash-chain steps of name lookups (atomic) */
 	uint32_t hsize;          /* power of two */
 	bool reindexing;         /* open() runs again after a commit */
 	uint64_t *tgroups;       /* groups touched by the commit under way

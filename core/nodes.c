@@ -68,14 +68,17 @@ uint32_t sv_find_child(struct sv_container *c, uint32_t parent,
 			   const char *name)
 {
 	uint32_t i = c->htab[name_hash(parent, name) & (c->hsize - 1)];
+	uint64_t steps = 1;
 	while (i != SV_NONE) {
 		struct sv_node *n = &c->nodes[i];
 		if (n->parent == parent && !(n->flags & SV_N_GONE) &&
 		    !strcmp(n->name, name))
-			return i;
+			break;
 		i = n->hnext;
+		steps++;
 	}
-	return SV_NONE;
+	__atomic_add_fetch(&c->name_steps, steps, __ATOMIC_RELAXED);
+	return i;
 }
 
 int sv_kid_add(struct sv_container *c, struct sv_node *d, uint32_t k)
@@ -293,6 +296,11 @@ struct sv_node *sv_node(struct sv_container *c, uint32_t n)
 uint32_t sv_node_count(const struct sv_container *c)
 {
 	return c->nnodes;
+}
+
+uint64_t sv_container_name_steps(const struct sv_container *c)
+{
+	return __atomic_load_n(&c->name_steps, __ATOMIC_RELAXED);
 }
 
 const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n)

@@ -581,6 +581,9 @@ void sv_discard(struct sv_container *c, uint32_t n);
  * finds this moved knows its writes are gone (any lock, or none). */
 uint32_t sv_drops(struct sv_container *c, uint32_t n);
 
+/* The work name lookups did so far: hash-chain steps (for tests that
+ * bound the work of an open instead of timing it). */
+uint64_t sv_container_name_steps(const struct sv_container *c);
 /* Cache statistics of this container. */
 void sv_container_cache_stats(struct sv_container *c, struct sv_cache_stats *st);
 

@@ -24,7 +24,7 @@ for map in "$BAD"/*.map; do
 	case "$how" in
 	fails*)
 		err="$TMP/$name.err"
-		timeout 10 "$SAVEFS" -f "$TMP/$name.map" "$m" 2> "$err" < /dev/null
+		timeout 120 "$SAVEFS" -f "$TMP/$name.map" "$m" 2> "$err" < /dev/null
 		rc=$?
 		expect_eq "$name: mount exit code" 5 "$rc"
 		expect_eq "$name: mount message" "savefs: $TMP/$name.map: $msg" "$(cat "$err")"

@@ -23,7 +23,7 @@ printf 'an edit\n' > "$W/edit"
 wait_gone()
 {
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 1200); do
 		kill -0 "$1" 2> /dev/null || break
 		sleep 0.05
 	done
@@ -43,7 +43,7 @@ for sig in INT TERM; do
 	# A background job of a script ignores SIGINT unless told otherwise.
 	(cd "$d" && exec env --default-signal=INT "$SAVEFS" -f c.map m 2> daemon.log) &
 	pid=$!
-	for i in $(seq 100); do [ -e "$d/m/.savefs/info" ] && break; sleep 0.05; done
+	for i in $(seq 1200); do [ -e "$d/m/.savefs/info" ] && break; sleep 0.05; done
 	check "SIG$sig: mounted" test -e "$d/m/.savefs/info"
 	# An edit still open when the signal comes: it is pending.
 	"$PYTHON" - "$d/m/data/00001.bin" "$d/held" <<'PY' &
@@ -54,7 +54,7 @@ open(sys.argv[2], 'w').close()
 time.sleep(3)
 PY
 	holder=$!
-	for i in $(seq 100); do [ -e "$d/held" ] && break; sleep 0.05; done
+	for i in $(seq 1200); do [ -e "$d/held" ] && break; sleep 0.05; done
 	kill -"$sig" "$pid"
 	wait_gone "$pid"
 	expect_eq "SIG$sig on savefs -f: exit status" 0 "$RC"
@@ -76,7 +76,7 @@ py_write "$d/m/data/00002.bin" "$W/edit" > /dev/null
 pid=$(pgrep -f "^$SAVEFS c.map m$" | head -1)
 check "daemonised: its pid is found" test -n "$pid"
 [ -n "$pid" ] && kill -TERM "$pid"
-for i in $(seq 100); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done
+for i in $(seq 1200); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done
 check "daemonised, SIGTERM: the daemon is gone" sh -c "! kill -0 $pid 2> /dev/null"
 check "daemonised, SIGTERM: no mount is left" sh -c "! grep -q ' $d/m ' /proc/mounts"
 expect_same_file "daemonised, SIGTERM: the edit is in the container" "$W/edit" \

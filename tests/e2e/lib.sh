@@ -37,7 +37,7 @@ SRC_ROOT=$(cd "$E2E_DIR/../.." && pwd)
 : "${GOLDEN:=$SRC_ROOT/tests/golden}"
 : "${PYTHON:=python3}"
 # Seconds to wait for a mount to appear and for a daemon to exit.
-: "${SV_WAIT:=5}"
+: "${SV_WAIT:=60}"
 
 TEST_NAME=$(basename "$0" .sh)
 FAILS=0

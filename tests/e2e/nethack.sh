@@ -38,11 +38,11 @@ wait_for()
 	local desc=$1 i
 	shift
 	CHECKS=$((CHECKS + 1))
-	for i in $(seq 20); do
+	for i in $(seq 300); do
 		"$@" > /dev/null 2>&1 && return 0
 		sleep 0.1
 	done
-	fail "$desc: not so within 2 s (\`$*\`)"
+	fail "$desc: not so within 30 s (\`$*\`)"
 	return 1
 }
 
@@ -243,7 +243,7 @@ wait_for "a diff appended by another process shows in states/" \
 	cmp -s "$TMP/prev.sav" "$m/states/$(printf '%06d' "$n").sav"
 
 rm -f "$TMP/report"
-timeout 60 "$PYTHON" "$LOCKGAME" "$g" "$TMP/report" &
+timeout 300 "$PYTHON" "$LOCKGAME" "$g" "$TMP/report" &
 game=$!
 wait_for "the game holds its lock" grep -q locked "$TMP/report"
 check "an append while the game holds its read lock" sh -c "echo search >> '$m/log'" ||

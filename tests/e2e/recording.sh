@@ -243,7 +243,7 @@ if [ -f "$FAULTSHIM" ]; then
 		LD_PRELOAD="$FAULTSHIM" SVF_ARM="$d/arm" SVF_PAUSE=renameat2 SVF_MATCH=preamble.dat \
 		SVF_DIR="$d" "$SAVEFS" -f "$R2" "$d/m" 2> "$d/log" < /dev/null &
 	shim=$!
-	for _ in $(seq 100); do [ -f "$d/m/.savefs/info" ] && break; sleep 0.05; done
+	for _ in $(seq 1200); do [ -f "$d/m/.savefs/info" ] && break; sleep 0.05; done
 	touch "$d/arm"
 	(sed -i 's/"mkrecording"/"too late"/' "$d/m/metadata.snbt" 2> /dev/null; echo $? > "$d/rc") &
 	editor=$!
@@ -273,12 +273,12 @@ fi
 L="$G/live"
 "$MKRECORDING" live "$L" -n 1600 -e 2 -S 1 -i 500 --leftovers --quiet &
 writer=$!
-for _ in $(seq 50); do [ -f "$L/preamble.dat" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -f "$L/preamble.dat" ] && break; sleep 0.1; done
 mount_sv "$L" "$M3" || die "cannot mount the live recording"
 tail -c +1 -f "$M3/timeline.txt" > "$TMP/tailed" 2> /dev/null &
 tailer=$!
 seen=() last=0 late=0
-for _ in $(seq 120); do
+for _ in $(seq 1200); do
 	n=$(ls "$M3/chunks" | wc -l)
 	if [ "$n" != "$last" ]; then
 		seen+=("$n")
@@ -291,7 +291,11 @@ wait "$writer"
 expect_eq "live: every chunk appeared" 32 "$(ls "$M3/chunks" | wc -l)"
 [ "${#seen[@]}" -ge 5 ] || fail "live: the listing grew in ${#seen[@]} steps (${seen[*]}), not commit by commit"
 CHECKS=$((CHECKS + 1))
-sleep 2.5
+# tail -f looks again every second: it has everything once it caught up.
+for _ in $(seq 600); do
+	cmp -s "$TMP/tailed" "$M3/timeline.txt" && break
+	sleep 0.1
+done
 kill "$tailer" 2> /dev/null
 wait "$tailer" 2> /dev/null
 check "live: tail -f of timeline.txt saw every chunk's text" cmp "$TMP/tailed" "$M3/timeline.txt"

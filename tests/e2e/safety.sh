@@ -154,7 +154,7 @@ mount_shim "$d/c.map" "$d/m" SVF_ARM="$d/arm" SVF_FAIL=fsync SVF_MATCH=.c.map.sa
 touch "$d/arm"
 : > "$d/m/data/00002.bin"
 # The release that commits comes after the shell's close returned.
-for i in $(seq 100); do grep -q 'not written data/00002.bin' "$d/m/.savefs/log" && break; sleep 0.05; done
+for i in $(seq 1200); do grep -q 'not written data/00002.bin' "$d/m/.savefs/log" && break; sleep 0.05; done
 rm -f -- "$d/arm"
 stop_shim "$d/m"
 expect_eq "a failed commit at a release: the daemon exits 8" 8 "$STATUS"

@@ -123,7 +123,7 @@ else
 fi
 expect_eq "header.json: records, as the reader counts them" "$(sed -n 's/.* records=\([0-9]*\) .*/\1/p' "$TMP/v418.check")" "$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["records"])' "$M/header.json")"
 # grep -rw for a material id: the lines the reader counts.
-n_grep=$(grep -rhw -- '^[0-9]*	[0-9]*	7' "$M/world/tiles" --include='*.tsv' | wc -l)
+n_grep=$(grep -rhw --include='*.tsv' -- '^[0-9]*	[0-9]*	7' "$M/world/tiles" | wc -l)
 n_want=$("$PYTHON" "$SBDECODE" dump "$W/v418.world" "$TMP/d418" && cat "$TMP"/d418/world/tiles/*.tsv | awk -F'\t' '$3 == 7' | wc -l)
 expect_eq "grep -rw finds every tile of material 7" "$n_want" "$n_grep"
 check "a .txt grid names its materials" grep -q '^# [0-9a-zA-Z] = 7$' "$M/world/tiles/0,0.txt"
@@ -302,9 +302,9 @@ check "the large world is past 16 MiB" test "$(stat -c %s "$W/large.world")" -gt
 mkdir -p "$TMP/md"
 "$SAVEFS" "$W/large.world" "$TMP/md" || fail "savefs (daemon) failed to mount"
 for i in 1 2 3; do
-	check "daemonised: edit $i commits" timeout 20 sed -i "s/\"a chest\"/\"daemon $i\"/" "$TMP/md/world/entities/0,0.json"
+	check "daemonised: edit $i commits" timeout 120 sed -i "s/\"a chest\"/\"daemon $i\"/" "$TMP/md/world/entities/0,0.json"
 done
-check "daemonised: the last edit is there" timeout 10 grep -q '"daemon 1"' "$TMP/md/world/entities/0,0.json"
+check "daemonised: the last edit is there" timeout 120 grep -q '"daemon 1"' "$TMP/md/world/entities/0,0.json"
 fusermount3 -u "$TMP/md" || fusermount3 -u -z "$TMP/md"
 decoder_ok "after the daemon's commits" "$W/large.world" --exact
 
