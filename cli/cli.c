@@ -261,12 +261,40 @@ static uint64_t count_files(struct sv_container *c, uint32_t dir)
 	return n;
 }
 
+/* Copies stream node n (a log, a timeline, a big chunk's text: files that
+ * may be larger than memory) to fd piece by piece.  0, or -errno with the
+ * reason in err. */
+static int copy_stream(struct sv_container *c, uint32_t n, int fd, uint64_t *bytes,
+		       struct sv_err *err)
+{
+	enum { PIECE = 1 << 20 };
+	char *buf = malloc(PIECE);
+	if (!buf)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	int rc = 0;
+	for (uint64_t off = 0;;) {
+		size_t got = 0;
+		rc = sv_read(c, n, off, buf, PIECE, &got, err);
+		if (rc || !got)
+			break;
+		if (sv_write_all(fd, buf, got)) {
+			rc = sv_err_set(err, -errno, "writing: %s", strerror(errno));
+			break;
+		}
+		off += got;
+		*bytes += got;
+	}
+	free(buf);
+	return rc;
+}
+
 /*
  * Writes b to path: into a new file beside it, renamed over it, so that a
  * file already there (a link someone left in the target directory, a hard
  * link to a file elsewhere) is replaced, never written through.
  */
-static int write_file(const char *path, const struct sv_blob *b)
+static int write_file(const char *path, const struct sv_blob *b, struct sv_container *c,
+		      uint32_t stream, uint64_t *bytes, struct sv_err *err)
 {
 	size_t n = strlen(path) + 16;
 	char *tmp = malloc(n);
@@ -284,8 +312,12 @@ static int write_file(const char *path, const struct sv_blob *b)
 	mode_t mask = umask(0);
 	umask(mask);
 	int rc = fchmod(fd, 0644 & ~mask) ? -errno : 0;
-	if (!rc)
+	if (!rc && b) {
 		rc = sv_write_all(fd, b->data, b->len);
+		*bytes += b->len;
+	} else if (!rc) {
+		rc = copy_stream(c, stream, fd, bytes, err);
+	}
 	if (close(fd) && !rc)
 		rc = -errno;
 	if (!rc && rename(tmp, path))
@@ -349,10 +381,23 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 				set_time(path, &e->st); /* after its files went in */
 			}
 		} else {
-			struct sv_blob *b;
+			struct sv_blob *b = NULL;
 			struct sv_err err;
-			int rc = sv_content(x->c, e->st.node, &b, &err);
-			if (rc) {
+			sv_err_clear(&err);
+			/* A stream goes piece by piece, straight to its file. */
+			int rc = e->st.stream ? 0 : sv_content(x->c, e->st.node, &b, &err);
+			if (!rc && e->st.stream) {
+				rc = write_file(path, NULL, x->c, e->st.node, &x->bytes, &err);
+				if (rc && err.msg[0]) {
+					fprintf(stderr, "savefs: %s: %s\n", rpath, err.msg);
+					if (x->status == SV_EXIT_OK)
+						x->status = SV_EXIT_PATH;
+				} else if (rc) {
+					fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
+					x->status = SV_EXIT_FAIL;
+				}
+				set_time(path, &e->st);
+			} else if (rc) {
 				if (x->progress)
 					fputc('\n', stderr);
 				fprintf(stderr, "savefs: %s: %s\n", rpath,
@@ -360,13 +405,12 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 				if (x->status == SV_EXIT_OK)
 					x->status = SV_EXIT_PATH;
 			} else {
-				rc = write_file(path, b);
+				rc = write_file(path, b, NULL, 0, &x->bytes, &err);
 				if (rc) {
 					fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
 					x->status = SV_EXIT_FAIL;
 				}
 				set_time(path, &e->st);
-				x->bytes += b->len;
 				sv_blob_unref(b);
 			}
 			x->files++;
@@ -558,7 +602,15 @@ int sv_cli_main(int argc, char **argv)
 		status = resolve_or_fail(c, path, &n);
 		struct sv_blob *b = NULL;
 		struct sv_err err;
-		int rc = status ? 0 : sv_content(c, n, &b, &err);
+		sv_err_clear(&err);
+		struct sv_stat st = {0};
+		int rc = status ? 0 : sv_stat(c, n, &st);
+		uint64_t bytes = 0;
+		/* A stream piece by piece, never held whole. */
+		if (!status && !rc && st.stream && !st.dir)
+			rc = copy_stream(c, n, STDOUT_FILENO, &bytes, &err);
+		else if (!status && !rc)
+			rc = sv_content(c, n, &b, &err);
 		if (rc) {
 			fprintf(stderr, "savefs: %s: %s\n", path, rc == -EISDIR ? "is a directory"
 				: (err.msg[0] ? err.msg : strerror(-rc)));

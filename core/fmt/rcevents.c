@@ -353,6 +353,9 @@ static int table_size(int table)
 
 /* ---- walking a payload -------------------------------------------------- */
 
+/* The one failure that does not depend on where the bytes end. */
+static const char bad_id[] = "an event id the event table does not have";
+
 struct walker {
 	struct rd r;
 	int table;
@@ -390,7 +393,7 @@ static int next(struct walker *w, struct event *e, int *count, int32_t *id)
 		return -1;
 	if (*id < 0 || *id >= table_size(w->table)) {
 		r->off = at;
-		r->why = "an event id the event table does not have";
+		r->why = bad_id;
 		return -1;
 	}
 	body(r, *id, e);
@@ -509,41 +512,197 @@ static int hex_rest(struct sv_buf *b, const uint8_t *p, size_t n)
 	return 0;
 }
 
-int sv_rc_text(const uint8_t *p, size_t n, int table, struct sv_buf *out, char *problem)
+/* ---- text as a stream ----------------------------------------------------
+ *
+ * A chunk's payload may be far larger than what should be held (its text
+ * larger still): the text is made from a window of the payload, refilled
+ * from `fill` as the walker moves on.  An event is decoded from bytes in
+ * the window; one that runs past the window's end while more payload
+ * follows is decoded again once the window holds more (the window grows,
+ * up to its limit, for an event larger than it).  Whatever cannot be
+ * decoded ends the text with one "undecoded" line: the reason, where, and
+ * the rest of the payload in hex, streamed too.
+ */
+enum { TS_EVENTS, TS_HEX, TS_NEWLINE, TS_DONE };
+
+struct sv_rc_ts {
+	struct walker w;          /* w.r: the window */
+	uint8_t *buf;             /* the window's storage (NULL: memory given) */
+	size_t cap, max;          /* its size, and the most it may grow to */
+	uint64_t base;            /* payload offset of the window's byte 0 */
+	bool eof;                 /* fill has no more */
+	int mode;                 /* TS_* */
+	int32_t id;               /* the last event id read */
+	sv_rc_fill_fn fill;
+	void *arg;
+	char problem[SV_ERR_MAX];
+};
+
+int sv_rc_ts_new(int table, size_t max, sv_rc_fill_fn fill, void *arg, struct sv_rc_ts **out)
 {
-	struct walker w = {{p, n, 0, NULL}, table, 0, 0, false};
-	struct event e;
-	int count = 0, rc = 0, k;
-	int32_t id = 0;
-	if (problem)
-		problem[0] = '\0';
-	while (!rc && (k = next(&w, &e, &count, &id)) == 1) {
-		if (e.kind == -1) {
-			rc = put_int(out, "", w.tick) || put_int(out, "\ttick\t", count) ||
-			     sv_buf_add(out, "\n", 1);
+	struct sv_rc_ts *ts = calloc(1, sizeof *ts);
+	if (!ts)
+		return -ENOMEM;
+	ts->cap = max < (1u << 20) ? max : (1u << 20);
+	ts->max = max;
+	ts->buf = malloc(ts->cap ? ts->cap : 1);
+	if (!ts->buf) {
+		free(ts);
+		return -ENOMEM;
+	}
+	ts->w = (struct walker){{ts->buf, 0, 0, NULL}, table, 0, 0, false};
+	ts->fill = fill;
+	ts->arg = arg;
+	*out = ts;
+	return 0;
+}
+
+/* A stream over a payload held whole (no copy, nothing to fill). */
+static void ts_mem(struct sv_rc_ts *ts, const uint8_t *p, size_t n, int table)
+{
+	memset(ts, 0, sizeof *ts);
+	ts->w = (struct walker){{p, n, 0, NULL}, table, 0, 0, false};
+	ts->eof = true;
+	ts->cap = ts->max = n;
+}
+
+void sv_rc_ts_free(struct sv_rc_ts *ts)
+{
+	if (!ts)
+		return;
+	free(ts->buf);
+	free(ts);
+}
+
+const char *sv_rc_ts_problem(const struct sv_rc_ts *ts)
+{
+	return ts->problem;
+}
+
+/* Drops what was read from the window and reads more payload after what
+ * it holds, growing it first when `grow` (an event longer than it).  0,
+ * 1 if it is as large as it may be, or -errno. */
+static int ts_refill(struct sv_rc_ts *ts, bool grow, struct sv_err *err)
+{
+	struct rd *r = &ts->w.r;
+	size_t keep = r->n - r->off;
+	memmove(ts->buf, ts->buf + r->off, keep);
+	ts->base += r->off;
+	r->off = 0;
+	r->n = keep;
+	if (grow || keep == ts->cap) {
+		if (ts->cap >= ts->max)
+			return 1; /* no more room: what failed in it fails */
+		size_t cap = ts->cap * 2 < ts->max ? ts->cap * 2 : ts->max;
+		uint8_t *b = realloc(ts->buf, cap);
+		if (!b)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		ts->buf = b;
+		ts->cap = cap;
+	}
+	while (r->n < ts->cap && !ts->eof) {
+		size_t got = 0;
+		int rc = ts->fill(ts->arg, ts->buf + r->n, ts->cap - r->n, &got, err);
+		if (rc)
+			return rc;
+		r->n += got;
+		ts->eof = got == 0;
+	}
+	r->p = ts->buf;
+	return 0;
+}
+
+int sv_rc_ts_next(struct sv_rc_ts *ts, struct sv_buf *out, bool *end, struct sv_err *err)
+{
+	static const size_t HEX_PIECE = 32768;
+	struct walker *w = &ts->w;
+	struct rd *r = &w->r;
+	*end = false;
+	for (;;) {
+		if (ts->mode == TS_DONE) {
+			*end = true;
+			return 0;
+		}
+		if (ts->mode == TS_NEWLINE) {
+			ts->mode = TS_DONE;
+			return sv_buf_add(out, "\n", 1) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+		}
+		if (ts->mode == TS_HEX) {
+			if (r->off < r->n) {
+				size_t k = r->n - r->off < HEX_PIECE ? r->n - r->off : HEX_PIECE;
+				if (hex_rest(out, r->p + r->off, k))
+					return sv_err_set(err, -ENOMEM, "out of memory");
+				r->off += k;
+				return 0;
+			}
+			if (ts->eof) {
+				ts->mode = TS_NEWLINE;
+				continue;
+			}
+			int rc = ts_refill(ts, false, err);
+			if (rc)
+				return rc;
 			continue;
 		}
-		const char *name = ev_names[e.kind];
-		rc = put_int(out, "", w.tick) || put_int(out, "\t", id) || sv_buf_add(out, "\t", 1) ||
-		     sv_buf_add(out, name, strlen(name)) || sv_buf_add(out, "\t", 1);
-		if (!rc)
-			rc = fields(out, &e);
-		if (!rc)
-			rc = sv_buf_add(out, "\n", 1);
-		event_fini(&e);
+		struct walker saved = *w;
+		struct event e;
+		int count = 0;
+		int k = next(w, &e, &count, &ts->id);
+		if (k == 1) {
+			int rc;
+			if (e.kind == -1) {
+				rc = put_int(out, "", w->tick) || put_int(out, "\ttick\t", count) ||
+				     sv_buf_add(out, "\n", 1);
+			} else {
+				const char *name = ev_names[e.kind];
+				rc = put_int(out, "", w->tick) || put_int(out, "\t", ts->id) ||
+				     sv_buf_add(out, "\t", 1) || sv_buf_add(out, name, strlen(name)) ||
+				     sv_buf_add(out, "\t", 1) || fields(out, &e) ||
+				     sv_buf_add(out, "\n", 1);
+				event_fini(&e);
+			}
+			return rc ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+		}
+		/* The window ended, or the event may not be whole in it: read
+		 * on, and decode it again (an unknown id is wrong wherever it
+		 * is; an event that fails with the window as large as it may
+		 * be is taken as what it says). */
+		if (!ts->eof && !(k < 0 && r->why == bad_id)) {
+			struct walker failed = *w;
+			*w = saved;
+			int rc = ts_refill(ts, k < 0 && r->off == 0 && r->n == ts->cap, err);
+			if (rc < 0)
+				return rc;
+			if (rc == 0)
+				continue;
+			*w = failed;
+		}
+		if (k == 0) {
+			ts->mode = TS_DONE;
+			continue;
+		}
+		uint64_t at = ts->base + r->off;
+		snprintf(ts->problem, sizeof ts->problem, "byte %llu: %s", (unsigned long long)at,
+			 r->why);
+		if (sv_buf_printf(out, "%u\t%d\tundecoded\treason=\"%s\" at=%llu bytes=", w->tick,
+				  ts->id, r->why, (unsigned long long)at))
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		ts->mode = TS_HEX;
+		return 0;
 	}
-	if (rc)
-		return -ENOMEM;
-	if (k < 0) {
-		if (problem)
-			snprintf(problem, SV_ERR_MAX, "byte %zu: %s", w.r.off, w.r.why);
-		rc = sv_buf_printf(out, "%u\t%d\tundecoded\treason=\"%s\" at=%zu bytes=", w.tick, id,
-				   w.r.why, w.r.off);
-		if (!rc)
-			rc = hex_rest(out, p + w.r.off, n - w.r.off);
-		if (!rc)
-			rc = sv_buf_add(out, "\n", 1);
-	}
+}
+
+int sv_rc_text(const uint8_t *p, size_t n, int table, struct sv_buf *out, char *problem)
+{
+	struct sv_rc_ts ts;
+	ts_mem(&ts, p, n, table);
+	struct sv_err err;
+	bool end = false;
+	int rc = 0;
+	while (!rc && !end)
+		rc = sv_rc_ts_next(&ts, out, &end, &err);
+	if (problem)
+		snprintf(problem, SV_ERR_MAX, "%s", ts.problem);
 	return rc ? -ENOMEM : 0;
 }
 

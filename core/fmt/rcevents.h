@@ -26,6 +26,21 @@ enum { SV_RC_BUILTIN, SV_RC_PARKOUR };
  * fails. */
 int sv_rc_text(const uint8_t *p, size_t n, int table, struct sv_buf *out, char *problem);
 
+/* The same text made piece by piece from a payload too large to hold:
+ * `fill` gives the payload's next bytes (up to cap; *got 0 at its end;
+ * -errno with the reason), and the text is made from a window of at most
+ * `max` bytes of it (an event longer than that: -EFBIG with the reason).
+ * sv_rc_ts_next appends the next piece (a line, or part of the hex of an
+ * undecodable rest) to out, or sets *end.  The problem, once the text met
+ * one, as sv_rc_text gives it ("" before).  Not thread-safe: one reader. */
+struct sv_rc_ts;
+typedef int (*sv_rc_fill_fn)(void *arg, uint8_t *buf, size_t cap, size_t *got,
+			     struct sv_err *err);
+int sv_rc_ts_new(int table, size_t max, sv_rc_fill_fn fill, void *arg, struct sv_rc_ts **out);
+int sv_rc_ts_next(struct sv_rc_ts *ts, struct sv_buf *out, bool *end, struct sv_err *err);
+const char *sv_rc_ts_problem(const struct sv_rc_ts *ts);
+void sv_rc_ts_free(struct sv_rc_ts *ts);
+
 /* Appends the state after tick `tick` as JSON (see DESIGN.md: "tick",
  * "entities", "ghost_blocks", "run"), replaying the payload from its start
  * (a chunk that opens with a snapshot) up to and including that tick.

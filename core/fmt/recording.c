@@ -74,6 +74,47 @@ struct rec {
 	uint32_t *bin_node, *txt_node; /* each chunk's views */
 	uint64_t *cstart;     /* where each chunk starts in compacted.hcrp */
 	struct stat pre_st;   /* segmented: the preamble as read */
+	/* The text of a chunk too big to hold (big()) is made as it is read:
+	 * two cursors, each at a place in one chunk's text, so that a reader
+	 * going on from where it stopped does not start over.  cur_lock
+	 * protects them (reads run in several threads). */
+	pthread_mutex_t cur_lock;
+	struct cursor *cur[2];
+	uint64_t clock;       /* counts uses of the cursors */
+};
+
+/* ---- a big chunk's text, made as it is read ------------------------------ */
+
+/* A chunk whose payload is more than a sixteenth of the cache: its text
+ * (a few times larger) is made as it is read, never held whole. */
+static bool big(struct sv_container *c, const struct rec *r, uint32_t i)
+{
+	return r->chunks[i].ulen > sv_container_opts(c)->cache_cap / 16;
+}
+
+
+/* The payload of chunk i, inflated as it is asked for (sv_rc_fill_fn). */
+struct csrc {
+	struct sv_container *c;
+	const struct rec *r;
+	uint32_t i;
+	ZSTD_DStream *z;
+	uint8_t in[65536];
+	size_t in_len, in_pos;
+	uint64_t read;         /* compressed bytes read so far */
+	uint64_t made;         /* payload bytes made so far */
+	bool ended;            /* the frame ended */
+};
+
+/* Text made so far of one chunk: `pend` holds its bytes from `pos` on. */
+struct cursor {
+	uint32_t chunk;
+	uint64_t pos;
+	struct sv_buf pend;
+	bool end;
+	struct csrc src;
+	struct sv_rc_ts *ts;
+	uint64_t used;         /* when last used, for the one to reset */
 };
 
 /* ---- parsing ------------------------------------------------------------ */
@@ -377,8 +418,8 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 					     r->chunks[i].ulen, KEY(K_BIN, i));
 		snprintf(name, sizeof name, "%06u.txt", i);
 		r->txt_node[i] = sv_node_add(c, r->chunks_dir, name,
-					     RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE,
-					     0, KEY(K_TXT, i));
+					     RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
+					     (big(c, r, i) ? SV_N_STREAM : 0), 0, KEY(K_TXT, i));
 		if (r->bin_node[i] == SV_NONE || r->txt_node[i] == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -430,6 +471,8 @@ static int table_of(struct sv_container *c, int *table, struct sv_err *err)
 	return 0;
 }
 
+static void cursor_free(struct cursor *k);
+
 static void rec_free(struct rec *r)
 {
 	if (!r)
@@ -443,6 +486,9 @@ static void rec_free(struct rec *r)
 	sv_buf_fini(&r->header_json);
 	sv_buf_fini(&r->index_tsv);
 	sv_buf_fini(&r->snbt);
+	for (int k = 0; k < 2; k++)
+		cursor_free(r->cur[k]);
+	pthread_mutex_destroy(&r->cur_lock);
 	free(r);
 }
 
@@ -451,6 +497,7 @@ static int open_rec(struct sv_container *c, struct sv_err *err)
 	struct rec *r = calloc(1, sizeof *r);
 	if (!r)
 		return sv_err_set(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&r->cur_lock, NULL);
 	sv_container_set_priv(c, r);
 	r->segmented = sv_container_is_dir(c);
 	sv_buf_init(&r->header_json);
@@ -571,6 +618,208 @@ static uint32_t chunk_of(const struct rec *r, uint64_t t)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* The most payload a big chunk's text is made from at once. */
+static size_t window_max(struct sv_container *c)
+{
+	uint64_t m = sv_container_opts(c)->cache_cap / 4;
+	return m < (1u << 20) ? (1u << 20) : (size_t)m;
+}
+
+/* sv_rc_fill_fn: the next inflated bytes of chunk s->i, checked against
+ * the index as inflate_chunk checks them. */
+static int csrc_fill(void *arg, uint8_t *buf, size_t cap, size_t *got, struct sv_err *err)
+{
+	struct csrc *s = arg;
+	const struct chunk *k = &s->r->chunks[s->i];
+	*got = 0;
+	while (*got < cap && !s->ended) {
+		if (s->in_pos == s->in_len) {
+			if (s->read == k->clen)
+				return sv_err_set(err, -EBADMSG, "chunk %u: inflates to %llu bytes, the "
+						  "index says %u", s->i, (unsigned long long)s->made,
+						  k->ulen);
+			size_t n = k->clen - s->read < sizeof s->in ? (size_t)(k->clen - s->read)
+								     : sizeof s->in;
+			int rc;
+			if (s->r->segmented) {
+				char name[40];
+				snprintf(name, sizeof name, "segment-%03llu.dat",
+					 (unsigned long long)(k->offset >> 32));
+				rc = sv_member_pread(s->c, name, (k->offset & 0xffffffffu) + s->read,
+						     s->in, n, err);
+			} else {
+				rc = sv_container_pread(s->c, k->offset + s->read, s->in, n, err);
+			}
+			if (rc)
+				return rc;
+			if (!s->read) {
+				unsigned long long fs = ZSTD_getFrameContentSize(s->in, n);
+				if (fs == ZSTD_CONTENTSIZE_ERROR)
+					return sv_err_set(err, -EBADMSG, "chunk %u: not a zstd frame", s->i);
+				if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != k->ulen)
+					return sv_err_set(err, -EBADMSG, "chunk %u: the zstd frame says "
+							  "%llu bytes, the index %u", s->i, fs, k->ulen);
+			}
+			s->read += n;
+			s->in_len = n;
+			s->in_pos = 0;
+		}
+		ZSTD_inBuffer in = {s->in, s->in_len, s->in_pos};
+		ZSTD_outBuffer out = {buf + *got, cap - *got, 0};
+		size_t ret = ZSTD_decompressStream(s->z, &out, &in);
+		if (ZSTD_isError(ret))
+			return sv_err_set(err, -EBADMSG, "chunk %u: zstd: %s", s->i,
+					  ZSTD_getErrorName(ret));
+		s->in_pos = in.pos;
+		*got += out.pos;
+		s->made += out.pos;
+		if (s->made > k->ulen)
+			return sv_err_set(err, -EBADMSG, "chunk %u: inflates past the %u bytes the "
+					  "index says", s->i, k->ulen);
+		if (ret == 0) {
+			s->ended = true;
+			if (s->made != k->ulen)
+				return sv_err_set(err, -EBADMSG, "chunk %u: inflates to %llu bytes, the "
+						  "index says %u", s->i, (unsigned long long)s->made,
+						  k->ulen);
+		}
+	}
+	return 0;
+}
+
+static void cursor_free(struct cursor *k)
+{
+	if (!k)
+		return;
+	sv_rc_ts_free(k->ts);
+	ZSTD_freeDStream(k->src.z);
+	sv_buf_fini(&k->pend);
+	free(k);
+}
+
+/* Puts cursor k at the start of chunk i's text. */
+static int cursor_start(struct sv_container *c, const struct rec *r, struct cursor *k,
+			uint32_t i, struct sv_err *err)
+{
+	sv_rc_ts_free(k->ts);
+	k->ts = NULL;
+	k->chunk = UINT32_MAX;
+	ZSTD_DStream *z = k->src.z ? k->src.z : ZSTD_createDStream();
+	if (!z || ZSTD_isError(ZSTD_initDStream(z))) {
+		ZSTD_freeDStream(z);
+		k->src.z = NULL;
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	memset(&k->src, 0, sizeof k->src);
+	k->src.c = c;
+	k->src.r = r;
+	k->src.i = i;
+	k->src.z = z;
+	k->pos = 0;
+	k->pend.len = 0;
+	k->end = false;
+	if (sv_rc_ts_new(r->table, window_max(c), csrc_fill, &k->src, &k->ts))
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	k->chunk = i;
+	return 0;
+}
+
+/* The text ended: its length is known, and a problem it met said once. */
+static void cursor_ended(struct sv_container *c, struct rec *r, struct cursor *k)
+{
+	struct chunk *ch = &r->chunks[k->chunk];
+	__atomic_store_n(&ch->txt, k->pos + k->pend.len + 1, __ATOMIC_RELEASE);
+	const char *problem = sv_rc_ts_problem(k->ts);
+	if (problem[0] && !__atomic_exchange_n(&ch->warned, 1, __ATOMIC_ACQ_REL))
+		sv_warn(c, "chunks/%06u.txt: decoded up to %s (the rest is shown as hex)", k->chunk,
+			problem);
+}
+
+/* Makes the next piece of k's text: pend then holds it (what came before
+ * is let go).  0, or -errno (the cursor is then spent). */
+static int cursor_step(struct sv_container *c, struct rec *r, struct cursor *k,
+		       struct sv_err *err)
+{
+	k->pos += k->pend.len;
+	k->pend.len = 0;
+	bool end = false;
+	int rc = sv_rc_ts_next(k->ts, &k->pend, &end, err);
+	if (rc) {
+		k->chunk = UINT32_MAX;
+		return rc;
+	}
+	if (end) {
+		k->end = true;
+		cursor_ended(c, r, k);
+	}
+	return 0;
+}
+
+/* Copies up to want bytes of big chunk i's text at off into buf (*got
+ * grows), through the cursor nearest before off.  Read lock held. */
+static int big_read(struct sv_container *c, struct rec *r, uint32_t i, uint64_t off,
+		    uint8_t *buf, size_t want, size_t *got, struct sv_err *err)
+{
+	pthread_mutex_lock(&r->cur_lock);
+	struct cursor *k = NULL;
+	int rc = 0;
+	for (int j = 0; j < 2; j++) {
+		struct cursor *x = r->cur[j];
+		if (x && x->chunk == i && x->pos <= off && (!k || x->pos > k->pos))
+			k = x;
+	}
+	if (!k) {
+		int j = !r->cur[0] ? 0 : !r->cur[1] ? 1 : r->cur[0]->used <= r->cur[1]->used ? 0 : 1;
+		if (!r->cur[j])
+			r->cur[j] = calloc(1, sizeof *r->cur[j]);
+		k = r->cur[j];
+		rc = k ? cursor_start(c, r, k, i, err) : sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	while (!rc && *got < want) {
+		if (off < k->pos + k->pend.len) {
+			size_t from = (size_t)(off - k->pos);
+			size_t n = k->pend.len - from < want - *got ? k->pend.len - from : want - *got;
+			memcpy(buf + *got, k->pend.p + from, n);
+			*got += n;
+			off += n;
+		} else if (k->end) {
+			break;
+		} else {
+			rc = cursor_step(c, r, k, err);
+		}
+	}
+	if (!rc && off > k->pos && off <= k->pos + k->pend.len) {
+		/* What was read goes: the cursor holds one piece at most. */
+		size_t drop = (size_t)(off - k->pos);
+		memmove(k->pend.p, k->pend.p + drop, k->pend.len - drop);
+		k->pend.len -= drop;
+		k->pos = off;
+	}
+	if (k)
+		k->used = ++r->clock;
+	pthread_mutex_unlock(&r->cur_lock);
+	return rc;
+}
+
+/* Big chunk i's text length: made once, piece by piece, and kept. */
+static int big_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t *len,
+		   struct sv_err *err)
+{
+	uint64_t t = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+	if (t) {
+		*len = t - 1;
+		return 0;
+	}
+	struct cursor *k = calloc(1, sizeof *k);
+	int rc = k ? cursor_start(c, r, k, i, err) : sv_err_set(err, -ENOMEM, "out of memory");
+	while (!rc && !k->end)
+		rc = cursor_step(c, r, k, err);
+	if (!rc)
+		*len = k->pos + k->pend.len;
+	cursor_free(k);
+	return rc;
 }
 
 /* Chunk i's text.  In the timeline (`whole`), a chunk that cannot be read
@@ -694,6 +943,8 @@ static int lookup(struct sv_container *c, uint32_t dir, const char *name, struct
 static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t *len,
 		    struct sv_err *err)
 {
+	if (big(c, r, i))
+		return big_len(c, r, i, len, err);
 	uint64_t k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
 	if (!k) {
 		struct sv_buf b;
@@ -711,7 +962,10 @@ static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t 
 static int size(struct sv_container *c, uint32_t node, uint64_t *out, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
-	if (KIND(sv_node(c, node)->key) != K_TIMELINE)
+	uint64_t key = sv_node(c, node)->key;
+	if (KIND(key) == K_TXT && INDEX(key) < r->n)
+		return big_len(c, r, (uint32_t)INDEX(key), out, err);
+	if (KIND(key) != K_TIMELINE)
 		return sv_err_set(err, -EIO, "not a stream");
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < r->n; i++) {
@@ -737,6 +991,24 @@ static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, ui
 		uint64_t k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
 		if (k && off >= at + k - 1) {
 			at += k - 1;
+			continue;
+		}
+		if (big(c, r, i)) {
+			/* Its length first (made once), then the part wanted. */
+			int rc = big_len(c, r, i, &k, err);
+			if (rc)
+				return rc;
+			if (off >= at + k) {
+				at += k;
+				continue;
+			}
+			size_t n = 0;
+			rc = big_read(c, r, i, off - at, buf + *got, want - *got, &n, err);
+			if (rc)
+				return rc;
+			*got += n;
+			off += n;
+			at += k;
 			continue;
 		}
 		/* Needed, or its length unknown: one decode serves both. */
@@ -829,6 +1101,11 @@ static int read_stream(struct sv_container *c, uint32_t node, uint64_t off, void
 	switch (KIND(sv_node(c, node)->key)) {
 	case K_TIMELINE:
 		return read_timeline(c, r, off, buf, want, got, err);
+	case K_TXT:
+		if (INDEX(sv_node(c, node)->key) < r->n)
+			return big_read(c, r, (uint32_t)INDEX(sv_node(c, node)->key), off, buf, want,
+					got, err);
+		break;
 	case K_COMPACT:
 		return read_compact(c, r, off, buf, want, got, err);
 	}

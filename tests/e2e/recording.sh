@@ -331,4 +331,59 @@ expect_exit "an unknown event table" 2 \
 	"savefs: events=other: the event tables are builtin and parkour" \
 	"$SAVEFS" info -o events=other "$COMP"
 
+# ---- a chunk's text made as it is read ----------------------------------------
+# With a small cache every chunk is "big": each chunks/<n>.txt and the
+# timeline are made piece by piece; they must read as with the whole
+# decode (a default mount), at any offset, and so must an undecodable rest.
+BADREC=$SRC_ROOT/tests/data/bad/recording
+for rec in "$COMP" "$SEG" "$BADREC/unknown-event-id.hcrp" "$BADREC/event-cut-short.hcrp"; do
+	name=$(basename "$rec")
+	mount_sv "$rec" "$TMP/whole" -o ro || continue
+	mount_sv "$rec" "$TMP/piece" -o ro,cache=64K || { umount_sv "$TMP/whole"; continue; }
+	check "$name: streamed chunk text and timeline read as decoded whole" \
+		diff -r "$TMP/whole/chunks" "$TMP/piece/chunks"
+	check "$name: the timeline" cmp "$TMP/whole/timeline.txt" "$TMP/piece/timeline.txt"
+	f=$(ls "$TMP/piece/chunks" | grep txt | tail -1)
+	size=$(stat -c %s "$TMP/piece/chunks/$f")
+	for at in 1 $((size / 3)) $((size - 5)); do
+		expect_eq "$name: $f read at $at" \
+			"$(dd if="$TMP/whole/chunks/$f" bs=1 skip="$at" count=40 2> /dev/null | od -c)" \
+			"$(dd if="$TMP/piece/chunks/$f" bs=1 skip="$at" count=40 2> /dev/null | od -c)"
+	done
+	umount_sv "$TMP/piece"
+	umount_sv "$TMP/whole"
+done
+# One chunk of 20 MB of payload (4 million empty ticks, 8 MB stored): its
+# 58 MB of text is never held: savefs cat stays far below it.
+"$PYTHON" - "$TMP/big.hcrp" "$BADREC/make.py" << 'PY'
+import importlib.util, struct, sys
+spec = importlib.util.spec_from_file_location("make", sys.argv[2])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+n = 4000000
+payload = b''.join(m.vi(t) + b'\0\0' for t in range(n))
+open(sys.argv[1], 'wb').write(m.rec([(n, m.zstd(payload), len(payload))]))
+PY
+/usr/bin/time -f '%M' -o "$TMP/big.rss" "$SAVEFS" cat "$TMP/big.hcrp" chunks/000000.txt \
+	> "$TMP/big.txt" 2> "$TMP/big.err"
+expect_eq "big chunk: savefs cat exits 0" "0" "$?"
+expect_eq "big chunk: every tick line" "4000000" "$(wc -l < "$TMP/big.txt")"
+expect_eq "big chunk: the text, as the ticks make it" \
+	"$("$PYTHON" -c 'import hashlib, sys
+h = hashlib.sha256()
+for t in range(0, 4000000, 100000):
+    h.update("".join("%d\ttick\t0\n" % u for u in range(t, t + 100000)).encode())
+print(h.hexdigest())')" "$(sha256sum < "$TMP/big.txt" | cut -c1-64)"
+rss=$(tail -n 1 "$TMP/big.rss")
+check "big chunk: savefs cat of its 58 MB of text peaked at $rss kB, under 50 MB" \
+	test "$rss" -lt 50000
+mount_sv "$TMP/big.hcrp" "$TMP/bm" || die "mount"
+expect_eq "big chunk: its size in the mount" "$(stat -c %s "$TMP/big.txt")" \
+	"$(stat -c %s "$TMP/bm/chunks/000000.txt")"
+expect_eq "big chunk: read in the middle through the mount" \
+	"$(tail -c +30000001 "$TMP/big.txt" | head -c 64 | od -c)" \
+	"$(dd if="$TMP/bm/chunks/000000.txt" bs=1M skip=30000000 iflag=skip_bytes count=1 2> /dev/null |
+		head -c 64 | od -c)"
+umount_sv "$TMP/bm"
+
 finish
