@@ -724,6 +724,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+/* A read of an entry past a limit (-o maxdecode) is an EIO, the reason in
+ * the log: EFBIG is for writes that would grow a file past -o maxedit. */
+static void reply_read_err(fuse_req_t req, int rc)
+{
+	reply_err(req, rc == -EFBIG ? -EIO : rc);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -738,7 +745,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		rc = buf ? sv_read(fs->c, h->node, (uint64_t)off, buf, size, &got, &err)
 			 : -ENOMEM;
 		if (rc)
-			reply_err(req, rc);
+			reply_read_err(req, rc);
 		else
 			fuse_reply_buf(req, buf, got);
 		free(buf);
@@ -752,7 +759,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!b) {
 		rc = sv_content(fs->c, h ? h->node : NODE(ino), &b, &err);
 		if (rc) {
-			reply_err(req, rc);
+			reply_read_err(req, rc);
 			return;
 		}
 		if (h && b->len > fs->cache_cap) {

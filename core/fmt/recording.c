@@ -706,6 +706,9 @@ static int cursor_start(struct sv_container *c, const struct rec *r, struct curs
 	sv_rc_ts_free(k->ts);
 	k->ts = NULL;
 	k->chunk = UINT32_MAX;
+	if (r->chunks[i].ulen > sv_container_opts(c)->max_decode)
+		return sv_err_set(err, -EFBIG, "chunk %u: %u bytes decompressed, more than the "
+				  "decode limit", i, r->chunks[i].ulen);
 	ZSTD_DStream *z = k->src.z ? k->src.z : ZSTD_createDStream();
 	if (!z || ZSTD_isError(ZSTD_initDStream(z))) {
 		ZSTD_freeDStream(z);

@@ -353,7 +353,7 @@ for rec in "$COMP" "$SEG" "$BADREC/unknown-event-id.hcrp" "$BADREC/event-cut-sho
 	umount_sv "$TMP/piece"
 	umount_sv "$TMP/whole"
 done
-# One chunk of 20 MB of payload (4 million empty ticks, 8 MB stored): its
+# One chunk of 21 MB of payload (4 million empty ticks, 8 MB stored): its
 # 58 MB of text is never held: savefs cat stays far below it.
 "$PYTHON" - "$TMP/big.hcrp" "$BADREC/make.py" << 'PY'
 import importlib.util, struct, sys
@@ -384,6 +384,13 @@ expect_eq "big chunk: read in the middle through the mount" \
 	"$(tail -c +30000001 "$TMP/big.txt" | head -c 64 | od -c)" \
 	"$(dd if="$TMP/bm/chunks/000000.txt" bs=1M skip=30000000 iflag=skip_bytes count=1 2> /dev/null |
 		head -c 64 | od -c)"
+umount_sv "$TMP/bm"
+# Past the decode limit: EIO, and the reason in the log.
+mount_sv "$TMP/big.hcrp" "$TMP/bm" -o maxdecode=1M || die "mount"
+write_fails "big chunk past -o maxdecode: its text" "Input/output error" \
+	cat "$TMP/bm/chunks/000000.txt"
+M=$TMP/bm log_has "big chunk past -o maxdecode: the reason" \
+	"chunk 0: 21886336 bytes decompressed, more than the decode limit"
 umount_sv "$TMP/bm"
 
 finish
