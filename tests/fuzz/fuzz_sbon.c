@@ -11,7 +11,11 @@
  *     writes: the second write is canonical).  Values are compared by
  *     their bytes: jansson's json_equal stops keys at a NUL, which SBON
  *     keys may hold;
- *   - reading never goes past the input (the bounded reader).
+ *   - reading never goes past the input (the bounded reader);
+ *   - a versioned value's key found by stepping over the others
+ *     (sv_vjson_get, for the value "chunkIndex" and for the first key of
+ *     an object content) is the value a whole read has under that key, and
+ *     the step fails only with a reason.
  *
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-sbon).
@@ -31,6 +35,63 @@ static void fail(const char *what, const char *msg)
 	abort();
 }
 
+/* Two values compared by their SBON bytes (json_equal stops keys at a
+ * NUL); values that cannot be written compare as their JSON text. */
+static bool same_bytes(const json_t *a, const json_t *b)
+{
+	struct sv_buf x, y;
+	struct sv_err err;
+	sv_buf_init(&x);
+	sv_buf_init(&y);
+	bool same;
+	if (!sv_sbon_write(&x, a, &err) && !sv_sbon_write(&y, b, &err)) {
+		same = x.len == y.len && (!x.len || !memcmp(x.p, y.p, x.len));
+	} else {
+		char *s = json_dumps(a, JSON_ENCODE_ANY | JSON_COMPACT);
+		char *t = json_dumps(b, JSON_ENCODE_ANY | JSON_COMPACT);
+		same = s && t && !strcmp(s, t);
+		free(s);
+		free(t);
+	}
+	sv_buf_fini(&x);
+	sv_buf_fini(&y);
+	return same;
+}
+
+/* sv_vjson_get against the whole read (v, or NULL if it failed). */
+static void check_get(const uint8_t *p, size_t n, json_t *v)
+{
+	json_t *content = v ? json_object_get(v, "content") : NULL;
+	const char *first = NULL;
+	if (json_is_object(content)) {
+		void *it = json_object_iter(content);
+		/* (a key with a NUL in it cannot be asked for by name) */
+		if (it && strlen(json_object_iter_key(it)) == json_object_iter_key_len(it))
+			first = json_object_iter_key(it);
+	}
+	const char *keys[] = {"chunkIndex", first};
+	for (int k = 0; k < 2; k++) {
+		if (!keys[k])
+			continue;
+		json_t *got = NULL;
+		struct sv_err err;
+		sv_err_clear(&err);
+		int rc = sv_vjson_get(p, n, keys[k], &got, &err);
+		if (rc && rc != -ENOMEM && (rc != -EBADMSG || strncmp(err.msg, "byte ", 5)))
+			fail("a step over failed without a reason", err.msg);
+		/* A non-finite double reads as {"$double": ...}: not an object
+		 * in the bytes, so it has no keys to step to. */
+		bool marker = json_object_size(content) == 1 &&
+			      json_is_string(json_object_get(content, SV_SBON_DOUBLE));
+		if (content && !rc && !(marker && !got)) {
+			json_t *want = json_is_object(content) ? json_object_get(content, keys[k]) : NULL;
+			if ((want == NULL) != (got == NULL) || (want && !same_bytes(want, got)))
+				fail("a key found by stepping is not the value read whole", keys[k]);
+		}
+		json_decref(got);
+	}
+}
+
 typedef int (*read_fn)(struct sv_rd *, json_t **, struct sv_err *);
 typedef int (*write_fn)(struct sv_buf *, const json_t *, struct sv_err *);
 
@@ -47,6 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sv_err err;
 	sv_err_clear(&err);
 	int rc = rd(&r, &v, &err);
+	if (versioned)
+		check_get(data + 1, size - 1, rc ? NULL : v);
 	if (rc) {
 		if (v)
 			fail("a failed read left a value", NULL);
