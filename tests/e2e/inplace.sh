@@ -18,6 +18,8 @@ need_python
 [ -x "$MKSBDB" ] || die "MKSBDB=$MKSBDB is not an executable (build first)"
 : "${FAULTSHIM:=$SRC_ROOT/build/tests/libfaultshim.so}"
 [ -f "$FAULTSHIM" ] || die "FAULTSHIM=$FAULTSHIM is not built"
+# The shim comes before the sanitizer runtime in a sanitized daemon.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0"
 SBDECODE="$SRC_ROOT/tests/tools/sbdecode.py"
 W=$TMP/w
 mkdir -p "$W"
