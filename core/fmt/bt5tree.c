@@ -767,9 +767,12 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 	/* The file's size before: a commit that fails before its flip leaves
 	 * the old tree, and the file as long as it was. */
 	struct stat was;
-	bool flipped = false;
+	bool flipped = false, raced = false;
+	uint8_t hdr0[SV_BT5_HEADER], hdr1[SV_BT5_HEADER];
 	if (fstat(fd, &was))
 		return sv_err_set(err, io_code(errno), "btree: %s", strerror(errno));
+	if (pread(fd, hdr0, sizeof hdr0, 0) != (ssize_t)sizeof hdr0)
+		return sv_err_set(err, -EIO, "btree: reading the header: %s", strerror(errno));
 	w.nw = calloc(1, sizeof *w.nw);
 	w.blk = malloc(w.bs);
 	struct ents top = {0};
@@ -820,6 +823,22 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 		goto fail;
 	if (step)
 		step("synced");
+	/* Just before the root is written: nobody else wrote a root, flipped,
+	 * or grew the file since the commit began (a game that saves without
+	 * the lock).  If someone did, nothing is flipped and nothing of theirs
+	 * is cut. */
+	struct stat now;
+	if (pread(fd, hdr1, sizeof hdr1, 0) != (ssize_t)sizeof hdr1 || fstat(fd, &now)) {
+		rc = sv_err_set(err, -EIO, "btree: reading the header again: %s", strerror(errno));
+		goto fail;
+	}
+	if (memcmp(hdr0, hdr1, sizeof hdr0) || now.st_size != (off_t)nr->device_size) {
+		raced = true;
+		rc = sv_err_set(err, -EBUSY, "btree: another program wrote to the database during "
+				"the commit (its %s moved): not flipped, the edit is dropped",
+				memcmp(hdr0, hdr1, sizeof hdr0) ? "header" : "size");
+		goto fail;
+	}
 	uint8_t ri[17];
 	root_info(ri, nr);
 	rc = put_at(&w, 33 + 17 * slot, ri, sizeof ri);
@@ -864,7 +883,7 @@ int sv_bt5_tree_commit(const struct sv_bt5_tree *t, int fd, const struct sv_bt5_
 fail:
 	/* Blocks past the old end go again (those written into free blocks
 	 * inside the file are free still). */
-	if (!flipped && ftruncate(fd, was.st_size) == 0)
+	if (!flipped && !raced && ftruncate(fd, was.st_size) == 0)
 		fdatasync(fd);
 	ents_fini(&top);
 	free(w.pool);

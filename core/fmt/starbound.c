@@ -1091,21 +1091,66 @@ static int cmp_change(const void *a, const void *b, void *ks)
 		      *(uint32_t *)ks);
 }
 
-/* The game or a server running on this universe holds universe.lock in the
- * world's directory.  Held (shared by nobody) while the commit runs, so
- * that a server starting then waits for it. */
+/* True if dir is a universe's directory, where the game keeps
+ * universe.lock: it holds universe.dat, universe.chunks or the lock. */
+static bool universe_dir(const char *dir)
+{
+	static const char *const names[] = {"universe.lock", "universe.dat", "universe.chunks"};
+	char p[4200];
+	struct stat st;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		if (snprintf(p, sizeof p, "%s/%s", dir, names[i]) >= (int)sizeof p)
+			return false;
+		if (!lstat(p, &st))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The game or a server running on a universe holds universe.lock in the
+ * universe's directory (storage/universe/) for as long as it runs; a
+ * ship or player file in storage/player/ belongs to ../universe.  savefs
+ * takes it, exclusively, for the whole commit, creating it where the game
+ * would have it, so that a game starting meanwhile waits, and one running
+ * refuses the commit.  Opened without blocking and without following a
+ * link: anything but a regular file there is refused, never waited on.
+ * A loose file, in no game's tree, has no such lock (*lfd -1).
+ */
 static int universe_lock(struct sv_container *c, int *lfd, struct sv_err *err)
 {
 	*lfd = -1;
 	char *dup = strdup(sv_container_path(c));
 	if (!dup)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	char path[4096];
-	snprintf(path, sizeof path, "%s/universe.lock", dirname(dup));
+	char dir[4096], path[4200];
+	snprintf(dir, sizeof dir, "%s", dirname(dup));
 	free(dup);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
+	if (!universe_dir(dir)) {
+		size_t k = strlen(dir);
+		snprintf(dir + k, sizeof dir - k, "/../universe");
+		if (!universe_dir(dir))
+			return 0;
+	}
+	snprintf(path, sizeof path, "%s/universe.lock", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && (errno == EACCES || errno == EROFS))
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			return 0; /* cannot be made (a read-only directory) */
+		return sv_err_set(err, e == ELOOP ? -EPERM : -EIO, "%s: %s: a world is not written "
+				  "beside it", path, e == ELOOP ? "a symbolic link" : strerror(e));
+	}
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return sv_err_set(err, -EPERM, "%s is not a regular file (%s): a world is not "
+				  "written beside it; remove it", path,
+				  S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory"
+								  : "a special file");
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		int e = errno;
 		close(fd);
@@ -1179,17 +1224,23 @@ static int gather(struct sv_container *c, struct sb *s, struct changes *cs, stru
 static int commit_bt(struct sv_container *c, int fd, struct sv_err *err)
 {
 	struct sb *s = sv_container_priv(c);
-	uint8_t now[SV_BT5_HEADER];
-	if (pread(fd, now, sizeof now, 0) != (ssize_t)sizeof now)
-		return sv_err_set(err, -EIO, "reading the header: %s", strerror(errno));
-	if (memcmp(now, s->hdr, sizeof now))
-		return sv_err_set(err, -EBUSY, "%s was committed to by another program since it "
-				  "was read (its root moved): not overwritten, the edit is dropped, "
-				  "and the file is read again", sv_container_path(c));
+	/* The lock first, for the whole commit; then the header as read. */
 	int lfd;
 	int rc = universe_lock(c, &lfd, err);
 	if (rc)
 		return rc;
+	uint8_t now[SV_BT5_HEADER];
+	if (pread(fd, now, sizeof now, 0) != (ssize_t)sizeof now)
+		rc = sv_err_set(err, -EIO, "reading the header: %s", strerror(errno));
+	else if (memcmp(now, s->hdr, sizeof now))
+		rc = sv_err_set(err, -EBUSY, "%s was committed to by another program since it "
+				"was read (its root moved): not overwritten, the edit is dropped, "
+				"and the file is read again", sv_container_path(c));
+	if (rc) {
+		if (lfd >= 0)
+			close(lfd);
+		return rc;
+	}
 	struct changes cs = {.ks = s->t->h.key_size};
 	struct sv_bt5_change *bc = NULL;
 	rc = gather(c, s, &cs, err);

@@ -104,6 +104,98 @@ fault()
 	umount_sv "$M"
 }
 
+# ---- the game's lock, and another writer ------------------------------------
+
+# A FIFO named universe.lock: refused at once with the reason; the mount
+# keeps answering.
+d=$W/fifo
+mkdir -p "$d"
+"$MKSBDB" world "$d/w.world" -c 1 || die "mksbdb"
+mkfifo "$d/universe.lock"
+M=$d/m
+mount_sv "$d/w.world" "$M" || die "mount"
+E=$(cd "$M/world/entities" && ls | sed -n 1p)
+edited "$M/world/entities/$E" "$d/e1" 5
+py_write "$M/world/entities/$E" "$d/e1" > "$d/result" &
+writer=$!
+for _ in $(seq 600); do kill -0 "$writer" 2> /dev/null || break; sleep 0.1; done
+if kill -0 "$writer" 2> /dev/null; then
+	fail "a FIFO for universe.lock: the commit hangs on it"
+	(: > "$d/universe.lock") &  # a writer lets it go
+fi
+wait "$writer"
+expect_eq "a FIFO for universe.lock: the edit is refused" "close EPERM" "$(cat "$d/result")"
+log_has "a FIFO for universe.lock: the reason" "universe.lock is not a regular file (a FIFO)"
+check "a FIFO for universe.lock: listings answer" timeout 60 ls "$M/world"
+check "a FIFO for universe.lock: the log answers" timeout 60 cat "$M/.savefs/log"
+umount_sv "$M"
+
+# A universe's directory without a lock: savefs creates it and holds it;
+# a ship in player/ takes ../universe/universe.lock, which a running game
+# holds: refused.
+d=$W/tree
+mkdir -p "$d/universe" "$d/player"
+"$MKSBDB" world "$d/universe/w.world" -c 1 || die "mksbdb"
+"$MKSBDB" world "$d/player/s.shipworld" -c 1 || die "mksbdb"
+: > "$d/universe/universe.dat"
+M=$d/m
+mount_sv "$d/universe/w.world" "$M" || die "mount"
+E=$(cd "$M/world/entities" && ls | sed -n 1p)
+edited "$M/world/entities/$E" "$d/e1" 5
+expect_eq "a universe without its lock: the edit commits" ok \
+	"$(py_write "$M/world/entities/$E" "$d/e1")"
+check "a universe without its lock: savefs made universe.lock" test -f "$d/universe/universe.lock"
+umount_sv "$M"
+"$PYTHON" -c 'import fcntl, sys, time
+f = open(sys.argv[1], "a"); fcntl.flock(f, fcntl.LOCK_EX)
+open(sys.argv[2], "w").close(); time.sleep(60)' "$d/universe/universe.lock" "$d/held" &
+game=$!
+for _ in $(seq 600); do [ -e "$d/held" ] && break; sleep 0.1; done
+mount_sv "$d/player/s.shipworld" "$M" || die "mount"
+E=$(cd "$M/world/entities" && ls | sed -n 1p)
+edited "$M/world/entities/$E" "$d/e2" 6
+expect_eq "a ship while the game holds ../universe/universe.lock: refused" "close EBUSY" \
+	"$(py_write "$M/world/entities/$E" "$d/e2")"
+log_has "the reason names the lock" "the game or a server holds $d/player/../universe/universe.lock"
+umount_sv "$M"
+kill "$game" 2> /dev/null
+wait "$game" 2> /dev/null
+
+# Another program that saves without the lock while savefs's blocks are
+# written (held before their sync): its header and its blocks stay, and
+# nothing is flipped over them.
+d=$W/race
+mkdir -p "$d"
+"$MKSBDB" world "$d/w.world" -c 3 || die "mksbdb"
+M=$d/m
+mount_shim "$d/w.world" "$M" SVF_ARM="$d/arm" SVF_MATCH=w.world SVF_PAUSE=fdatasync \
+	SVF_DIR="$d" || die "mount"
+E=$(cd "$M/world/entities" && ls | sed -n 1p)
+cp "$M/world/entities/$E" "$d/e0"
+edited "$d/e0" "$d/e1" 7
+touch "$d/arm"
+py_write "$M/world/entities/$E" "$d/e1" > "$d/result" &
+writer=$!
+for _ in $(seq 600); do [ -e "$d/reached" ] && break; sleep 0.1; done
+check "the commit was held before its sync" test -e "$d/reached"
+# The other program: a block at the end, and its root written in the
+# inactive slot (bytes 33..49), as a save that has not flipped yet.
+"$PYTHON" - "$d/w.world" << 'PY'
+import sys
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(0, 2)
+    f.write(b'\x55' * 2048)
+    f.seek(40)
+    f.write(b'\x01\x02\x03')
+PY
+cp "$d/w.world" "$d/theirs"
+touch "$d/go"
+wait "$writer"
+expect_eq "another writer during the commit: refused" "close EBUSY" "$(cat "$d/result")"
+check "its bytes are left as it made them" cmp -s "$d/theirs" "$d/w.world"
+log_has "the reason" "another program wrote to the database during the commit"
+stop_daemon "$(realpath -- "$M")" clean
+
 fault enospc "close ENOSPC" SVF_FAIL=pwrite SVF_ERRNO=28
 # A full disk found at the sync, after the file grew (delayed allocation).
 fault enospc-sync "close ENOSPC" SVF_FAIL=fdatasync SVF_NTH=1 SVF_ERRNO=28
