@@ -184,13 +184,29 @@ int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_
 			if (fstatat(c->fd, tmp, &was, AT_SYMLINK_NOFOLLOW) ||
 			    was.st_dev != expect->st_dev || was.st_ino != expect->st_ino) {
 				renameat2(c->fd, tmp, c->fd, name, RENAME_EXCHANGE);
-				rc = sv_err_set(err, -EBUSY, "%s was replaced by another program since "
-						"it was read: the edit is not applied", name);
+				unlinkat(c->fd, tmp, 0);
+				return sv_err_set(err, -EBUSY, "%s was replaced by another program "
+						  "since it was read: the edit is not applied", name);
+			}
+			sv_test_step("member-renamed");
+			/* The old member stays (under tmp) until the directory is
+			 * synced: if that fails, it goes back, and the failure
+			 * reported is true (nothing landed). */
+			if (fsync(c->fd)) {
+				int e = errno;
+				if (!renameat2(c->fd, tmp, c->fd, name, RENAME_EXCHANGE)) {
+					fsync(c->fd);
+					unlinkat(c->fd, tmp, 0);
+					return sv_err_set(err, -e, "fsync %s: %s (%s is as it was)", c->path,
+							  strerror(e), name);
+				}
+				unlinkat(c->fd, tmp, 0);
+				return sv_err_set(err, -e, "fsync %s: %s, and the old %s could not be put "
+						  "back: the commit may have landed", c->path, strerror(e),
+						  name);
 			}
 			unlinkat(c->fd, tmp, 0);
-			if (rc)
-				return rc;
-			goto renamed;
+			return 0;
 		}
 		if (errno != EINVAL && errno != ENOSYS)
 			rc = sv_err_set(err, -errno, "renaming %s over %s: %s", tmp, name,
@@ -202,9 +218,9 @@ int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_
 		unlinkat(c->fd, tmp, 0);
 		return rc;
 	}
-renamed:
 	sv_test_step("member-renamed");
 	if (fsync(c->fd))
-		return sv_err_set(err, -errno, "fsync %s: %s", c->path, strerror(errno));
+		return sv_err_set(err, -errno, "fsync %s: %s: the new %s is in place (the commit "
+				  "may have landed)", c->path, strerror(errno), name);
 	return 0;
 }

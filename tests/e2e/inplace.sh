@@ -196,6 +196,32 @@ check "its bytes are left as it made them" cmp -s "$d/theirs" "$d/w.world"
 log_has "the reason" "another program wrote to the database during the commit"
 stop_daemon "$(realpath -- "$M")" clean
 
+# ---- a recording directory: the sync after the preamble's rename fails -------
+# The old preamble is put back: the close's EIO is true, the mount and the
+# directory keep the old metadata.
+d=$W/rec
+mkdir -p "$d"
+"$MKRECORDING" segmented "$d/seg" -n 300 -e 3 -s 3 -S 2 || die "mkrecording"
+cp "$d/seg/preamble.dat" "$d/preamble0"
+M=$d/m
+# Counted: the new preamble's fsync (1), the directory's (2).
+mount_shim "$d/seg" "$M" SVF_ARM="$d/arm" SVF_MATCH=/seg SVF_FAIL=fsync SVF_NTH=2 || die "mount"
+cp "$M/metadata.snbt" "$d/meta0"
+printf '{name:"changed"}\n' > "$d/meta1"
+touch "$d/arm"
+expect_eq "recording: the directory's sync fails: close says" "close EIO" \
+	"$(py_write "$M/metadata.snbt" "$d/meta1")"
+check "recording: the shim acted" test ! -e "$d/arm"
+check "recording: the old preamble is back" cmp -s "$d/preamble0" "$d/seg/preamble.dat"
+expect_same_file "recording: the mount shows the old metadata" "$d/meta0" "$M/metadata.snbt"
+log_has "recording: the log says it is as it was" "(preamble.dat is as it was)"
+check "recording: no temporary file is left" test -z "$(find "$d/seg" -name '*.tmp')"
+expect_eq "recording: the next edit commits" ok "$(py_write "$M/metadata.snbt" "$d/meta1")"
+stop_daemon "$(realpath -- "$M")" clean
+mount_sv "$d/seg" "$M" || die "mount"
+check "recording: after a remount, the second edit" grep -q '"changed"' "$M/metadata.snbt"
+umount_sv "$M"
+
 fault enospc "close ENOSPC" SVF_FAIL=pwrite SVF_ERRNO=28
 # A full disk found at the sync, after the file grew (delayed allocation).
 fault enospc-sync "close ENOSPC" SVF_FAIL=fdatasync SVF_NTH=1 SVF_ERRNO=28
