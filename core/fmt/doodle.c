@@ -227,9 +227,62 @@ static int json_to_buf(json_t *j, size_t flags, struct sv_buf *b)
 	return sv_json_dump(j, flags, b);
 }
 
-static int parse_json(const uint8_t *p, size_t n, const char *what, json_t **out,
-		      struct sv_err *err)
+/*
+ * One JSON string may hold at most a sixteenth of -o maxdecode (64 MiB by
+ * default; a level's title, an asset inline): the parser keeps a string
+ * twice while it reads it, so a small gzip file whose title is a gigabyte
+ * would cost two.  The text is scanned as it comes (strscan), and such a
+ * string refused where it passes the bound.
+ */
+struct strscan {
+	uint64_t cap, len, at;
+	bool in, esc;
+};
+
+static uint64_t string_cap(struct sv_container *c)
 {
+	uint64_t m = sv_container_opts(c)->max_decode / 16;
+	return m < (16u << 20) ? (16u << 20) : m;
+}
+
+/* Scans p[0..n); -EFBIG with the reason when a string passes the cap. */
+static int strscan(struct strscan *s, const uint8_t *p, size_t n, const char *what,
+		   struct sv_err *err)
+{
+	for (size_t i = 0; i < n; i++, s->at++) {
+		uint8_t ch = p[i];
+		if (!s->in) {
+			if (ch == '"') {
+				s->in = true;
+				s->len = 0;
+			}
+			continue;
+		}
+		if (s->esc)
+			s->esc = false;
+		else if (ch == '\\')
+			s->esc = true;
+		else if (ch == '"') {
+			s->in = false;
+			continue;
+		}
+		if (++s->len > s->cap)
+			return sv_err_set(err, -EFBIG, "doodle: %s: byte %llu: a string of more than "
+					  "%llu bytes (the most one JSON value may hold: a sixteenth "
+					  "of -o maxdecode)", what, (unsigned long long)s->at,
+					  (unsigned long long)s->cap);
+	}
+	return 0;
+}
+
+static int parse_json(const uint8_t *p, size_t n, const char *what, json_t **out,
+		      uint64_t cap, struct sv_err *err)
+{
+	struct strscan sc = {.cap = cap};
+	*out = NULL;
+	int rc = strscan(&sc, p, n, what, err);
+	if (rc)
+		return rc;
 	json_error_t je;
 	*out = json_loadb((const char *)p, n, 0, &je);
 	if (!*out)
@@ -245,6 +298,7 @@ static int parse_json(const uint8_t *p, size_t n, const char *what, json_t **out
 
 struct gz_feed {
 	struct sv_gunzip g;
+	struct strscan sc;
 	int rc;
 	struct sv_err err;
 };
@@ -255,6 +309,8 @@ static size_t gz_feed_cb(void *buf, size_t len, void *arg)
 	size_t got = 0;
 	if (!f->rc)
 		f->rc = sv_gunzip_read(&f->g, buf, len, &got, &f->err);
+	if (!f->rc)
+		f->rc = strscan(&f->sc, buf, got, "gzip content", &f->err);
 	return f->rc ? (size_t)-1 : got;
 }
 
@@ -262,18 +318,21 @@ static size_t gz_feed_cb(void *buf, size_t len, void *arg)
  * to what the parser keeps, never to the inflated text (a small level
  * followed by a gigabyte of spaces costs no gigabyte).  The inflated
  * total is capped by max. */
-static int parse_json_gz(const uint8_t *p, size_t n, uint64_t max, json_t **out,
-			 struct sv_err *err)
+static int parse_json_gz(const uint8_t *p, size_t n, uint64_t max, uint64_t cap,
+			 json_t **out, struct sv_err *err)
 {
 	struct gz_feed f;
 	memset(&f, 0, sizeof f);
+	f.sc.cap = cap;
 	if (sv_gunzip_open(&f.g, p, n, max))
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	json_error_t je;
 	*out = json_load_callback(gz_feed_cb, &f, 0, &je);
 	sv_gunzip_close(&f.g);
 	int rc = 0;
-	if (f.rc)
+	if (f.rc == -EFBIG && !strncmp(f.err.msg, "doodle: ", 8))
+		rc = sv_err_set(err, f.rc, "%s", f.err.msg);
+	else if (f.rc)
 		rc = sv_err_set(err, f.rc, "doodle: %s", f.err.msg[0] ? f.err.msg : "gzip: out of memory");
 	else if (!*out)
 		rc = sv_err_set(err, -EBADMSG, "doodle: gzip content: byte %d: %s", je.position,
@@ -941,7 +1000,7 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 			snprintf(m, sizeof m, "%s", err->msg);
 			return sv_err_set(err, rc == -EFBIG ? rc : -EBADMSG, "doodle: %s", m);
 		}
-		rc = parse_json(whole->data, whole->len, root_name(d), &d->root, err);
+		rc = parse_json(whole->data, whole->len, root_name(d), &d->root, string_cap(d->c), err);
 		sv_blob_unref(whole);
 		if (rc)
 			return rc;
@@ -955,10 +1014,11 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 		rc = src_read(d, 0, whole->data, whole->len, err);
 		if (!rc && hn >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
 			d->ctype = C_GZIP;
-			rc = parse_json_gz(whole->data, whole->len, max_decode(d), &d->root, err);
+			rc = parse_json_gz(whole->data, whole->len, max_decode(d), string_cap(d->c),
+					   &d->root, err);
 		} else if (!rc) {
 			d->ctype = C_JSON;
-			rc = parse_json(whole->data, whole->len, "JSON", &d->root, err);
+			rc = parse_json(whole->data, whole->len, "JSON", &d->root, string_cap(d->c), err);
 		}
 		sv_blob_unref(whole);
 		if (rc)
@@ -1165,7 +1225,7 @@ static int chunk_grid(struct drawing *d, const struct chunk *ch, struct sv_doodl
 	} else if (ch->json >= 0) {
 		rc = member_blob(d, ch->json, &b, err);
 		if (!rc)
-			rc = parse_json(b->data, b->len, d->zip.e[ch->json].name, &j, err);
+			rc = parse_json(b->data, b->len, d->zip.e[ch->json].name, &j, string_cap(d->c), err);
 		if (!rc)
 			rc = sv_doodle_json_decode(j, d->pal.n, g, &q, err);
 	} else {

@@ -85,6 +85,12 @@ static int read_string(struct sv_rd *r, json_t **out, struct sv_err *err)
 	int rc = read_count(r, &n, err);
 	if (rc)
 		return rc;
+	if (n > SV_SBON_MAX_STRING) {
+		char what[96];
+		snprintf(what, sizeof what, "a string of %llu bytes, more than the %u one value may "
+			 "hold", (unsigned long long)n, SV_SBON_MAX_STRING);
+		return bad(r, at, err, what);
+	}
 	const uint8_t *p = sv_rd_bytes(r, (size_t)n);
 	if (!p)
 		return bad(r, at, err, "a string runs past the end");

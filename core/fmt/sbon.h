@@ -30,6 +30,9 @@
 #include <jansson.h>
 
 #define SV_SBON_MAX_DEPTH 512
+/* The longest string one value may hold (the whole value is bounded by
+ * -o maxdecode; a string is held again as JSON, so it is bounded too). */
+#define SV_SBON_MAX_STRING (64u << 20)
 /* A double that is not a finite number (NaN, infinity: real files have
  * them) reads as the object {"$double": "<its 64 bits as 16 hex digits>"}
  * and such an object writes back as that double, bit for bit. */

@@ -604,4 +604,24 @@ expect_eq "its message" "savefs: $d/bomb.level: doodle: gzip: more than 10737418
 rss=$(tail -n 1 "$d/rss")
 check "the gzip bomb cost at most 200 MB (peak RSS $rss kB)" test "$rss" -lt 200000
 
+# A small gzip level whose title is 400 MB: one JSON value may hold a
+# sixteenth of -o maxdecode (64 MiB); the title is refused there, never
+# held (twice, as the parser would).
+"$PYTHON" - "$d/title.level" <<'PY'
+import sys, zlib
+c = zlib.compressobj(9, zlib.DEFLATED, 31)
+out = open(sys.argv[1], 'wb')
+out.write(c.compress(b'{"version": 1, "title": "'))
+block = b'A' * (1 << 24)
+for _ in range(25):       # 400 MiB of title
+    out.write(c.compress(block))
+out.write(c.compress(b'", "chunks": {"size": 8, "chunks": {}}}'))
+out.write(c.flush())
+PY
+/usr/bin/time -f '%M' -o "$d/rss" "$SAVEFS" info "$d/title.level" > /dev/null 2> "$d/err"
+expect_eq "a 400 MB title is refused (exit 5)" 5 "$?"
+expect_eq "its message" "savefs: $d/title.level: doodle: gzip content: byte 67108889: a string of more than 67108864 bytes (the most one JSON value may hold: a sixteenth of -o maxdecode)" "$(cat "$d/err")"
+rss=$(tail -n 1 "$d/rss")
+check "the 400 MB title cost at most 300 MB (peak RSS $rss kB)" test "$rss" -lt 300000
+
 finish

@@ -193,6 +193,11 @@ def variants():
     yield 'absurd-entity-count', eio('world/entities/0,0.json'), \
         'record 0200000000: byte 0: 1000000 entities in 5 bytes', \
         world((key(2), z(vlq(1000000) + b'\0\0')))
+    # A string of 64 MiB + 1 in 65 KB: more than one value may hold.
+    big = vlq(1) + vjson('ObjectEntity', 1, b'\x05' + vlq((64 << 20) + 1) + b'A' * ((64 << 20) + 1))
+    yield 'sbon-string-past-limit', eio('world/entities/0,0.json'), \
+        'record 0200000000: byte 20: a string of 67108865 bytes, more than the 67108864 one ' \
+        'value may hold', world((key(2), z(big)))
     # ---- tolerated ----
     ff = b'FF' + struct.pack('>II', 0, 0)
     yield 'free-chain-cycle', 'mounts: world/tiles/0,0.tsv reads OK, info warns the message\n', \
