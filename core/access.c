@@ -286,9 +286,21 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 	if (!sv_usable(c, n)) {
 		rc = sv_gone_code(c, n);
 	} else {
-		sv_settle_size(c, n);
+		const struct sv_node *node = &c->nodes[n];
+		/* A stream whose size costs its whole decode (a timeline, a big
+		 * chunk's text): a stat never waits for it.  Its size is found
+		 * in the background; until then the last known (0 at first). */
+		bool later = (node->flags & (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
+				     (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
+			     !(node->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) &&
+			     !__atomic_load_n(&node->sized, __ATOMIC_ACQUIRE);
+		if (later)
+			sv_pf_settle(c, n);
+		else
+			sv_settle_size(c, n);
 		sv_settle_verify(c, n);
 		sv_fill_stat(c, n, st);
+		st->unsized = later;
 		if (c->nodes[n].flags & SV_N_META) {
 			struct sv_blob *b = NULL;
 			rc = sv_meta_content(c, n, &b);

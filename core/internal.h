@@ -198,6 +198,10 @@ int sv_expand(struct sv_container *c, uint32_t dir);
 /* A file whose content comes from the container through the cache. */
 bool sv_plain_file(struct sv_container *c, uint32_t i);
 void sv_pf_note_read(struct sv_container *c, uint32_t n);
+/* The worker settles stream n's size (a stat does not wait for a costly
+ * one); any lock.  Queue entries with this bit are such requests. */
+#define PF_SETTLE 0x80000000u
+void sv_pf_settle(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
 void sv_pf_stop(struct sv_container *c);
 

@@ -225,7 +225,10 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 		n->flags = flags;
 		if (!keep) {
 			__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
-			n->size = size;
+			/* A stream shows its last known size until the new
+			 * one is found (it grows; it never reads as empty). */
+			if ((flags & (SV_N_STREAM | SV_N_LAZYSIZE)) != (SV_N_STREAM | SV_N_LAZYSIZE))
+				n->size = size;
 		}
 		if (changed)
 			n->gen++;

@@ -36,7 +36,12 @@ static void *pf_main(void *arg)
 		pthread_mutex_unlock(&c->pf_lock);
 		pthread_rwlock_rdlock(&c->lock);
 		bool decoded = false;
-		if (sv_live(c, n) && sv_plain_file(c, n)) {
+		if (n & PF_SETTLE) {
+			/* A stream whose size a stat did not wait for. */
+			n &= ~PF_SETTLE;
+			if (sv_live(c, n) && (c->nodes[n].flags & SV_N_STREAM))
+				sv_settle_size(c, n);
+		} else if (sv_live(c, n) && sv_plain_file(c, n)) {
 			struct sv_blob *b = sv_cache_get(c->cache, sv_cache_key(&c->nodes[n], n));
 			struct sv_err err;
 			/* Errors are not logged here: the reader meets them itself. */
@@ -142,6 +147,24 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n)
 	}
 	if (queued)
 		pthread_cond_broadcast(&c->pf_cond);
+	pthread_mutex_unlock(&c->pf_lock);
+}
+
+void sv_pf_settle(struct sv_container *c, uint32_t n)
+{
+	pthread_mutex_lock(&c->pf_lock);
+	bool queued = false;
+	for (unsigned k = 0; k < c->pf_count; k++)
+		queued |= c->pf_queue[(c->pf_head + k) % PF_QUEUE] == (n | PF_SETTLE);
+	if (!queued && c->pf_count < PF_QUEUE) {
+		c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = n | PF_SETTLE;
+		c->pf_count++;
+		if (!c->pf_started)
+			c->pf_started = pthread_create(&c->pf_thread, NULL, pf_main, c) == 0;
+		if (!c->pf_started)
+			c->pf_count = 0;
+		pthread_cond_broadcast(&c->pf_cond);
+	}
 	pthread_mutex_unlock(&c->pf_lock);
 }
 

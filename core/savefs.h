@@ -462,8 +462,10 @@ struct sv_stat {
 	bool bad;       /* a malformed entry: reads fail with EIO */
 	bool stream;    /* read it with sv_read, in pieces: sv_content would
 			 * hold the whole of a file that may be very large */
-	bool unsized;   /* (listings only) size not known yet: 0 here, and
-			 * sv_stat of the node gives it */
+	bool unsized;   /* size not known yet: in a listing, 0 here and
+			 * sv_stat gives it; from sv_stat, a stream whose
+			 * size is being found in the background (the last
+			 * known size, 0 at first): read it to its end */
 	bool direct;    /* writes go to the format at once (an append-only
 			 * log): each write must reach it whole */
 	bool view;      /* a read-only view: a write is accepted only if it

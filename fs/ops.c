@@ -303,7 +303,7 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 
 static double attr_timeout(struct fs *fs, const struct sv_stat *s)
 {
-	return s->volatile_ ? 0.0 : fs->timeout;
+	return s->volatile_ || s->unsized ? 0.0 : fs->timeout;
 }
 
 static void fill_entry(struct fs *fs, const struct sv_stat *s, struct fuse_entry_param *e)
@@ -710,11 +710,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, rc);
 		return;
 	}
-	if (s.volatile_ || s.bad || (s.direct && wr) || node != NODE(ino)) {
+	if (s.volatile_ || s.bad || (s.direct && wr) || node != NODE(ino) ||
+	    (s.stream && s.unsized)) {
 		/* Past the page cache: the size may change, or a bad entry's
 		 * stated size is 0 and the kernel would not ask for its EIO,
 		 * or each write must arrive whole (the page cache may split
-		 * one at a page's end, and half a line is not a line). */
+		 * one at a page's end, and half a line is not a line), or a
+		 * stream's size is not known yet (read it to its end). */
 		fi->direct_io = 1;
 	} else {
 		fi->keep_cache = 1;

@@ -222,6 +222,26 @@ mount_sv "$d/seg" "$M" || die "mount"
 check "recording: after a remount, the second edit" grep -q '"changed"' "$M/metadata.snbt"
 umount_sv "$M"
 
+# ---- a listing never waits for a stream's size ---------------------------------
+# The decode that sizes timeline.txt is held (its first read of a chunk);
+# ls -l of the root, and of timeline.txt itself, answer meanwhile.
+d=$W/lsl
+mkdir -p "$d"
+"$MKRECORDING" compacted "$d/r.hcrp" -n 300 -e 3 -s 3 -z 3 || die "mkrecording"
+M=$d/m
+mount_shim "$d/r.hcrp" "$M" SVF_ARM="$d/arm" SVF_MATCH=r.hcrp SVF_PAUSE=pread \
+	SVF_DIR="$d" || die "mount"
+touch "$d/arm"
+check "ls -l of a recording's root answers while its timeline is being sized" \
+	timeout 15 ls -l "$M"
+for _ in $(seq 600); do [ -e "$d/reached" ] && break; sleep 0.1; done
+check "the decode that sizes it is held" test -e "$d/reached"
+check "stat of timeline.txt answers meanwhile" timeout 15 stat "$M/timeline.txt"
+check "ls -l of the root again" timeout 15 ls -l "$M"
+touch "$d/go"
+check "timeline.txt reads whole" cmp <(sv cat "$d/r.hcrp" timeline.txt) "$M/timeline.txt"
+stop_daemon "$(realpath -- "$M")" clean
+
 fault enospc "close ENOSPC" SVF_FAIL=pwrite SVF_ERRNO=28
 # A full disk found at the sync, after the file grew (delayed allocation).
 fault enospc-sync "close ENOSPC" SVF_FAIL=fdatasync SVF_NTH=1 SVF_ERRNO=28

@@ -214,6 +214,20 @@ int flock(int fd, int op)
 	return real(fd, op);
 }
 
+ssize_t pread(int fd, void *p, size_t n, off_t off)
+{
+	REAL(ssize_t, "pread", int, void *, size_t, off_t);
+	FAIL_IF("pread", fd_matches(fd), -1);
+	return real(fd, p, n, off);
+}
+
+ssize_t pread64(int fd, void *p, size_t n, off64_t off)
+{
+	REAL(ssize_t, "pread64", int, void *, size_t, off64_t);
+	FAIL_IF("pread", fd_matches(fd), -1);
+	return real(fd, p, n, off);
+}
+
 ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
 {
 	REAL(ssize_t, "pwrite", int, const void *, size_t, off_t);
