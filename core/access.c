@@ -534,6 +534,16 @@ static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out
 {
 	if (c->fmt->size)
 		sv_settle_size(c, i);
+	if (sv_failed(&c->nodes[i])) {
+		/* Its size could not be found: why, not an empty file. */
+		struct sv_blob *why = sv_cache_get(c->cache, sv_cache_key(&c->nodes[i], i) | FAIL_KEY);
+		sv_err_set(err, -EIO, "%.*s", why ? (int)why->len : 0, why ? (const char *)why->data
+										  : "");
+		sv_blob_unref(why);
+		if (!err->msg[0])
+			sv_err_set(err, -EIO, "its size could not be found");
+		return -EIO;
+	}
 	uint64_t size = c->nodes[i].size;
 	if (size > c->opts.max_decode)
 		return sv_err_set(err, -EFBIG, "%llu bytes: more than the decode limit "

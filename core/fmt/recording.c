@@ -53,6 +53,9 @@ struct chunk {
 	uint64_t txt;         /* its text's length + 1, 0 until known (atomic) */
 	uint32_t warned;      /* its text stopped early and /.savefs/info says
 			       * so (atomic) */
+	uint32_t broken;      /* big(): its text could not be made as a
+			       * stream; the timeline shows the one line
+			       * chunk_text makes of it (atomic) */
 };
 
 struct rec {
@@ -231,7 +234,7 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 			prev_end = o + (uint64_t)clen;
 		}
 		r->chunks[i] = (struct chunk){(uint32_t)start, (uint32_t)ticks, flags, o,
-					      (uint32_t)clen, (uint32_t)ulen, 0, 0};
+					      (uint32_t)clen, (uint32_t)ulen, 0, 0, 0};
 		tick += (uint64_t)ticks;
 		r->compact_size += (uint64_t)clen;
 	}
@@ -811,7 +814,7 @@ static int big_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t *
 		   struct sv_err *err)
 {
 	uint64_t t = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
-	if (t) {
+	if (t && !__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE)) {
 		*len = t - 1;
 		return 0;
 	}
@@ -946,8 +949,15 @@ static int lookup(struct sv_container *c, uint32_t dir, const char *name, struct
 static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t *len,
 		    struct sv_err *err)
 {
-	if (big(c, r, i))
-		return big_len(c, r, i, len, err);
+	/* A big chunk that cannot be decoded is, in the timeline, the one
+	 * line chunk_text makes of it, as a small one is. */
+	if (big(c, r, i) && !__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE)) {
+		int rc = big_len(c, r, i, len, err);
+		if (!rc || rc == -ENOMEM)
+			return rc;
+		__atomic_store_n(&r->chunks[i].broken, 1, __ATOMIC_RELEASE);
+		sv_err_clear(err);
+	}
 	uint64_t k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
 	if (!k) {
 		struct sv_buf b;
@@ -996,11 +1006,16 @@ static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, ui
 			at += k - 1;
 			continue;
 		}
-		if (big(c, r, i)) {
+		struct sv_err e2;
+		bool streamed = big(c, r, i) &&
+				!__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE);
+		if (streamed && big_len(c, r, i, &k, &e2)) {
+			streamed = false;
+			__atomic_store_n(&r->chunks[i].broken, 1, __ATOMIC_RELEASE);
+		}
+		if (streamed) {
 			/* Its length first (made once), then the part wanted. */
-			int rc = big_len(c, r, i, &k, err);
-			if (rc)
-				return rc;
+			int rc;
 			if (off >= at + k) {
 				at += k;
 				continue;
