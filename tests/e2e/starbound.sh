@@ -333,4 +333,13 @@ for step in blocks synced root flipped; do
 	fi
 done
 
+# A unique index entry whose position is not a number: uniques.json reads,
+# through the mount too, at the size stat gives (it read as an empty file).
+NAN=$SRC_ROOT/tests/data/bad/starbound/unique-position-nan
+mount_sv "$NAN.world" "$TMP/nan" -o ro || die "mount"
+expect_same_file "uniques.json with a NaN position, through the mount" "$NAN.expect" \
+	"$TMP/nan/world/uniques.json"
+expect_eq "its size in stat" "$(stat -c %s "$NAN.expect")" "$(stat -c %s "$TMP/nan/world/uniques.json")"
+umount_sv "$TMP/nan"
+
 finish
