@@ -5,6 +5,16 @@
  * format's open() finds each again by (parent, name) through sv_node_add(),
  * and nodes not found are removed, so node numbers survive commits).  Also
  * the changes made outside commits: direct writes and a followed container.
+ *
+ * What a commit changed: the nodes the format says (edited, touched, new,
+ * derived from the whole, of another size), and every other view of the
+ * same stored unit (the format's groups: a record's .tsv, .txt, .png and
+ * keys/ file).  Each is reported to the client, whose caches of it go
+ * before the call that committed returns.  Its mtime moves only if its
+ * bytes did: a node whose content was loaded before (its digest known) is
+ * compared at its next load; views of what the commit edits are hashed
+ * before it, so that they have a digest.  A file written back with the
+ * bytes it has commits nothing.
  */
 #include "internal.h"
 

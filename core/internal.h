@@ -14,7 +14,9 @@
  *   meta.c       /.savefs/info and /.savefs/log, warnings
  *   edit.c       pending edits: write, truncate, create, unlink, rename
  *   commit.c     the commit: validation, the new file, the re-index, the
- *                changes made outside commits (direct writes, following)
+ *                changes made outside commits (direct writes, following);
+ *                which views a commit changed (groups, digests)
+ *   decimal.c    the shortest decimals, and JSON written with them
  *
  * Locking: `lock` is a read-write lock.  Lookups, stats, reads and the
  * formats' load() run under the read lock; anything that changes the node
