@@ -270,36 +270,33 @@ static void real_text(double d, char out[48])
 		memcpy(out + n, ".0", 3);
 }
 
+static int mark(json_t *j);
+
+/* v in place of itself: a real's marker string, or v with its reals
+ * marked.  NULL if out of memory. */
+static json_t *marked(json_t *v)
+{
+	if (!json_is_real(v))
+		return mark(v) ? NULL : json_incref(v);
+	char t[52] = "\x01";
+	real_text(json_real_value(v), t + 1);
+	strcat(t, "\x01");
+	return json_string(t);
+}
+
 /* Replaces every real in j (a copy) by its marker string. */
 static int mark(json_t *j)
 {
 	if (json_is_object(j)) {
 		const char *k;
 		json_t *v;
-		json_object_foreach(j, k, v) {
-			if (json_is_real(v)) {
-				char t[52] = "\x01";
-				real_text(json_real_value(v), t + 1);
-				strcat(t, "\x01");
-				if (json_object_set_new(j, k, json_string(t)))
-					return -ENOMEM;
-			} else if (mark(v)) {
+		json_object_foreach(j, k, v)
+			if (json_object_set_new(j, k, marked(v)))
 				return -ENOMEM;
-			}
-		}
 	} else if (json_is_array(j)) {
-		for (size_t i = 0; i < json_array_size(j); i++) {
-			json_t *v = json_array_get(j, i);
-			if (json_is_real(v)) {
-				char t[52] = "\x01";
-				real_text(json_real_value(v), t + 1);
-				strcat(t, "\x01");
-				if (json_array_set_new(j, i, json_string(t)))
-					return -ENOMEM;
-			} else if (mark(v)) {
+		for (size_t i = 0; i < json_array_size(j); i++)
+			if (json_array_set_new(j, i, marked(json_array_get(j, i))))
 				return -ENOMEM;
-			}
-		}
 	}
 	return 0;
 }

@@ -24,30 +24,6 @@ SBDECODE="$SRC_ROOT/tests/tools/sbdecode.py"
 W=$TMP/w
 mkdir -p "$W"
 
-# mount_shim C MNT VAR=VALUE...: a mount with the shim (cleaned up by lib.sh).
-mount_shim()
-{
-	local c=$1 m=$2
-	shift 2
-	mkdir -p -- "$m"
-	m=$(realpath -- "$m")
-	SV_NLOG=$((SV_NLOG + 1))
-	local log="$TMP/daemon.$SV_NLOG.log"
-	env LD_PRELOAD="$FAULTSHIM" "$@" "$SAVEFS" -f "$c" "$m" 2> "$log" < /dev/null &
-	SV_PID[$m]=$!
-	SV_LOG[$m]=$log
-	SV_ARGS[$m]="$c"$'\t'
-	local tries=$((SV_WAIT * 20))
-	while ! timeout 2 stat -c '' -- "$m/.savefs/info" > /dev/null 2>&1; do
-		tries=$((tries - 1))
-		if [ "$tries" -le 0 ] || ! kill -0 "${SV_PID[$m]}" 2> /dev/null; then
-			fail "savefs with the shim did not mount $c; its stderr:"
-			sed 's/^/    /' "$log"
-			return 1
-		fi
-		sleep 0.05
-	done
-}
 
 # edited SRC DST N: DST is SRC with its first "version" set to N.
 edited()

@@ -628,3 +628,34 @@ changed_files()
 {
 	join -j 1 <(sort "$1") <(sort "$2") | awk '$2 != $4 { print $1 }'
 }
+
+# ---- the fault shim ------------------------------------------------------
+
+# mount_shim C MNT VAR=VALUE...: mounts with the shim and those settings
+# (registered as mount_sv does, for cleanup).  FAULTSHIM names the shim
+# (tests/tools/faultshim.c).
+mount_shim()
+{
+	local c=$1 m=$2
+	shift 2
+	mkdir -p -- "$m"
+	m=$(realpath -- "$m")
+	SV_NLOG=$((SV_NLOG + 1))
+	local log="$TMP/daemon.$SV_NLOG.log"
+	env LD_PRELOAD="$FAULTSHIM" "$@" "$SAVEFS" -f "$c" "$m" 2> "$log" < /dev/null &
+	local pid=$!
+	SV_PID[$m]=$pid
+	SV_LOG[$m]=$log
+	SV_ARGS[$m]="$c"$'\t'
+	local tries=$((SV_WAIT * 20))
+	while ! timeout 2 stat -c '' -- "$m/.savefs/info" > /dev/null 2>&1; do
+		tries=$((tries - 1))
+		if [ "$tries" -le 0 ] || ! kill -0 "$pid" 2> /dev/null; then
+			fail "savefs with the shim did not mount $c; its stderr:"
+			sed 's/^/    /' "$log"
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+

@@ -44,32 +44,6 @@ mkdir -p "$W"
 printf 'a new item 0\n' > "$W/new0"
 printf 'another new item 1\n' > "$W/new1"
 
-# mount_shim C MNT VAR=VALUE...: mounts with the shim and those settings
-# (registered as lib.sh's mount_sv does, for cleanup).
-mount_shim()
-{
-	local c=$1 m=$2
-	shift 2
-	mkdir -p -- "$m"
-	m=$(realpath -- "$m")
-	SV_NLOG=$((SV_NLOG + 1))
-	local log="$TMP/daemon.$SV_NLOG.log"
-	env LD_PRELOAD="$FAULTSHIM" "$@" "$SAVEFS" -f "$c" "$m" 2> "$log" < /dev/null &
-	local pid=$!
-	SV_PID[$m]=$pid
-	SV_LOG[$m]=$log
-	SV_ARGS[$m]="$c"$'\t'
-	local tries=$((SV_WAIT * 20))
-	while ! timeout 2 stat -c '' -- "$m/.savefs/info" > /dev/null 2>&1; do
-		tries=$((tries - 1))
-		if [ "$tries" -le 0 ] || ! kill -0 "$pid" 2> /dev/null; then
-			fail "savefs with the shim did not mount $c; its stderr:"
-			sed 's/^/    /' "$log"
-			return 1
-		fi
-		sleep 0.05
-	done
-}
 
 # stop_shim MNT: unmounts; STATUS receives the daemon's exit status and
 # DLOG its stderr.
