@@ -80,7 +80,8 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	st->bad = (n->flags & SV_N_BAD) || sv_failed(n);
 	st->stream = n->flags & SV_N_STREAM;
 	st->direct = n->flags & SV_N_DIRECT;
-	st->view = sv_view(n) && !c->read_only && (c->fmt->commit || c->fmt->commit_in_place);
+	st->view = sv_view(n) && !c->read_only && c->commit != SV_COMMIT_NONE &&
+		   c->commit != SV_COMMIT_APPEND;
 	st->gen = n->gen;
 	int64_t t = n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN) && n->etime_ns
 			    ? n->etime_ns : __atomic_load_n(&n->mtime_ns, __ATOMIC_RELAXED);

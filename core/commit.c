@@ -648,9 +648,14 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		    sv_content_locked(c, i, &c->snap[i], &e))
 			c->snap[i] = NULL;
 	}
-	/* A directory is always changed in place (new members renamed into
-	 * it); a file in place when its format has no whole-file commit. */
-	bool in_place = c->fmt->commit_in_place && (c->is_dir || !c->fmt->commit);
+	/* As the format declared for this layout: a new file swapped in, or
+	 * the container changed in place (its blocks, or its members). */
+	bool in_place = c->commit == SV_COMMIT_IN_PLACE || c->commit == SV_COMMIT_MEMBERS;
+	if (c->commit != SV_COMMIT_REWRITE && !in_place) {
+		rc = sv_err_set(err, -EROFS, "edits of this container land as they are written");
+		drop_ready(c, changed, err);
+		return rc;
+	}
 	rc = in_place ? write_in_place(c, err) : write_new(c, err);
 	bool written = rc == 0;
 	if (!written)

@@ -4,6 +4,8 @@
  */
 #include "internal.h"
 
+#include <assert.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -50,6 +52,7 @@ int sv_container_fd(const struct sv_container *c) { return c->fd; }
 const struct sv_format *sv_container_format(const struct sv_container *c) { return c->fmt; }
 const char *sv_container_path(const struct sv_container *c) { return c->path; }
 bool sv_container_read_only(const struct sv_container *c) { return c->read_only; }
+enum sv_commit_kind sv_container_commit_kind(const struct sv_container *c) { return c->commit; }
 
 static int open_common(struct sv_container *c, const char *path,
 		       const struct sv_opts *opts, struct sv_err *err);
@@ -259,8 +262,13 @@ static int open_common(struct sv_container *c, const char *path,
 			goto fail;
 		}
 	}
-	if ((!c->fmt->commit && !c->fmt->commit_in_place && !c->fmt->write) ||
-	    (c->is_dir && !c->fmt->commit_in_place))
+	c->commit = c->is_dir ? c->fmt->commit_dir : c->fmt->commit_file;
+	/* What a kind needs, the format has (the programmer's promise). */
+	assert(c->commit != SV_COMMIT_REWRITE || c->fmt->commit);
+	assert((c->commit != SV_COMMIT_IN_PLACE && c->commit != SV_COMMIT_MEMBERS) ||
+	       c->fmt->commit_in_place);
+	assert(c->commit != SV_COMMIT_APPEND || c->fmt->write);
+	if (c->commit == SV_COMMIT_NONE)
 		c->read_only = true;
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);

@@ -38,7 +38,7 @@ static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	if (n->flags & SV_N_DIRECT)
 		return sv_err_set(err, -EPERM, "this file can only be appended to, at its end");
-	if (!c->fmt->commit && !c->fmt->commit_in_place)
+	if (c->commit == SV_COMMIT_NONE || c->commit == SV_COMMIT_APPEND)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	return 0;
 }
@@ -86,7 +86,7 @@ static int resize_pending(struct sv_container *c, struct sv_node *n,
 bool sv_direct(struct sv_container *c, uint32_t i)
 {
 	return sv_live(c, i) && (c->nodes[i].flags & SV_N_DIRECT) && !c->read_only &&
-	       c->fmt->write;
+	       c->commit == SV_COMMIT_APPEND;
 }
 
 /* Ends a direct write, truncation or sync of node i that returned rc,

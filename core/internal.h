@@ -58,6 +58,7 @@ struct sv_container {
 				  * the mtime of every file not changed since */
 	bool read_only;
 	bool is_dir;             /* a directory of member files (source.c) */
+	enum sv_commit_kind commit; /* the format's kind for this layout */
 
 	struct sv_node *nodes;   /* owned; nnodes used of cap */
 	uint32_t nnodes, cap;

@@ -228,6 +228,23 @@ struct sv_container;
 struct sv_format;
 
 /*
+ * How a format's edits land in its container, declared by the format for
+ * each layout (a file, a directory) and kept by the container from open
+ * on; the core's envelope (lock, identity checks, swap, sync) follows it.
+ */
+enum sv_commit_kind {
+	SV_COMMIT_NONE = 0, /* read-only: no edit lands */
+	SV_COMMIT_REWRITE,  /* commit() writes a whole new file, which the core
+			     * syncs and swaps in for the old one */
+	SV_COMMIT_IN_PLACE, /* commit_in_place() changes the file itself the
+			     * game's way (copy-on-write blocks and a flip) */
+	SV_COMMIT_APPEND,   /* write()/truncate() apply each write at once,
+			     * under the game's locks (an append-only log) */
+	SV_COMMIT_MEMBERS,  /* commit_in_place() replaces members of a
+			     * directory by rename (sv_member_replace) */
+};
+
+/*
  * The container interface every format implements.  All callbacks are
  * called by the core with the container lock held: open, close, commit,
  * create and unlink exclusively; load shared (so load may run in several
@@ -236,6 +253,11 @@ struct sv_format;
 struct sv_format {
 	const char *name;        /* "datafile" */
 	const char *description; /* "Teeworlds/DDNet map datafile (.map)" */
+	/* How edits land in a container that is a file, and in one that is a
+	 * directory (SV_COMMIT_NONE for a layout the format does not write).
+	 * REWRITE needs commit(), IN_PLACE and MEMBERS commit_in_place(),
+	 * APPEND write(). */
+	enum sv_commit_kind commit_file, commit_dir;
 	/* Non-zero if the first n bytes (n may be small) look like this format. */
 	int (*probe)(const uint8_t *head, size_t n);
 	/* For a container that is a directory: non-zero if its members (read
@@ -262,14 +284,15 @@ struct sv_format {
 	/* Asked before a container node is removed: 0 to allow (the removal is
 	 * committed at once), -errno to refuse.  NULL: refuse with EPERM. */
 	int (*unlink)(struct sv_container *c, uint32_t node, struct sv_err *err);
-	/* Writes a complete new container reflecting every node (pending
-	 * content of SV_N_DIRTY and SV_N_NEW nodes, SV_N_GONE nodes left
-	 * out) to fd, which is an empty file.  NULL: the format is read-only. */
+	/* SV_COMMIT_REWRITE: writes a complete new container reflecting
+	 * every node (pending content of SV_N_DIRTY and SV_N_NEW nodes,
+	 * SV_N_GONE nodes left out) to fd, which is an empty file. */
 	int (*commit)(struct sv_container *c, int fd, struct sv_err *err);
-	/* Instead of commit(), for a container its game changes in place:
-	 * writes every pending edit into the container file itself (fd, open
-	 * read-write), the game's way, so that a crash at any moment leaves
-	 * the old state or the new one.  On success the format's state is
+	/* SV_COMMIT_IN_PLACE and SV_COMMIT_MEMBERS, for a container its game
+	 * changes in place: writes every pending edit into the container
+	 * itself (fd, open read-write; a directory's members through
+	 * sv_member_replace), the game's way, so that a crash at any moment
+	 * leaves the old state or the new one.  On success the format's state is
 	 * the new one and rebuild() (or, when NULL, close and open) makes the
 	 * tree from it.  The core holds the container's lock and has checked
 	 * that no other program changed it; -EBUSY from here means another
@@ -345,6 +368,8 @@ void sv_container_free(struct sv_container *c);
 const struct sv_format *sv_container_format(const struct sv_container *c);
 const char *sv_container_path(const struct sv_container *c);
 bool sv_container_read_only(const struct sv_container *c);
+/* How this container's edits land (its format's kind for its layout). */
+enum sv_commit_kind sv_container_commit_kind(const struct sv_container *c);
 
 /* The process is about to fork (a daemon's fork after the container was
  * opened): the core's worker threads finish first, so that no lock (the

@@ -1046,6 +1046,7 @@ out:
 const struct sv_format sv_fmt_datafile = {
 	.name = "datafile",
 	.description = "Teeworlds/DDNet map datafile (.map), versions 3 and 4",
+	.commit_file = SV_COMMIT_REWRITE,
 	.probe = probe,
 	.open = open_df,
 	.close = close_df,

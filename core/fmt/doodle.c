@@ -2468,6 +2468,7 @@ const struct sv_format sv_fmt_doodle = {
 	.name = "doodle",
 	.description = "Sketchy Maze level, doodad or levelpack (.level, .doodad, "
 		       ".levelpack: JSON, gzip JSON or zip)",
+	.commit_file = SV_COMMIT_REWRITE,
 	.probe = probe,
 	.open = open_doodle,
 	.close = close_doodle,

@@ -2049,6 +2049,7 @@ static int nh_refresh(struct sv_container *c, struct sv_err *err)
 const struct sv_format sv_fmt_nethack = {
 	.name = "nethack",
 	.description = "NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0",
+	.commit_file = SV_COMMIT_APPEND,
 	.probe = nh_probe,
 	.open = nh_open,
 	.close = nh_close,

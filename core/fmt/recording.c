@@ -1418,6 +1418,8 @@ static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
 const struct sv_format sv_fmt_recording = {
 	.name = "recording",
 	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
+	.commit_file = SV_COMMIT_REWRITE,
+	.commit_dir = SV_COMMIT_MEMBERS,
 	.probe = probe,
 	.probe_dir = probe_dir,
 	.open = open_rec,

@@ -1302,6 +1302,7 @@ static void info_bt(struct sv_container *c, void *obj)
 const struct sv_format sv_fmt_btreedb5 = {
 	.name = "btreedb5",
 	.description = "Starbound BTreeDB5 database (.world, .shipworld, universe.chunks)",
+	.commit_file = SV_COMMIT_IN_PLACE,
 	.probe = probe_bt,
 	.open = open_bt,
 	.close = close_bt,
@@ -1407,6 +1408,7 @@ static int commit_vj(struct sv_container *c, int fd, struct sv_err *err)
 const struct sv_format sv_fmt_sbvj01 = {
 	.name = "sbvj01",
 	.description = "Starbound versioned JSON file (.player, universe.dat, .metadata)",
+	.commit_file = SV_COMMIT_REWRITE,
 	.probe = probe_vj,
 	.open = open_vj,
 	.close = close_vj,
