@@ -535,12 +535,20 @@ int sv_cli_main(int argc, char **argv)
 	}
 	struct ls_ctx lx = {0};
 	int argi = 2;
-	const char *events = NULL;
-	/* Options every verb takes: -o events=NAME. */
+	char *format_opts = NULL;
+	/* Options every verb takes: the formats' own (-o events=NAME). */
 	while (argi + 1 < argc && !strcmp(argv[argi], "-o")) {
-		if (strncmp(argv[argi + 1], "events=", 7))
-			return usage_error("the commands take only -o events=NAME");
-		events = argv[argi + 1] + 7;
+		const char *kv = argv[argi + 1];
+		size_t k = strcspn(kv, "=");
+		if (kv[k] != '=' || !sv_format_option(kv, k)) {
+			free(format_opts);
+			return usage_error("the commands take only the formats' options "
+					   "(-o events=NAME)");
+		}
+		if (sv_format_opts_add(&format_opts, kv)) {
+			free(format_opts);
+			return SV_EXIT_FAIL;
+		}
 		argi += 2;
 	}
 	bool force = false;
@@ -557,8 +565,10 @@ int sv_cli_main(int argc, char **argv)
 					lx.rec = true;
 				else if (*p == 'a')
 					lx.all = true;
-				else
+				else {
+					free(format_opts);
 					return usage_error("ls takes -l, -R and -a");
+				}
 			}
 		}
 	}
@@ -567,12 +577,14 @@ int sv_cli_main(int argc, char **argv)
 		  ((!strcmp(verb, "cat") || !strcmp(verb, "extract")) && nargs == 2) ||
 		  (!strcmp(verb, "info") && nargs == 1) ||
 		  (!strcmp(verb, "bench-inproc") && nargs >= 1 && nargs <= 3);
-	if (!ok)
+	if (!ok) {
+		free(format_opts);
 		return usage_error("wrong number of arguments");
+	}
 	struct sv_opts o;
 	sv_opts_init(&o);
 	o.read_only = true;
-	o.events = events;
+	o.format_opts = format_opts;
 	if (!strcmp(verb, "bench-inproc")) {
 		/* One thread decoding one file after another: the baseline. */
 		o.cache_cap = 1 << 20;
@@ -580,6 +592,7 @@ int sv_cli_main(int argc, char **argv)
 	}
 	struct sv_container *c = NULL;
 	int status = open_container(argv[argi], &o, &c);
+	free(format_opts); /* the container has its own copy */
 	if (status)
 		return status;
 	const char *path = nargs >= 2 ? argv[argi + 1] : "";

@@ -54,6 +54,45 @@ const char *sv_container_path(const struct sv_container *c) { return c->path; }
 bool sv_container_read_only(const struct sv_container *c) { return c->read_only; }
 enum sv_commit_kind sv_container_commit_kind(const struct sv_container *c) { return c->commit; }
 
+bool sv_format_option(const char *key, size_t len)
+{
+	for (size_t i = 0; sv_formats[i]; i++)
+		for (const char *const *o = sv_formats[i]->options; o && *o; o++)
+			if (strlen(*o) == len && !memcmp(*o, key, len))
+				return true;
+	return false;
+}
+
+int sv_format_opts_add(char **opts, const char *kv)
+{
+	size_t old = *opts ? strlen(*opts) : 0, k = strlen(kv);
+	char *p = realloc(*opts, old + k + 2);
+	if (!p)
+		return -ENOMEM;
+	if (old)
+		p[old++] = ',';
+	memcpy(p + old, kv, k + 1);
+	*opts = p;
+	return 0;
+}
+
+const char *sv_container_option(const struct sv_container *c, const char *key, size_t *len)
+{
+	const char *p = c->format_opts;
+	size_t k = strlen(key);
+	/* The last one given counts, as with any -o. */
+	const char *found = NULL;
+	while (p && *p) {
+		size_t n = strcspn(p, ",");
+		if (n > k && !memcmp(p, key, k) && p[k] == '=') {
+			found = p + k + 1;
+			*len = n - k - 1;
+		}
+		p += n + (p[n] == ',');
+	}
+	return found;
+}
+
 static int open_common(struct sv_container *c, const char *path,
 		       const struct sv_opts *opts, struct sv_err *err);
 
@@ -75,6 +114,8 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	c->fp_fd = -1;
 	c->opts = *opts;
 	c->opts.format = NULL;
+	c->opts.format_opts = NULL;
+	c->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
 	c->read_only = opts->read_only;
 	return c;
 }
@@ -313,6 +354,7 @@ void sv_container_free(struct sv_container *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->path);
+	free(c->format_opts);
 	pthread_mutex_destroy(&c->log_lock);
 	pthread_mutex_destroy(&c->pf_lock);
 	pthread_cond_destroy(&c->pf_cond);

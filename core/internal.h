@@ -51,6 +51,7 @@ struct sv_container {
 	const struct sv_format *fmt;
 	void *priv;              /* the format's state */
 	struct sv_opts opts;
+	char *format_opts;       /* owned: opts.format_opts as given */
 	char *path;              /* owned */
 	int fd;                  /* the container file as last opened */
 	struct stat st;          /* its stat at open: detects outside changes */

@@ -204,8 +204,9 @@ struct sv_opts {
 			       * (default 8; 0 = off) */
 	bool upgrade;         /* a commit writes the format's newest container
 			       * version (formats that have several) */
-	const char *events;   /* recordings: the host's event table, "builtin"
-			       * or "parkour" (NULL: parkour) */
+	const char *format_opts; /* the formats' own options, "key=value,..."
+				  * (keys a format lists in its `options`:
+				  * events=builtin for recordings); NULL: none */
 };
 
 #define SV_DEFAULT_CACHE (64ull << 20)
@@ -258,6 +259,10 @@ struct sv_format {
 	 * REWRITE needs commit(), IN_PLACE and MEMBERS commit_in_place(),
 	 * APPEND write(). */
 	enum sv_commit_kind commit_file, commit_dir;
+	/* The -o keys this format takes (NULL-terminated; NULL: none): the
+	 * mount and the commands pass them on in sv_opts.format_opts, and
+	 * the format reads them with sv_container_option(). */
+	const char *const *options;
 	/* Non-zero if the first n bytes (n may be small) look like this format. */
 	int (*probe)(const uint8_t *head, size_t n);
 	/* For a container that is a directory: non-zero if its members (read
@@ -349,6 +354,12 @@ struct sv_format {
 /* NULL-terminated list of every format. */
 extern const struct sv_format *const sv_formats[];
 const struct sv_format *sv_format_find(const char *name);
+/* True if some format takes the option `key` (the text before '=' of an
+ * "-o key=value"), so that a client passes it on in format_opts. */
+bool sv_format_option(const char *key, size_t len);
+/* Appends "key=value" to *opts (a comma-separated list the caller owns,
+ * freed with free()).  0 or -ENOMEM. */
+int sv_format_opts_add(char **opts, const char *kv);
 
 /*
  * Opens the container at path: sniffs the format (unless opts->format),
@@ -393,6 +404,9 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err);
 void sv_container_set_priv(struct sv_container *c, void *priv);
 void *sv_container_priv(const struct sv_container *c);
 const struct sv_opts *sv_container_opts(const struct sv_container *c);
+/* The value of the format option `key` given to this container (a
+ * pointer into the options, `len` bytes), or NULL if it was not given. */
+const char *sv_container_option(const struct sv_container *c, const char *key, size_t *len);
 /* The container's size in bytes as opened. */
 uint64_t sv_container_size(const struct sv_container *c);
 /* Reads exactly n bytes at off from the container file.  -EBADMSG with a

@@ -24,7 +24,8 @@
 
 struct cmdline {
 	char *container, *mountpoint, *extra;
-	char *cache, *format, *maxdecode, *maxedit, *readahead, *events;
+	char *cache, *format, *maxdecode, *maxedit, *readahead;
+	char *format_opts; /* -o keys a format takes, "key=value,..." */
 	int ro, upgrade, help, version, allow_other;
 	int nonopt;
 };
@@ -38,7 +39,6 @@ static const struct fuse_opt savefs_opts[] = {
 	OPT("maxdecode=%s", maxdecode),
 	OPT("maxedit=%s", maxedit),
 	OPT("readahead=%s", readahead),
-	OPT("events=%s", events),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"upgrade", offsetof(struct cmdline, upgrade), 1},
@@ -55,6 +55,14 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	if (key == KEY_ALLOW_OTHER) {
 		cl->allow_other = 1;
 		return 1; /* kept, for libfuse */
+	}
+	if (key == FUSE_OPT_KEY_OPT) {
+		/* An option of a format's own (events= for recordings): the
+		 * core passes it on; FUSE never sees it. */
+		size_t k = strcspn(arg, "=");
+		if (arg[k] == '=' && sv_format_option(arg, k))
+			return sv_format_opts_add(&cl->format_opts, arg) ? -1 : 0;
+		return 1;
 	}
 	if (key == FUSE_OPT_KEY_NONOPT) {
 		/* Both taken here: FUSE's parser would fail on a missing mount
@@ -241,7 +249,7 @@ int main(int argc, char **argv)
 	    parse_size_opt("maxedit", cl.maxedit, &o.max_edit))
 		goto out;
 	o.format = cl.format;
-	o.events = cl.events;
+	o.format_opts = cl.format_opts;
 	if (cl.readahead) {
 		char *end;
 		unsigned long v = strtoul(cl.readahead, &end, 10);
@@ -345,7 +353,7 @@ out:
 	free(cl.maxdecode);
 	free(cl.maxedit);
 	free(cl.readahead);
-	free(cl.events);
+	free(cl.format_opts);
 	fuse_opt_free_args(&args);
 	return status;
 }

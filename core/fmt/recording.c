@@ -463,14 +463,15 @@ static int probe_dir(struct sv_container *c)
 
 static int table_of(struct sv_container *c, int *table, struct sv_err *err)
 {
-	const char *ev = sv_container_opts(c)->events;
-	if (!ev || !strcmp(ev, "parkour"))
+	size_t n = 0;
+	const char *ev = sv_container_option(c, "events", &n);
+	if (!ev || (n == 7 && !memcmp(ev, "parkour", 7)))
 		*table = SV_RC_PARKOUR;
-	else if (!strcmp(ev, "builtin"))
+	else if (n == 7 && !memcmp(ev, "builtin", 7))
 		*table = SV_RC_BUILTIN;
 	else
-		return sv_err_set(err, -EINVAL, "events=%s: the event tables are builtin and parkour",
-				  ev);
+		return sv_err_set(err, -EINVAL, "events=%.*s: the event tables are builtin and "
+				  "parkour", (int)n, ev);
 	return 0;
 }
 
@@ -1415,11 +1416,15 @@ static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
 	return rc;
 }
 
+/* -o events=builtin|parkour: the host's event table. */
+static const char *const rec_options[] = {"events", NULL};
+
 const struct sv_format sv_fmt_recording = {
 	.name = "recording",
 	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
 	.commit_file = SV_COMMIT_REWRITE,
 	.commit_dir = SV_COMMIT_MEMBERS,
+	.options = rec_options,
 	.probe = probe,
 	.probe_dir = probe_dir,
 	.open = open_rec,
