@@ -197,10 +197,11 @@ static int read_string(struct bin *r, char **s, size_t *len)
 	return 0;
 }
 
-/* The smallest payload of each type: bounds a count by the bytes left. */
+/* The smallest payload of each type: bounds a count by the bytes left (an
+ * array is its length alone when empty). */
 static size_t min_size(uint8_t t)
 {
-	static const uint8_t sz[13] = {0, 1, 2, 4, 8, 4, 8, 4, 2, 5, 1, 4, 8};
+	static const uint8_t sz[13] = {0, 1, 2, 4, 8, 4, 8, 4, 2, 5, 1, 4, 4};
 	return t < 13 ? sz[t] : 1;
 }
 
