@@ -280,31 +280,33 @@ static void read_again(struct sv_container *c, struct changed_list *changed, boo
 		       "holds", c->path);
 }
 
+/* When the container's content last changed: the file's mtime now. */
+static int64_t commit_time(const struct sv_container *c)
+{
+	return (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
+}
+
 /* Node i's content changed now, as the container file has it. */
 static void stamp(struct sv_container *c, uint32_t i)
 {
 	struct sv_node *n = &c->nodes[i];
-	n->mtime_ns = (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
+	n->mtime_ns = commit_time(c);
 	n->utime_ns = n->uatime_ns = 0;
 }
 
 void sv_mark_changed(struct sv_container *c, uint32_t i, bool edited)
 {
 	struct sv_node *n = &c->nodes[i];
-	/* A time the client set on the content it wrote stays. */
-	int64_t ut = n->utime_ns, ua = n->uatime_ns;
-	if ((n->flags & (SV_N_DIR | SV_N_META | SV_N_STREAM)) ||
-	    !(n->dstate & SV_D_KNOWN)) {
-		n->dstate = 0;
-		stamp(c, i);
-	} else {
-		n->vtime_ns = (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
-		n->dstate |= SV_D_VERIFY;
+	/* A time the client set stays on the content it wrote, and goes when
+	 * another view's edit changed the node. */
+	if (!edited)
 		n->utime_ns = n->uatime_ns = 0;
-	}
-	if (edited) {
-		n->utime_ns = ut;
-		n->uatime_ns = ua;
+	if ((n->flags & (SV_N_DIR | SV_N_META | SV_N_STREAM)) || !(n->dstate & SV_D_KNOWN)) {
+		n->dstate = 0;
+		n->mtime_ns = commit_time(c);
+	} else {
+		n->vtime_ns = commit_time(c);
+		n->dstate |= SV_D_VERIFY;
 	}
 }
 
