@@ -530,7 +530,7 @@ int sv_cli_main(int argc, char **argv)
 	}
 	if (!strcmp(verb, "--formats")) {
 		for (size_t i = 0; sv_formats[i]; i++)
-			printf("%-10s %s\n", sv_formats[i]->name, sv_formats[i]->description);
+			printf("%-10s %s\n", sv_format_name(sv_formats[i]), sv_format_description(sv_formats[i]));
 		return SV_EXIT_OK;
 	}
 	struct ls_ctx lx = {0};

@@ -28,7 +28,7 @@ uint32_t sv_current(struct sv_container *c, uint32_t n)
 	/* A rename onto a name replaces its node; follow the name (a few
 	 * times over, for renames in quick succession). */
 	for (int hops = 0; r < c->nnodes && !sv_usable(c, r) && hops < 16; hops++) {
-		const struct sv_node *x = &c->nodes[r];
+		const struct sv_inode *x = &c->nodes[r];
 		uint32_t k = x->name && sv_live(c, x->parent) ? sv_find_child(c, x->parent, x->name)
 							     : SV_NONE;
 		if (k == SV_NONE || k == r) {
@@ -53,7 +53,7 @@ void sv_release(struct sv_container *c, uint32_t n)
 	if (!last)
 		return;
 	pthread_rwlock_wrlock(&c->lock);
-	struct sv_node *node = &c->nodes[n];
+	struct sv_inode *node = &c->nodes[n];
 	if (!__atomic_load_n(&node->opens, __ATOMIC_ACQUIRE) && (node->flags & SV_N_ORPHAN)) {
 		node->flags &= ~SV_N_ORPHAN;
 		sv_buf_fini(&node->pending);
@@ -62,7 +62,7 @@ void sv_release(struct sv_container *c, uint32_t n)
 	pthread_rwlock_unlock(&c->lock);
 }
 
-static bool writable(struct sv_container *c, const struct sv_node *n)
+static bool writable(struct sv_container *c, const struct sv_inode *n)
 {
 	if (n->flags & SV_N_TEMP)
 		return true;
@@ -71,7 +71,7 @@ static bool writable(struct sv_container *c, const struct sv_node *n)
 
 void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 {
-	const struct sv_node *n = &c->nodes[i];
+	const struct sv_inode *n = &c->nodes[i];
 	memset(st, 0, sizeof *st);
 	st->node = i;
 	st->dir = n->flags & SV_N_DIR;
@@ -127,7 +127,7 @@ int sv_expand(struct sv_container *c, uint32_t dir)
 	pthread_rwlock_unlock(&c->lock);
 	pthread_rwlock_wrlock(&c->lock);
 	int rc = 0;
-	struct sv_node *d = &c->nodes[dir];
+	struct sv_inode *d = &c->nodes[dir];
 	if (sv_live(c, dir) && (d->flags & SV_N_LAZYDIR)) {
 		struct sv_err e;
 		sv_err_clear(&e);
@@ -150,7 +150,7 @@ static void remember_failure(struct sv_container *c, uint32_t i, const struct sv
 /* Settles the size of an SV_N_LAZYSIZE node by loading it; read lock held. */
 void sv_settle_size(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (!(n->flags & SV_N_LAZYSIZE) || (n->flags & (SV_N_DIRTY | SV_N_NEW |
 	    SV_N_TEMP | SV_N_ORPHAN)) || __atomic_load_n(&n->sized, __ATOMIC_ACQUIRE))
 		return;
@@ -179,7 +179,7 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
  * whether it did.  Called by the one thread that loaded it (load_shared),
  * read or write lock held: the fields are written atomically.
  */
-static void note_loaded(struct sv_node *n, const struct sv_blob *b)
+static void note_loaded(struct sv_inode *n, const struct sv_blob *b)
 {
 	uint32_t st = __atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE);
 	uint64_t h = b ? XXH3_64bits(b->data, b->len) : 0;
@@ -192,7 +192,7 @@ static void note_loaded(struct sv_node *n, const struct sv_blob *b)
 
 void sv_settle_verify(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (!(__atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE) & SV_D_VERIFY) ||
 	    (n->flags & (SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY | SV_N_NEW |
 			 SV_N_TEMP | SV_N_ORPHAN)))
@@ -287,7 +287,7 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 	if (!sv_usable(c, n)) {
 		rc = sv_gone_code(c, n);
 	} else {
-		const struct sv_node *node = &c->nodes[n];
+		const struct sv_inode *node = &c->nodes[n];
 		/* A stream whose size costs its whole decode (a timeline, a big
 		 * chunk's text): a stat never waits for it.  Its size is found
 		 * in the background; until then the last known (0 at first). */
@@ -326,11 +326,11 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	} else if (!(c->nodes[dir].flags & SV_N_DIR)) {
 		rc = -ENOTDIR;
 	} else {
-		const struct sv_node *d = &c->nodes[dir];
+		const struct sv_inode *d = &c->nodes[dir];
 		for (uint64_t i = from; i < d->nkids; i++) {
 			struct sv_stat st;
 			uint32_t k = d->kids[i];
-			const struct sv_node *kn = &c->nodes[k];
+			const struct sv_inode *kn = &c->nodes[k];
 			if (kn->flags & SV_N_UNLISTED)
 				continue;
 			bool costly = (kn->flags & (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
@@ -359,7 +359,7 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 }
 
 
-uint64_t sv_cache_key(const struct sv_node *n, uint32_t i)
+uint64_t sv_cache_key(const struct sv_inode *n, uint32_t i)
 {
 	return (uint64_t)(n->gen & 0x7fffffff) << 32 | i;
 }
@@ -374,7 +374,7 @@ static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out
 int sv_content_locked(struct sv_container *c, uint32_t i,
 			  struct sv_blob **out, struct sv_err *err)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (n->flags & SV_N_DIR)
 		return sv_err_set(err, -EISDIR, "is a directory");
 	if (n->flags & SV_N_META)
@@ -438,7 +438,7 @@ static void loading_put(struct loading *l)
  */
 static void remember_failure(struct sv_container *c, uint32_t i, const struct sv_err *err)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	struct sv_blob *why = sv_blob_dup(err->msg, strlen(err->msg));
 	if (why)
 		sv_cache_put(c->cache, sv_cache_key(n, i) | FAIL_KEY, why);

@@ -289,14 +289,14 @@ static int64_t commit_time(const struct sv_container *c)
 /* Node i's content changed now, as the container file has it. */
 static void stamp(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	n->mtime_ns = commit_time(c);
 	n->utime_ns = n->uatime_ns = 0;
 }
 
 void sv_mark_changed(struct sv_container *c, uint32_t i, bool edited)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	/* A time the client set stays on the content it wrote, and goes when
 	 * another view's edit changed the node. */
 	if (!edited)
@@ -322,7 +322,7 @@ static bool in_groups(const uint64_t *g, size_t n, uint64_t x)
 }
 
 /* A pending edit the next commit takes, or a removal it makes. */
-static bool committing(const struct sv_node *n)
+static bool committing(const struct sv_inode *n)
 {
 	return ((n->flags & (SV_N_DIRTY | SV_N_NEW)) && (n->flags & SV_N_READY) &&
 		!(n->flags & SV_N_GONE)) ||
@@ -334,7 +334,7 @@ static bool committing(const struct sv_node *n)
 static void changed_groups(struct sv_container *c)
 {
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		const struct sv_node *n = &c->nodes[i];
+		const struct sv_inode *n = &c->nodes[i];
 		if (n->group && (committing(n) || (n->flags & SV_N_TOUCHED)))
 			sv_group_touch(c, n->group);
 	}
@@ -347,7 +347,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		   struct sv_err *err)
 {
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && i != c->meta_dir &&
 		    (!(n->flags & SV_N_NEW) || (n->flags & SV_N_READY)))
 			n->flags |= SV_N_STALE;
@@ -382,7 +382,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	for (bool again = rc == 0; again;) {
 		again = false;
 		for (uint32_t i = 1; i < c->nnodes; i++) {
-			struct sv_node *n = &c->nodes[i];
+			struct sv_inode *n = &c->nodes[i];
 			if ((n->flags & (SV_N_LAZYDIR | SV_N_STALE)) != SV_N_LAZYDIR || !n->nkids)
 				continue;
 			struct sv_err e;
@@ -396,7 +396,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	c->reindexing = false;
 	uint32_t last_dir = SV_NONE;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		if (n->flags & SV_N_STALE) {
 			sv_node_drop(c, i);
 			n->flags &= ~SV_N_STALE;
@@ -435,7 +435,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
  * lost (its writers must not go on), not merely done with. */
 static void end_edit(struct sv_container *c, uint32_t i, bool dropped)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (dropped && (n->flags & (SV_N_NEW | SV_N_DIRTY)))
 		__atomic_add_fetch(&n->drops, 1, __ATOMIC_RELEASE);
 	if (n->flags & SV_N_NEW) {
@@ -478,7 +478,7 @@ int sv_view_same(struct sv_container *c, uint32_t i, const uint8_t *p, size_t le
  * commits nothing.  Write lock held. */
 static bool same_as_stored(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if ((n->flags & (SV_N_NEW | SV_N_GONE | SV_N_STREAM | SV_N_BAD)) ||
 	    !(n->flags & SV_N_DIRTY))
 		return false;
@@ -517,7 +517,7 @@ static void prehash(struct sv_container *c)
 	if (ng)
 		qsort(g, ng, sizeof *g, cmp_u64);
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		if ((n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY |
 				 SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN | SV_N_BAD)) ||
 		    (n->dstate & SV_D_KNOWN))
@@ -539,7 +539,7 @@ static int validate(struct sv_container *c, struct changed_list *changed,
 {
 	int rc = 0;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY))
 			continue;
 		struct sv_err e;
@@ -596,7 +596,7 @@ static void drop_ready(struct sv_container *c, struct changed_list *changed,
 {
 	bool named = false;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY) ||
 		    (n->flags & SV_N_GONE))
 			continue;
@@ -642,7 +642,7 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 	}
 	c->nsnap = count;
 	for (uint32_t i = 1; i < count; i++) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		struct sv_err e;
 		if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) &&
 		    !(n->flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
@@ -697,7 +697,7 @@ int sv_commit_and_notify(struct sv_container *c, sv_changed_fn fn, void *arg,
 		rc = commit_locked(c, &changed, err);
 	/* Report names while still locked; the callback must not call back. */
 	for (size_t k = 0; fn && k < changed.n; k++) {
-		struct sv_node *n = &c->nodes[changed.v[k]];
+		struct sv_inode *n = &c->nodes[changed.v[k]];
 		fn(arg, changed.v[k], n->parent, n->name, n->flags & SV_N_GONE);
 	}
 	pthread_rwlock_unlock(&c->lock);
@@ -780,7 +780,7 @@ int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc,
 	} else {
 		uint32_t last_dir = SV_NONE;
 		for (uint32_t i = 1; i < c->nnodes; i++) {
-			struct sv_node *n = &c->nodes[i];
+			struct sv_inode *n = &c->nodes[i];
 			if (n->flags & SV_N_TOUCHED) {
 				n->flags &= ~SV_N_TOUCHED;
 				n->gen++;
@@ -796,7 +796,7 @@ int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc,
 		}
 	}
 	for (size_t k = 0; c->notify && k < changed.n; k++) {
-		struct sv_node *n = &c->nodes[changed.v[k]];
+		struct sv_inode *n = &c->nodes[changed.v[k]];
 		c->notify(c->notify_arg, changed.v[k], n->parent, n->name,
 			  n->flags & SV_N_GONE);
 	}

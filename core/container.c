@@ -50,6 +50,8 @@ const struct sv_opts *sv_container_opts(const struct sv_container *c) { return &
 uint64_t sv_container_size(const struct sv_container *c) { return (uint64_t)c->st.st_size; }
 int sv_container_fd(const struct sv_container *c) { return c->fd; }
 const struct sv_format *sv_container_format(const struct sv_container *c) { return c->fmt; }
+const char *sv_format_name(const struct sv_format *f) { return f->name; }
+const char *sv_format_description(const struct sv_format *f) { return f->description; }
 const char *sv_container_path(const struct sv_container *c) { return c->path; }
 bool sv_container_read_only(const struct sv_container *c) { return c->read_only; }
 enum sv_commit_kind sv_container_commit_kind(const struct sv_container *c) { return c->commit; }

@@ -27,7 +27,7 @@ static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 {
 	if (!sv_usable(c, i))
 		return sv_err_set(err, -ENOENT, "no such file");
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (n->flags & SV_N_DIR)
 		return sv_err_set(err, -EISDIR, "is a directory");
 	if (n->flags & (SV_N_TEMP | SV_N_ORPHAN))
@@ -46,7 +46,7 @@ static int can_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 /* Makes node i's pending buffer hold its current content. */
 static int begin_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))
 		return 0;
 	struct sv_blob *b = NULL;
@@ -62,7 +62,7 @@ static int begin_edit(struct sv_container *c, uint32_t i, struct sv_err *err)
 	return 0;
 }
 
-static int resize_pending(struct sv_container *c, struct sv_node *n,
+static int resize_pending(struct sv_container *c, struct sv_inode *n,
 			  uint64_t size, struct sv_err *err)
 {
 	if (size > c->opts.max_edit)
@@ -117,7 +117,7 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 		off = c->nodes[i].pending.len;
 	if (!rc && off + size < off)
 		rc = sv_err_set(err, -EFBIG, "offset too large");
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (!rc && off + size > n->pending.len) {
 		rc = resize_pending(c, n, off + size, err);
 		if (rc && !(n->flags & (SV_N_TEMP | SV_N_ORPHAN))) {
@@ -252,7 +252,7 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 	uint32_t i = sv_find_child(c, a->dir, a->name);
 	if (i == SV_NONE)
 		return sv_err_set(err, -ENOENT, "no such file");
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (n->flags & SV_N_DIR)
 		return sv_err_set(err, -EISDIR, "is a directory");
 	if (n->flags & (SV_N_TEMP | SV_N_NEW)) {
@@ -290,9 +290,9 @@ int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
 		/* The commit failed: the entry is still in the container, so it
 		 * comes back where it was. */
 		pthread_rwlock_wrlock(&c->lock);
-		struct sv_node *n = &c->nodes[a.node];
+		struct sv_inode *n = &c->nodes[a.node];
 		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
-			struct sv_node *d = &c->nodes[n->parent];
+			struct sv_inode *d = &c->nodes[n->parent];
 			if (!sv_kid_add(c, d, a.node)) {
 				uint32_t pos = a.pos < d->nkids ? a.pos : d->nkids - 1;
 				memmove(&d->kids[pos + 1], &d->kids[pos],
@@ -323,7 +323,7 @@ struct rename_arg {
 static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
 		     const char *name)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	char *s = strdup(name);
 	if (!s)
 		return -ENOMEM;
@@ -342,7 +342,7 @@ static int move_node(struct sv_container *c, uint32_t i, uint32_t dir,
 /* Node i takes over entry j's stored identity: what its stored content
  * is (key, size, digest, group) and when it last changed.  The times a
  * client set on i stay. */
-static void take_identity(struct sv_node *n, const struct sv_node *d)
+static void take_identity(struct sv_inode *n, const struct sv_inode *d)
 {
 	n->key = d->key;
 	n->stored_size = d->stored_size;
@@ -357,14 +357,14 @@ static void take_identity(struct sv_node *n, const struct sv_node *d)
  * j is dropped.  Write lock held. */
 static int take_place(struct sv_container *c, uint32_t i, uint32_t j)
 {
-	struct sv_node *n = &c->nodes[i], *d = &c->nodes[j];
+	struct sv_inode *n = &c->nodes[i], *d = &c->nodes[j];
 	char *s = strdup(d->name);
 	if (!s)
 		return -ENOMEM;
 	uint32_t dir = d->parent;
 	sv_hash_remove(c, i);
 	sv_kid_remove(c, &c->nodes[n->parent], i);
-	struct sv_node *pd = &c->nodes[dir];
+	struct sv_inode *pd = &c->nodes[dir];
 	if (d->kidpos < pd->nkids && pd->kids[d->kidpos] == j) {
 		pd->kids[d->kidpos] = i;
 		n->kidpos = d->kidpos;
@@ -394,7 +394,7 @@ static int pre_rename_do(struct sv_container *c, struct rename_arg *a, struct sv
 	uint32_t i = sv_find_child(c, a->dir, a->name);
 	if (i == SV_NONE)
 		return sv_err_set(err, -ENOENT, "no such file");
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	uint32_t j = sv_find_child(c, a->newdir, a->newname);
 	if (j == i)
 		return 1;
@@ -406,7 +406,7 @@ static int pre_rename_do(struct sv_container *c, struct rename_arg *a, struct sv
 		return sv_err_set(err, -EPERM,
 				  "entries of the container cannot be renamed; copy instead");
 	if (j != SV_NONE) {
-		struct sv_node *d = &c->nodes[j];
+		struct sv_inode *d = &c->nodes[j];
 		if (d->flags & SV_N_DIR)
 			return sv_err_set(err, -EISDIR, "is a directory");
 		if (d->flags & (SV_N_TEMP | SV_N_NEW)) {
@@ -508,7 +508,7 @@ int sv_set_times(struct sv_container *c, uint32_t n, const struct timespec *atim
 	pthread_rwlock_wrlock(&c->lock);
 	int rc = sv_usable(c, n) ? 0 : sv_gone_code(c, n);
 	if (!rc) {
-		struct sv_node *node = &c->nodes[n];
+		struct sv_inode *node = &c->nodes[n];
 		/* 0 means "none": the epoch itself is kept as 1 ns past it. */
 		if (mtime) {
 			int64_t t = (int64_t)mtime->tv_sec * 1000000000 + mtime->tv_nsec;

@@ -106,7 +106,7 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	 * of a lazy directory once it was first listed). */
 	uint32_t files = 0, dirs = 0;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		const struct sv_node *n = &c->nodes[i];
+		const struct sv_inode *n = &c->nodes[i];
 		if (n->flags & (SV_N_GONE | SV_N_META) || i == c->meta_dir)
 			continue;
 		if (n->flags & SV_N_DIR)

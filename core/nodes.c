@@ -28,7 +28,7 @@ static int rehash(struct sv_container *c, uint32_t size)
 		return -ENOMEM;
 	memset(t, 0xff, size * sizeof *t);
 	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		if (n->flags & SV_N_GONE)
 			continue;
 		uint32_t h = name_hash(n->parent, n->name) & (size - 1);
@@ -43,7 +43,7 @@ static int rehash(struct sv_container *c, uint32_t size)
 
 void sv_hash_insert(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	uint32_t h = name_hash(n->parent, n->name) & (c->hsize - 1);
 	n->hnext = c->htab[h];
 	c->htab[h] = i;
@@ -51,7 +51,7 @@ void sv_hash_insert(struct sv_container *c, uint32_t i)
 
 void sv_hash_remove(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	uint32_t *pp = &c->htab[name_hash(n->parent, n->name) & (c->hsize - 1)];
 	while (*pp != SV_NONE) {
 		if (*pp == i) {
@@ -70,7 +70,7 @@ uint32_t sv_find_child(struct sv_container *c, uint32_t parent,
 	uint32_t i = c->htab[name_hash(parent, name) & (c->hsize - 1)];
 	uint64_t steps = 1;
 	while (i != SV_NONE) {
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		if (n->parent == parent && !(n->flags & SV_N_GONE) &&
 		    !strcmp(n->name, name))
 			break;
@@ -81,7 +81,7 @@ uint32_t sv_find_child(struct sv_container *c, uint32_t parent,
 	return i;
 }
 
-int sv_kid_add(struct sv_container *c, struct sv_node *d, uint32_t k)
+int sv_kid_add(struct sv_container *c, struct sv_inode *d, uint32_t k)
 {
 	if (d->nkids == d->capkids) {
 		uint32_t cap = d->capkids ? d->capkids * 2 : 8;
@@ -97,13 +97,13 @@ int sv_kid_add(struct sv_container *c, struct sv_node *d, uint32_t k)
 }
 
 /* Keeps each child's kidpos equal to its index in the parent's list. */
-void sv_renumber_kids(struct sv_container *c, struct sv_node *d, uint32_t from)
+void sv_renumber_kids(struct sv_container *c, struct sv_inode *d, uint32_t from)
 {
 	for (uint32_t i = from; i < d->nkids; i++)
 		c->nodes[d->kids[i]].kidpos = i;
 }
 
-void sv_kid_remove(struct sv_container *c, struct sv_node *d, uint32_t k)
+void sv_kid_remove(struct sv_container *c, struct sv_inode *d, uint32_t k)
 {
 	uint32_t i = c->nodes[k].kidpos;
 	if (i >= d->nkids || d->kids[i] != k)
@@ -149,7 +149,7 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 		return SV_NONE;
 	if (c->nnodes == c->cap) {
 		uint32_t cap = c->cap ? c->cap * 2 : 64;
-		struct sv_node *p = realloc(c->nodes, cap * sizeof *p);
+		struct sv_inode *p = realloc(c->nodes, cap * sizeof *p);
 		if (!p)
 			return SV_NONE;
 		c->nodes = p;
@@ -158,7 +158,7 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 	if (c->nnodes + 1 > c->hsize / 2 && rehash(c, c->hsize * 2))
 		return SV_NONE;
 	uint32_t i = c->nnodes;
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	memset(n, 0, sizeof *n);
 	n->name = strdup(name);
 	if (!n->name)
@@ -180,12 +180,34 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 	return i;
 }
 
+/* The declared flags of format.h that go together (meta files are the
+ * core's own, added through here too). */
+static bool flags_ok(uint32_t f)
+{
+	if (f & ~(uint32_t)(SV_N_DECLARED | SV_N_META))
+		return false;
+	if ((f & SV_N_LAZYDIR) && !(f & SV_N_DIR))
+		return false;
+	if ((f & SV_N_COSTLYSIZE) && !(f & SV_N_LAZYSIZE))
+		return false;
+	if ((f & SV_N_REMOVABLE) && !(f & SV_N_RO))
+		return false;
+	if ((f & SV_N_DIR) && (f & (SV_N_STREAM | SV_N_DIRECT | SV_N_LAZYSIZE | SV_N_UNLISTED)))
+		return false;
+	return true;
+}
+
 uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 		     uint32_t flags, uint64_t size, uint64_t key)
 {
 	char fixed[300];
 	if (parent >= c->nnodes || !(c->nodes[parent].flags & SV_N_DIR))
 		return SV_NONE;
+	if (!flags_ok(flags)) {
+		sv_log(c, "the format declared \"%s\" with flags 0x%x that do not go together: "
+		       "left out", name, flags);
+		return SV_NONE;
+	}
 	if (!sv_name_ok(name)) {
 		escape_name(name, fixed, sizeof fixed, true);
 		size_t k = strlen(fixed);
@@ -202,7 +224,7 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 	uint32_t i = sv_find_child(c, parent, name);
 	if (i != SV_NONE && c->reindexing && (c->nodes[i].flags & SV_N_STALE)) {
 		/* Found again after a commit: keep the number. */
-		struct sv_node *n = &c->nodes[i];
+		struct sv_inode *n = &c->nodes[i];
 		n->key = key;
 		n->dupnext = 0;
 		n->stored_size = size;
@@ -293,7 +315,13 @@ void sv_group_touch(struct sv_container *c, uint64_t group)
 
 struct sv_node *sv_node(struct sv_container *c, uint32_t n)
 {
-	return n < c->nnodes ? &c->nodes[n] : NULL;
+	return n < c->nnodes ? &c->nodes[n].pub : NULL;
+}
+
+uint32_t sv_node_state(struct sv_container *c, uint32_t n)
+{
+	return n < c->nnodes ? c->nodes[n].flags & (SV_S_META | SV_S_TEMP | SV_S_NEW | SV_S_GONE |
+						     SV_S_DIRTY | SV_S_STALE) : 0;
 }
 
 uint32_t sv_node_count(const struct sv_container *c)
@@ -310,7 +338,7 @@ const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n)
 {
 	if (n >= c->nnodes)
 		return NULL;
-	struct sv_node *node = &c->nodes[n];
+	struct sv_inode *node = &c->nodes[n];
 	return (node->flags & (SV_N_DIRTY | SV_N_NEW)) && (node->flags & SV_N_READY)
 		       ? &node->pending : NULL;
 }
@@ -335,7 +363,7 @@ bool sv_node_in_commit(struct sv_container *c, uint32_t n)
  */
 void sv_orphan_or_free(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) && !(n->flags & SV_N_DIR)) {
 		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
 			struct sv_blob *b = NULL;
@@ -365,7 +393,7 @@ void sv_orphan_or_free(struct sv_container *c, uint32_t i)
 /* Removes a node from its directory and the hash; the number stays used. */
 void sv_node_drop(struct sv_container *c, uint32_t i)
 {
-	struct sv_node *n = &c->nodes[i];
+	struct sv_inode *n = &c->nodes[i];
 	sv_hash_remove(c, i);
 	sv_kid_remove(c, &c->nodes[n->parent], i);
 	sv_orphan_or_free(c, i);
@@ -405,7 +433,7 @@ int sv_path_locked(struct sv_container *c, uint32_t n, char *buf,
 	size_t pos = size;
 	buf[--pos] = '\0';
 	while (n != SV_ROOT) {
-		const struct sv_node *node = &c->nodes[n];
+		const struct sv_inode *node = &c->nodes[n];
 		size_t k = strlen(node->name);
 		size_t slash = pos < size - 1 ? 1 : 0;
 		if (k + slash > pos)

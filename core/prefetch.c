@@ -66,7 +66,7 @@ static bool pf_queue_file(struct sv_container *c, uint32_t k)
 	/* Small files decode faster than the worker wakes up.  A file whose
 	 * size comes with its decode is not known to be small: decoding it
 	 * ahead is what makes its stat cheap too. */
-	const struct sv_node *kn = &c->nodes[k];
+	const struct sv_inode *kn = &c->nodes[k];
 	bool unsized = (kn->flags & SV_N_LAZYSIZE) && !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
 	if (!sv_plain_file(c, k) ||
 	    (!unsized && (kn->size < PF_MIN_SIZE || kn->size > c->opts.cache_cap / 8)))
@@ -93,11 +93,11 @@ static bool pf_cousins(struct sv_container *c, uint32_t n, uint32_t pos)
 	c->pf_gdir = g;
 	c->pf_dpos = dpos;
 	bool queued = false;
-	const struct sv_node *gn = &c->nodes[g];
+	const struct sv_inode *gn = &c->nodes[g];
 	while (step && c->pf_dupto < dpos + c->opts.readahead * step &&
 	       c->pf_dupto + step < gn->nkids && c->pf_count < PF_QUEUE) {
 		c->pf_dupto += step;
-		const struct sv_node *sib = &c->nodes[gn->kids[c->pf_dupto]];
+		const struct sv_inode *sib = &c->nodes[gn->kids[c->pf_dupto]];
 		if ((sib->flags & SV_N_DIR) && pos < sib->nkids)
 			queued |= pf_queue_file(c, sib->kids[pos]);
 	}
@@ -111,8 +111,8 @@ static bool pf_cousins(struct sv_container *c, uint32_t n, uint32_t pos)
  * room).  Read lock held. */
 void sv_pf_note_read(struct sv_container *c, uint32_t n)
 {
-	const struct sv_node *node = &c->nodes[n];
-	const struct sv_node *dir = &c->nodes[node->parent];
+	const struct sv_inode *node = &c->nodes[n];
+	const struct sv_inode *dir = &c->nodes[node->parent];
 	uint32_t pos = node->kidpos;
 	pthread_mutex_lock(&c->pf_lock);
 	bool same_dir = c->pf_dir == node->parent;

@@ -377,3 +377,17 @@ int sv_copy_range(int fd_in, uint64_t off, int fd_out, uint64_t n)
 	free(buf);
 	return rc;
 }
+
+/* The character at p[0..n) for a message: 'x', 'é' (UTF-8 kept whole),
+ * or byte 0xNN. */
+const char *sv_show_char(char buf[16], const uint8_t *p, size_t n)
+{
+	size_t k = 1;
+	while (*p >= 0xC0 && k < n && k < 4 && (p[k] & 0xC0) == 0x80)
+		k++;
+	if (*p >= 0x20 && *p != 0x7F && (*p < 0x80 || k > 1))
+		snprintf(buf, 16, "'%.*s'", (int)k, (const char *)p);
+	else
+		snprintf(buf, 16, "byte 0x%02x", *p);
+	return buf;
+}

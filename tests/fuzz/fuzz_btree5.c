@@ -9,7 +9,7 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-btree5).
  */
-#include "fmt/btree5.h"
+#include "fmt/starbound/btree5_walk.h"
 
 #include <errno.h>
 #include <stdio.h>

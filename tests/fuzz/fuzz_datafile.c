@@ -25,7 +25,7 @@
 #define FUZZ_NAME "fuzz_datafile"
 #include "fuzz_tmp.h"
 #include "fuzz_walk.h"
-#include "savefs.h"
+#include "format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static void compare(struct sv_container *old, struct sv_container *now)
 {
 	for (uint32_t n = 1; n < sv_node_count(old); n++) {
 		const struct sv_node *node = sv_node(old, n);
-		if (node->flags & (SV_N_DIR | SV_N_META | SV_N_GONE | SV_N_RO))
+		if (node->flags & (SV_N_DIR | SV_S_META | SV_S_GONE | SV_N_RO))
 			continue;
 		char p[512];
 		if (!sv_path(old, n, p, sizeof p))
@@ -89,7 +89,7 @@ static const char *const map_files[] = {
 static int map_kind(struct sv_container *c, uint32_t n)
 {
 	const struct sv_node *node = sv_node(c, n);
-	if (node->flags & (SV_N_DIR | SV_N_RO | SV_N_GONE | SV_N_META))
+	if (node->flags & (SV_N_DIR | SV_N_RO | SV_S_GONE | SV_S_META))
 		return -1;
 	for (int k = 0; map_files[k]; k++)
 		if (!strcmp(node->name, map_files[k]))

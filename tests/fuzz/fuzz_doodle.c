@@ -29,7 +29,7 @@
 #define FUZZ_NAME "fuzz_doodle"
 #include "fuzz_tmp.h"
 #include "fuzz_walk.h"
-#include "savefs.h"
+#include "format.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -91,7 +91,7 @@ static uint32_t first_file(struct sv_container *c, uint32_t d, int depth,
 	for (size_t i = 0; i < k.n && found == SV_NONE; i++) {
 		uint32_t n = k.v[i];
 		const struct sv_node *node = sv_node(c, n);
-		if (node->flags & SV_N_META)
+		if (node->flags & SV_S_META)
 			continue;
 		if (node->flags & SV_N_DIR) {
 			if (strcmp(node->name, ".savefs"))
@@ -172,7 +172,7 @@ static bool dropped_bad(struct sv_container *old, const char *p)
 	for (uint32_t n = 1; n < sv_node_count(old); n++) {
 		char q[1024];
 		const struct sv_node *node = sv_node(old, n);
-		if ((node->flags & (SV_N_DIR | SV_N_GONE)) || sv_path(old, n, q, sizeof q) ||
+		if ((node->flags & (SV_N_DIR | SV_S_GONE)) || sv_path(old, n, q, sizeof q) ||
 		    strncmp(q, p, plen) || strncmp(q + plen, "chunks/", 7) || !ends_with(q, ".txt"))
 			continue;
 		if (dropped_bad(old, q))
@@ -189,7 +189,7 @@ static void compare(struct sv_container *old, struct sv_container *now, const ch
 {
 	for (uint32_t n = 1; n < sv_node_count(old); n++) {
 		const struct sv_node *node = sv_node(old, n);
-		if (node->flags & (SV_N_DIR | SV_N_META | SV_N_GONE | SV_N_TEMP) ||
+		if (node->flags & (SV_N_DIR | SV_S_META | SV_S_GONE | SV_S_TEMP) ||
 		    under_bad(old, n))
 			continue;
 		char p[1024];

@@ -30,7 +30,7 @@
  * coordinates past int32, where it fails today (crashers/
  * doodle-chunk-json-key-past-int32): a run can then look for other bugs.
  */
-#include "fmt/doodle.h"
+#include "fmt/sketchy/doodle.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,11 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_PAL 4000
 
-static struct sv_doodle_swatch pool[MAX_PAL];
+static struct sv_swatch pool[MAX_PAL];
 
 /* A palette of n swatches with assorted colours and names: none, plain, a
  * control character, UTF-8, and some not opaque. */
-static struct sv_doodle_palette palette(uint32_t n)
+static struct sv_palette palette(uint32_t n)
 {
 	static bool ready;
 	static char *names[] = {"", "solid", "a\tb", "\xc3\xa9t\xc3\xa9", "fire"};
@@ -59,7 +59,7 @@ static struct sv_doodle_palette palette(uint32_t n)
 		}
 		ready = true;
 	}
-	return (struct sv_doodle_palette){n, pool};
+	return (struct sv_palette){n, pool};
 }
 
 static void fail(const char *what)
@@ -89,7 +89,7 @@ static int new_like(struct sv_doodle_grid *g, const struct sv_doodle_grid *like,
 }
 
 /* Text render, size and parse back.  g may hold BADPIX. */
-static void text_round_trip(const struct sv_doodle_palette *pal, const struct sv_doodle_grid *g,
+static void text_round_trip(const struct sv_palette *pal, const struct sv_doodle_grid *g,
 			    int64_t cx, int64_t cy, bool has_bad)
 {
 	struct sv_buf t;
@@ -133,7 +133,7 @@ static void check_grid(const struct sv_doodle_grid *g, uint32_t npal, int64_t cx
 	if (type == 0 && bad > q->bad_index)
 		fail("map: fewer bad_index than BADPIX pixels");
 
-	struct sv_doodle_palette pal = palette(npal);
+	struct sv_palette pal = palette(npal);
 	text_round_trip(&pal, g, cx, cy, bad > 0);
 
 	struct sv_buf png;
@@ -255,7 +255,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sv_doodle_grid_fini(&g);
 
 	/* The payload as a text grid. */
-	struct sv_doodle_palette pal = palette(npal);
+	struct sv_palette pal = palette(npal);
 	if (sv_doodle_grid_init(&g, csize, cx, cy))
 		return 0;
 	sv_err_clear(&err);

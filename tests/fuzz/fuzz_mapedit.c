@@ -18,7 +18,7 @@
 #define FUZZ_NAME "fuzz_mapedit"
 #include "fuzz_tmp.h"
 #include "fuzz_walk.h"
-#include "savefs.h"
+#include "format.h"
 #include "tests/tools/mapgen.h"
 
 #include <errno.h>
@@ -92,7 +92,7 @@ static int readable(struct sv_container *c)
 		const struct sv_node *node = sv_node(c, i);
 		char p[512];
 		struct sv_blob *b = NULL;
-		if ((node->flags & (SV_N_DIR | SV_N_META | SV_N_GONE)) || sv_path(c, i, p, sizeof p) ||
+		if ((node->flags & (SV_N_DIR | SV_S_META | SV_S_GONE)) || sv_path(c, i, p, sizeof p) ||
 		    strncmp(p, "map/", 4))
 			continue;
 		if (!sv_content(c, i, &b, NULL)) {

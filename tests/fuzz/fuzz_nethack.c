@@ -26,7 +26,7 @@
  */
 #define FUZZ_NAME "fuzz_nethack"
 #include "fuzz_walk.h"
-#include "savefs.h"
+#include "format.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -24,7 +24,7 @@
  * -DFUZZ_FORMAT=1, 2 or 3 (run.sh: FUZZ_CFLAGS) every input is that
  * format, to spend a whole run on one.
  */
-#include "fmt/nethack.h"
+#include "fmt/nethack/nethack.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-rcchunk).
  */
-#include "fmt/rcevents.h"
+#include "fmt/recording/rcevents.h"
 
 #include <errno.h>
 #include <stdio.h>

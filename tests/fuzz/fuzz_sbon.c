@@ -20,7 +20,7 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-sbon).
  */
-#include "fmt/sbon.h"
+#include "fmt/starbound/sbon.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-sbtiles).
  */
-#include "fmt/sbtiles.h"
+#include "fmt/starbound/sbtiles.h"
 
 #include <errno.h>
 #include <stdio.h>

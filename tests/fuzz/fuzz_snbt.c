@@ -12,7 +12,7 @@
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-snbt).
  */
-#include "fmt/nbt.h"
+#include "fmt/recording/nbt.h"
 
 #include <errno.h>
 #include <stdio.h>

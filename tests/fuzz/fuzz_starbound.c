@@ -18,7 +18,7 @@
 #define FUZZ_NAME "fuzz_starbound"
 #include "fuzz_tmp.h"
 #include "fuzz_walk.h"
-#include "savefs.h"
+#include "format.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -81,7 +81,7 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 	for (uint32_t n = 1; n < sv_node_count(mem); n++) {
 		const struct sv_node *node = sv_node(mem, n);
 		char p[600];
-		if (node->flags & (SV_N_DIR | SV_N_META | SV_N_GONE | SV_N_DERIVED))
+		if (node->flags & (SV_N_DIR | SV_S_META | SV_S_GONE | SV_N_DERIVED))
 			continue;
 		if (!sv_path(mem, n, p, sizeof p))
 			fuzz_same_after(mem, n, c, p);

@@ -13,7 +13,7 @@
 #ifndef FUZZ_WALK_H
 #define FUZZ_WALK_H
 
-#include "savefs.h"
+#include "format.h"
 
 #include <fcntl.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 #ifndef SV_MAPGEN_H
 #define SV_MAPGEN_H
 
-#include "core/fmt/datafile.h"
+#include "fmt/teeworlds/datafile.h"
 
 enum { MAPGEN_DDNET, MAPGEN_TW07, MAPGEN_L17, MAPGEN_L22 };
 

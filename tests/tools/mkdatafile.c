@@ -24,7 +24,7 @@
  *       Reads IN through savefs's reader and writes it again, e.g. as a
  *       version 3 or "ATAD" file.
  */
-#include "core/fmt/datafile.h"
+#include "fmt/teeworlds/datafile.h"
 #include "mapgen.h"
 
 #include <errno.h>
@@ -257,7 +257,7 @@ static int convert(int argc, char **argv)
 	size_t ni = 0, nd = 0, nk = 0;
 	for (uint32_t n = 0; n < sv_node_count(c); n++) {
 		struct sv_node *node = sv_node(c, n);
-		if (node->flags & (SV_N_DIR | SV_N_GONE) || node->parent == SV_ROOT)
+		if (node->flags & (SV_N_DIR | SV_S_GONE) || node->parent == SV_ROOT)
 			continue;
 		struct sv_node *dir = sv_node(c, node->parent);
 		struct sv_blob *b;

@@ -52,7 +52,7 @@
  * Prints nothing on success; a message and exit 1 on failure; usage and
  * exit 2 on bad arguments.
  */
-#include "core/fmt/doodle.h"
+#include "fmt/sketchy/doodle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -382,7 +382,7 @@ static void place(const struct opts *o, uint64_t i, uint64_t n, int64_t *cx, int
 /* A tiny PNG of the first swatches, for assets/screenshots/large.png. */
 static int screenshot(const struct opts *o, json_t *palette, struct sv_buf *png)
 {
-	struct sv_doodle_palette pal;
+	struct sv_palette pal;
 	unsigned bad = 0;
 	struct sv_err err;
 	int rc = sv_doodle_palette_from_json(palette, &pal, &bad, &err);

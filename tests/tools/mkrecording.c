@@ -30,8 +30,8 @@
  * changes, held slots, item NBT, ghost blocks at negative coordinates,
  * spawns and despawns, and with the parkour table the run events 10-14.
  */
-#include "fmt/nbt.h"
-#include "fmt/rcevents.h"
+#include "fmt/recording/nbt.h"
+#include "fmt/recording/rcevents.h"
 #include "savefs.h"
 
 #include <errno.h>

@@ -33,9 +33,9 @@
  *       would while savefs has it mounted: another program's root flip.
  */
 #include "savefs.h"
-#include "fmt/bt5tree.h"
-#include "fmt/sbon.h"
-#include "fmt/sbworld.h"
+#include "fmt/starbound/btree5_cow.h"
+#include "fmt/starbound/sbon.h"
+#include "fmt/starbound/sbworld.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,8 +16,8 @@
  * Payloads are built with sv_put_u32le, so the expected bytes do not
  * depend on the host's byte order.
  */
-#include "savefs.h"
-#include "core/fmt/datafile.h"
+#include "format.h"
+#include "fmt/teeworlds/datafile.h"
 #include "rd.h"
 #include "changes.h"
 #include "t.h"
@@ -379,12 +379,12 @@ static void tree(void)
 	T_OK(sv_node(c, node_of(c, "items"))->flags & SV_N_DIR);
 	T_OK(sv_node(c, node_of(c, "items/5-layer"))->flags & SV_N_DIR);
 	T_OK(sv_node(c, node_of(c, ".savefs"))->flags & SV_N_DIR);
-	T_OK(sv_node(c, node_of(c, ".savefs/info"))->flags & SV_N_META);
-	T_OK(sv_node(c, node_of(c, ".savefs/log"))->flags & SV_N_META);
+	T_OK(sv_node(c, node_of(c, ".savefs/info"))->flags & SV_S_META);
+	T_OK(sv_node(c, node_of(c, ".savefs/log"))->flags & SV_S_META);
 	for (size_t i = 0; i < NFILES; i++) {
 		uint32_t fl = sv_node(c, node_of(c, files[i].path))->flags;
-		T_UINT(0, fl & (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_N_META | SV_N_TEMP |
-				SV_N_NEW | SV_N_GONE | SV_N_DIRTY));
+		T_UINT(0, fl & (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_S_META | SV_S_TEMP |
+				SV_S_NEW | SV_S_GONE | SV_S_DIRTY));
 	}
 	struct sv_stat st;
 	T_INT(0, sv_stat(c, node_of(c, "items"), &st));
@@ -750,7 +750,7 @@ static void edit_and_commit(void)
 	memcpy(edited, p_layer1, sizeof edited);
 	sv_put_u32le(edited + 4, 0x11223344u);
 	T_INT(0, sv_write(c, n, 4, edited + 4, 4, &err));
-	T_OK(sv_node(c, n)->flags & SV_N_DIRTY);
+	T_OK(sv_node(c, n)->flags & SV_S_DIRTY);
 	same(c, "items/5-layer/00001.bin", edited, sizeof edited);
 	/* A data item, emptied and rewritten. */
 	uint32_t dn = node_of(c, "data/00003.bin");
@@ -775,7 +775,7 @@ static void edit_and_commit(void)
 	T_UINT(dup, dup2);
 	T_UINT(n, node_of(c, "items/5-layer/00001.bin"));
 	T_UINT(dn, node_of(c, "data/00003.bin"));
-	T_OK(!(sv_node(c, n)->flags & SV_N_DIRTY));
+	T_OK(!(sv_node(c, n)->flags & SV_S_DIRTY));
 	same(c, "items/5-layer/00001.bin", edited, sizeof edited);
 	same(c, "data/00003.bin", "xyz123", 6);
 	T_OK(log_has(c, "committed "));
@@ -825,7 +825,7 @@ static void refused_edits(void)
 	sv_buf_fini(&now);
 	/* The refused edit is dropped: the file reads as stored, and the log
 	 * says why. */
-	T_OK(!(sv_node(c, n)->flags & SV_N_DIRTY));
+	T_OK(!(sv_node(c, n)->flags & SV_S_DIRTY));
 	same(c, "items/5-layer/00001.bin", p_layer1, sizeof p_layer1);
 	T_OK(log_has(c, "refused items/5-layer/00001.bin: datafile: an item is a list of "
 			"int32: its size must be a multiple of 4 bytes, not 15"));
@@ -915,14 +915,14 @@ static void create_entries(void)
 	T_INT(-EEXIST, sv_create(c, data, "00001.bin", 0644, &n, &err));
 	/* The next index is a new data item; a gap is only a temporary file. */
 	T_INT(0, sv_create(c, data, "00005.bin", 0644, &n, &err));
-	T_OK(sv_node(c, n)->flags & SV_N_NEW);
+	T_OK(sv_node(c, n)->flags & SV_S_NEW);
 	T_INT(0, sv_create(c, data, "00009.bin", 0644, &gap, &err));
-	T_OK(sv_node(c, gap)->flags & SV_N_TEMP);
+	T_OK(sv_node(c, gap)->flags & SV_S_TEMP);
 	T_INT(0, sv_write(c, n, 0, "new data!", 9, &err));
 	T_INT(0, sv_write(c, gap, 0, "temporary", 9, &err));
 	/* A new item in an existing type. */
 	T_INT(0, sv_create(c, layers, "00042.bin", 0644, &item, &err));
-	T_OK(sv_node(c, item)->flags & SV_N_NEW);
+	T_OK(sv_node(c, item)->flags & SV_S_NEW);
 	T_INT(0, sv_write(c, item, 0, "\1\0\0\0\2\0\0\0", 8, &err));
 	sv_err_clear(&err);
 	int rc = sv_commit(c, NULL, NULL, &err);
@@ -931,7 +931,7 @@ static void create_entries(void)
 	T_INT(0, rc);
 	same(c, "data/00005.bin", "new data!", 9);
 	same(c, "data/00009.bin", "temporary", 9);
-	T_OK(!(sv_node(c, n)->flags & SV_N_NEW));
+	T_OK(!(sv_node(c, n)->flags & SV_S_NEW));
 	sv_container_free(c);
 
 	c = open_file(mappath);
@@ -942,7 +942,7 @@ static void create_entries(void)
 	others_intact(c, NULL);
 	/* 00006 is now the next index. */
 	T_INT(0, sv_create(c, node_of(c, "data"), "00006.bin", 0644, &n, &err));
-	T_OK(sv_node(c, n)->flags & SV_N_NEW);
+	T_OK(sv_node(c, n)->flags & SV_S_NEW);
 	sv_discard(c, n);
 	T_INT(-ENOENT, sv_resolve(c, "data/00006.bin", &n));
 	end_and_check_stored(c, &orig);
@@ -958,7 +958,7 @@ static void rename_onto_entry(void)
 	uint32_t t = SV_NONE;
 	/* An editor's way: write a temporary file, rename it over the item. */
 	T_INT(0, sv_create(c, layers, ".00000.bin.swp", 0644, &t, &err));
-	T_OK(sv_node(c, t)->flags & SV_N_TEMP);
+	T_OK(sv_node(c, t)->flags & SV_S_TEMP);
 	static const uint8_t repl[16] = {9, 0, 0, 0, 8, 0, 0, 0, 7, 0, 0, 0, 6, 0, 0, 0};
 	T_INT(0, sv_write(c, t, 0, repl, sizeof repl, &err));
 	T_STR("00000.bin,00001.bin,00007.bin,.00000.bin.swp", ls(c, "items/5-layer", &l));
@@ -997,7 +997,7 @@ static void rename_onto_entry(void)
 	T_INT(-EEXIST, sv_rename(c, layers, "bad.tmp", layers, "00001.bin", 1, NULL, NULL, &err));
 	/* A temporary file renamed to another temporary name stays one. */
 	T_INT(0, sv_rename(c, layers, "bad.tmp", layers, "other.tmp", 0, NULL, NULL, &err));
-	T_OK(sv_node(c, node_of(c, "items/5-layer/other.tmp"))->flags & SV_N_TEMP);
+	T_OK(sv_node(c, node_of(c, "items/5-layer/other.tmp"))->flags & SV_S_TEMP);
 	T_INT(0, sv_unlink(c, layers, "other.tmp", NULL, NULL, &err));
 	sv_container_free(c);
 

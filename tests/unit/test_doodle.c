@@ -32,7 +32,7 @@
  * commits, second commits on the same handle, and a levelpack whose nested
  * drawings are edited (the pack rewritten, unvisited drawings copied).
  */
-#include "fmt/doodle.h"
+#include "fmt/sketchy/doodle.h"
 #include "changes.h"
 #include "t.h"
 #include "tree.h"
@@ -1366,7 +1366,7 @@ static void refuse(struct sv_container *c, const char *path, const void *p, size
 	T_OK(buf_same(&before, &after));
 	uint32_t node = node_of(c, path);
 	if (node != SV_NONE)
-		T_OK(!(sv_node(c, node)->flags & SV_N_DIRTY));
+		T_OK(!(sv_node(c, node)->flags & SV_S_DIRTY));
 	char want[600];
 	snprintf(want, sizeof want, "refused %s: %s", path, msg);
 	T_OK(log_has(c, want));
@@ -1763,7 +1763,7 @@ static void edit_other_ways(void)
 	struct sv_err err;
 	sv_err_clear(&err);
 	T_INT(0, sv_create(c, dir, ".-1,-1.txt.swp", 0644, &t, &err));
-	T_OK(t != SV_NONE && (sv_node(c, t)->flags & SV_N_TEMP));
+	T_OK(t != SV_NONE && (sv_node(c, t)->flags & SV_S_TEMP));
 	struct sv_buf text;
 	want_text(&s_v4, 0, -1, -1, PX_NEW, &text);
 	T_INT(0, sv_write(c, t, 0, text.p, text.len, &err));
@@ -1905,7 +1905,7 @@ static void create_and_remove_chunks(void)
 	sv_err_clear(&err);
 	/* The grid alone, without the comment lines, is enough. */
 	T_INT(0, sv_create(c, dir, "9,9.txt", 0644, &n, &err));
-	T_OK(n != SV_NONE && (sv_node(c, n)->flags & SV_N_NEW));
+	T_OK(n != SV_NONE && (sv_node(c, n)->flags & SV_S_NEW));
 	static const char rows[] = "....\n.12.\n.21.\n....\n";
 	T_INT(0, sv_write(c, n, 0, rows, sizeof rows - 1, &err));
 	sv_err_clear(&err);
@@ -1914,7 +1914,7 @@ static void create_and_remove_chunks(void)
 		fprintf(stderr, "  (flush: %s)\n", err.msg);
 	T_INT(0, rc);
 	T_UINT(n, node_of(c, "chunks/0/9,9.txt"));
-	T_OK(!(sv_node(c, n)->flags & SV_N_NEW));
+	T_OK(!(sv_node(c, n)->flags & SV_S_NEW));
 	struct chunkset cs;
 	cs_init(&cs, &s_v4);
 	cs_set(&cs, 0, 9, 9, PX_NEW);
@@ -1948,7 +1948,7 @@ static void create_and_remove_chunks(void)
 	/* Not a chunk name: a temporary file. */
 	uint32_t tmp = SV_NONE;
 	T_INT(0, sv_create(c, dir, "notes.txt", 0644, &tmp, &err));
-	T_OK(tmp != SV_NONE && (sv_node(c, tmp)->flags & SV_N_TEMP));
+	T_OK(tmp != SV_NONE && (sv_node(c, tmp)->flags & SV_S_TEMP));
 	/* Taken names. */
 	T_INT(-EEXIST, sv_create(c, dir, "0,0.txt", 0644, &tmp, &err));
 	sv_err_clear(&err);
@@ -2020,19 +2020,19 @@ static void assets_zip(void)
 	uint32_t n = SV_NONE;
 	sv_err_clear(&err);
 	T_INT(0, sv_create(c, node_of(c, "assets/screenshots"), "small.png", 0644, &n, &err));
-	T_OK(n != SV_NONE && (sv_node(c, n)->flags & SV_N_NEW));
+	T_OK(n != SV_NONE && (sv_node(c, n)->flags & SV_S_NEW));
 	T_INT(0, sv_write(c, n, 0, "tiny", 4, &err));
 	T_INT(0, sv_create(c, node_of(c, "assets"), "new.txt", 0644, &n, &err));
 	T_INT(0, sv_write(c, n, 0, "new\n", 4, &err));
 	/* Flushing one file leaves the new ones pending; a commit takes them. */
 	put_ok(c, A_PAPER, "replaced\n", 9);
-	T_OK(sv_node(c, n)->flags & SV_N_NEW);
+	T_OK(sv_node(c, n)->flags & SV_S_NEW);
 	sv_err_clear(&err);
 	int rc = sv_commit(c, NULL, NULL, &err);
 	if (rc)
 		fprintf(stderr, "  (commit: %s)\n", err.msg);
 	T_INT(0, rc);
-	T_OK(!(sv_node(c, n)->flags & SV_N_NEW));
+	T_OK(!(sv_node(c, n)->flags & SV_S_NEW));
 	sv_err_clear(&err);
 	rc = sv_unlink(c, node_of(c, "assets/screenshots"), "large.png", NULL, NULL, &err);
 	if (rc)

@@ -6,7 +6,7 @@
  * message, PNG sizes and pixels (decoded here with zlib, and by Python's
  * zlib when python3 is present), base64 and gzip.
  */
-#include "fmt/doodle.h"
+#include "fmt/sketchy/doodle.h"
 #include "t.h"
 
 #include <errno.h>
@@ -39,7 +39,7 @@ static int bin(const uint8_t *p, size_t n, uint32_t npal, uint32_t size, int64_t
 	return sv_doodle_bin_decode(p, n, npal, g, q, err);
 }
 
-static void make_palette(struct sv_doodle_palette *pal, uint32_t n)
+static void make_palette(struct sv_palette *pal, uint32_t n)
 {
 	pal->n = n;
 	pal->v = calloc(n ? n : 1, sizeof *pal->v);
@@ -482,7 +482,7 @@ static void colours(void)
 	}
 	T_INT(-EINVAL, sv_doodle_colour_parse(NULL, (uint8_t[4]){ 0 }));
 
-	struct sv_doodle_palette pal;
+	struct sv_palette pal;
 	struct sv_err err;
 	unsigned bad_colours = 7;
 	json_t *j = json_loads("{\"Swatches\": [{\"Name\": \"solid\", \"Color\": \"#000\"},"
@@ -539,7 +539,7 @@ static const char example[] =
 	"....\n"
 	"....\n";
 
-static void example_palette(struct sv_doodle_palette *pal)
+static void example_palette(struct sv_palette *pal)
 {
 	json_t *j = json_loads("{\"swatches\": [{\"name\": \"solid\", \"color\": \"#000000\"},"
 			       " {\"name\": \"fire\", \"color\": \"#ff000080\"}]}", 0, NULL);
@@ -548,7 +548,7 @@ static void example_palette(struct sv_doodle_palette *pal)
 }
 
 /* Parses text against pal into a size-4 grid; the result code. */
-static int parse(const struct sv_doodle_palette *pal, const char *text,
+static int parse(const struct sv_palette *pal, const char *text,
 		 struct sv_err *err)
 {
 	struct sv_doodle_grid g;
@@ -563,7 +563,7 @@ static int parse(const struct sv_doodle_palette *pal, const char *text,
 
 static void text_example(void)
 {
-	struct sv_doodle_palette pal;
+	struct sv_palette pal;
 	struct sv_doodle_grid g;
 	struct sv_err err;
 	struct sv_buf b;
@@ -621,7 +621,7 @@ static void text_example(void)
 	T_STR("0 rows, expected 4", err.msg);
 
 	/* A palette of one colour; an empty palette. */
-	struct sv_doodle_palette one = { 1, pal.v }, none = { 0, NULL };
+	struct sv_palette one = { 1, pal.v }, none = { 0, NULL };
 	T_INT(-EINVAL, parse(&one, "0...\n.11.\n....\n....\n", &err));
 	T_STR("line 2, column 2: index 1 is past the palette (1 colour)", err.msg);
 	T_INT(-EINVAL, parse(&none, "0...\n....\n....\n....\n", &err));
@@ -653,7 +653,7 @@ static void text_round_trips(void)
 	static const char *const empty_line[] = { "# .  empty\n", "# ..  empty\n",
 						  "# ...  empty\n" };
 	for (unsigned k = 0; k < 3; k++) {
-		struct sv_doodle_palette pal;
+		struct sv_palette pal;
 		make_palette(&pal, npals[k]);
 		T_UINT(k + 1, sv_doodle_cell_width(pal.n));
 		for (int t = 0; t < 10; t++) {
@@ -722,7 +722,7 @@ static uint32_t be32(const uint8_t *p)
 }
 
 /* The colour a pixel value should show as. */
-static void want_rgba(uint16_t v, const struct sv_doodle_palette *pal, uint8_t c[4])
+static void want_rgba(uint16_t v, const struct sv_palette *pal, uint8_t c[4])
 {
 	uint32_t npal = pal ? pal->n : 0;
 	if (v == SV_DOODLE_EMPTY)
@@ -736,7 +736,7 @@ static void want_rgba(uint16_t v, const struct sv_doodle_palette *pal, uint8_t c
 /* Reads the PNG back with zlib: chunk CRCs and order, the stored blocks,
  * then every pixel's colour. */
 static void png_check(const uint8_t *p, size_t n, uint32_t w, uint32_t h,
-		      const uint16_t *px, const struct sv_doodle_palette *pal)
+		      const uint16_t *px, const struct sv_palette *pal)
 {
 	bool ix = (pal ? pal->n : 0) <= 254;
 	const uint8_t *plte = NULL, *trns = NULL, *idat = NULL;
@@ -853,7 +853,7 @@ static void run(const char *cmd, char *buf, size_t n)
 
 /* python3's zlib and file(1) read what we wrote. */
 static void png_external(const uint8_t *p, size_t n, uint32_t w, uint32_t h,
-			 const uint16_t *px, const struct sv_doodle_palette *pal)
+			 const uint16_t *px, const struct sv_palette *pal)
 {
 	char png[] = "/tmp/savefs-test-png-XXXXXX", py[] = "/tmp/savefs-test-py-XXXXXX";
 	int fd = mkstemp(png), fd2 = mkstemp(py);
@@ -908,7 +908,7 @@ static void pngs(void)
 	T_UINT(8 + 25 + 12 + 2 + 5 + 9 + 4 + 12, sv_png_size(2, 1, 255)); /* RGBA */
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		uint32_t w = cases[i].w, h = cases[i].h;
-		struct sv_doodle_palette pal;
+		struct sv_palette pal;
 		make_palette(&pal, cases[i].npal);
 		uint16_t *px = malloc((size_t)w * h * sizeof *px);
 		for (size_t k = 0; k < (size_t)w * h; k++) {
@@ -1091,7 +1091,7 @@ static void text_size_extremes(void)
 	static const uint32_t npals[] = {0, 5, 62, 63, 3844, 3845};
 	static const unsigned layers[] = {0, 9, 10, 4095};
 	for (size_t p = 0; p < sizeof npals / sizeof *npals; p++) {
-		struct sv_doodle_palette pal;
+		struct sv_palette pal;
 		make_palette(&pal, npals[p]);
 		uint64_t legend = sv_doodle_legend_size(&pal);
 		for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {

@@ -5,8 +5,8 @@
  * written and parsed back, every refusal with its line, column and reason;
  * modified UTF-8 both ways; VarInts; a payload's ticks renumbered.
  */
-#include "fmt/nbt.h"
-#include "fmt/rcevents.h"
+#include "fmt/recording/nbt.h"
+#include "fmt/recording/rcevents.h"
 #include "t.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
  * The samples' directory comes from $SAMPLES (meson sets it) or argv[1];
  * without it that part is skipped with a message and the rest still runs.
  */
-#include "fmt/nethack.h"
+#include "fmt/nethack/nethack.h"
 #include "t.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
  * same bytes, key order and doubles kept bit for bit, and every malformed
  * input refused with its exact message.
  */
-#include "fmt/sbon.h"
+#include "fmt/starbound/sbon.h"
 #include "t.h"
 
 #include <errno.h>

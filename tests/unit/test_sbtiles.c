@@ -5,7 +5,7 @@
  * byte short or long, and other versions, refused with their messages;
  * what the game would not load refused when written.
  */
-#include "fmt/sbtiles.h"
+#include "fmt/starbound/sbtiles.h"
 #include "t.h"
 
 #include <errno.h>

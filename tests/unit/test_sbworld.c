@@ -7,8 +7,8 @@
  * without OpenStarbound's trailers, written back byte for byte; the unique
  * index's records; entity positions.
  */
-#include "fmt/sbon.h"
-#include "fmt/sbworld.h"
+#include "fmt/starbound/sbon.h"
+#include "fmt/starbound/sbworld.h"
 #include "t.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
  * 300 s ends a case that would hang.
  */
 #include "savefs.h"
-#include "core/fmt/datafile.h"
+#include "fmt/teeworlds/datafile.h"
 #include "t.h"
 
 #include <signal.h>

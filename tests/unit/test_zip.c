@@ -18,7 +18,7 @@
  * byte; without python3 only those checks are skipped, with a note.
  * Threads extract from one opened zip at once.
  */
-#include "core/fmt/doodle.h"
+#include "fmt/sketchy/doodle.h"
 #include "rd.h"
 #include "t.h"
 

@@ -1,0 +1,1443 @@
+/*
+ * recording.c - chunked replay recordings (format version 4): one compacted
+ * file, or a segmented directory still being written.
+ *
+ * Layout (../shared/formats/recording.md; all big-endian):
+ *   header, 256 bytes   i32 magic "HCRP", i16 version (4), i16 flags,
+ *                       16-byte world id, i8 world version length (0..32),
+ *                       that many bytes, i64 timestamp (ms), i16 dictionary,
+ *                       i32 metadata length, i32 index length, i32 tick
+ *                       count, i32 chunk count, i32 data version; zeros
+ *   metadata            network NBT (type byte, nameless payload)
+ *   index               per chunk: VarInt start tick, VarInt ticks, u8 flags
+ *                       (1: opens with a snapshot), i64 offset, VarInt
+ *                       compressed length, VarInt decompressed length
+ *   chunks              one zstd frame each
+ * Compacted: one file, offsets absolute.  Segmented: a directory with
+ * preamble.dat (header, metadata, index), segment-NNN.dat, and an empty
+ * `finished` once done; an offset is segment << 32 | offset in it, and the
+ * chunks of a segment lie back to back from 0.  Only the preamble defines
+ * the content: a segment it does not reference, and .preamble-*.tmp
+ * leftovers, are ignored.
+ *
+ * Open reads the header, metadata and index and nothing else; a chunk is
+ * inflated when one of its views is read.  A segmented recording is
+ * followed: a new preamble (or `finished`) reads the index again.
+ */
+#include "format.h"
+
+#include "nbt.h"
+#include "rcevents.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#define HEADER 256
+#define PREAMBLE "preamble.dat"
+#define MAX_PREAMBLE (256u << 20)
+
+enum { K_HEADER, K_SNBT, K_NBT, K_INDEX, K_BIN, K_TXT, K_AT, K_TIMELINE, K_COMPACT, K_DIR };
+#define KEY(kind, i) ((uint64_t)(kind) << 40 | (uint64_t)(i))
+#define KIND(k) ((int)((k) >> 40))
+#define INDEX(k) ((uint64_t)(k) & ((1ull << 40) - 1))
+
+struct chunk {
+	uint32_t start, ticks;
+	uint8_t flags;
+	uint64_t offset;      /* as stored */
+	uint32_t clen, ulen;
+	uint64_t txt;         /* its text's length + 1, 0 until known (atomic) */
+	uint32_t warned;      /* its text stopped early and /.savefs/info says
+			       * so (atomic) */
+	uint32_t broken;      /* big(): its text could not be made as a
+			       * stream; the timeline shows the one line
+			       * chunk_text makes of it (atomic) */
+};
+
+struct rec {
+	bool segmented, finished;
+	int table;
+	uint8_t head[HEADER];
+	int16_t version, flags, dictionary;
+	uint8_t wvlen;
+	int64_t timestamp;
+	int32_t meta_len, index_len, tick_count, chunk_count, data_version;
+	uint8_t *pre;         /* header + metadata + index, as stored */
+	size_t pre_len;
+	struct sv_nbt meta;
+	struct chunk *chunks;
+	uint32_t n;
+	struct sv_buf header_json, index_tsv, snbt;
+	uint64_t compact_size;
+	uint32_t at_dir, chunks_dir, nbt_node, timeline_node;
+	uint32_t *bin_node, *txt_node; /* each chunk's views */
+	uint64_t *cstart;     /* where each chunk starts in compacted.hcrp */
+	struct stat pre_st;   /* segmented: the preamble as read */
+	/* The text of a chunk too big to hold (big()) is made as it is read:
+	 * two cursors, each at a place in one chunk's text, so that a reader
+	 * going on from where it stopped does not start over.  cur_lock
+	 * protects them (reads run in several threads). */
+	pthread_mutex_t cur_lock;
+	struct cursor *cur[2];
+	uint64_t clock;       /* counts uses of the cursors */
+};
+
+/* ---- a big chunk's text, made as it is read ------------------------------ */
+
+/* A chunk whose payload is more than a sixteenth of the cache: its text
+ * (a few times larger) is made as it is read, never held whole. */
+static bool big(struct sv_container *c, const struct rec *r, uint32_t i)
+{
+	return r->chunks[i].ulen > sv_container_opts(c)->cache_cap / 16;
+}
+
+
+/* The payload of chunk i, inflated as it is asked for (sv_rc_fill_fn). */
+struct csrc {
+	struct sv_container *c;
+	const struct rec *r;
+	uint32_t i;
+	ZSTD_DStream *z;
+	uint8_t in[65536];
+	size_t in_len, in_pos;
+	uint64_t read;         /* compressed bytes read so far */
+	uint64_t made;         /* payload bytes made so far */
+	bool ended;            /* the frame ended */
+};
+
+/* Text made so far of one chunk: `pend` holds its bytes from `pos` on. */
+struct cursor {
+	uint32_t chunk;
+	uint64_t pos;
+	struct sv_buf pend;
+	bool end;
+	struct csrc src;
+	struct sv_rc_ts *ts;
+	uint64_t used;         /* when last used, for the one to reset */
+};
+
+/* ---- parsing ------------------------------------------------------------ */
+
+static uint64_t be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int parse_header(struct rec *r, const uint8_t *h, struct sv_err *err)
+{
+	if (be(h, 4) != 0x48435250)
+		return sv_err_set(err, -EBADMSG, "recording: byte 0: not a recording (no HCRP magic)");
+	r->version = (int16_t)be(h + 4, 2);
+	if (r->version != 4)
+		return sv_err_set(err, -ENOTSUP, "recording: byte 4: format version %d; savefs "
+				  "reads version 4", r->version);
+	r->flags = (int16_t)be(h + 6, 2);
+	int8_t wv = (int8_t)h[24];
+	if (wv < 0 || wv > 32)
+		return sv_err_set(err, -EBADMSG, "recording: byte 24: world version length %d, "
+				  "not 0 to 32", wv);
+	r->wvlen = (uint8_t)wv;
+	const uint8_t *p = h + 25 + wv;
+	r->timestamp = (int64_t)be(p, 8);
+	r->dictionary = (int16_t)be(p + 8, 2);
+	r->meta_len = (int32_t)be(p + 10, 4);
+	r->index_len = (int32_t)be(p + 14, 4);
+	r->tick_count = (int32_t)be(p + 18, 4);
+	r->chunk_count = (int32_t)be(p + 22, 4);
+	r->data_version = (int32_t)be(p + 26, 4);
+	size_t at = (size_t)(p - h);
+	if (r->dictionary != 0)
+		return sv_err_set(err, -ENOTSUP, "recording: byte %zu: dictionary %d; savefs reads "
+				  "recordings without one (0)", at + 8, r->dictionary);
+	if (r->meta_len < 0 || r->index_len < 0 || r->tick_count < 0 || r->chunk_count < 0)
+		return sv_err_set(err, -EBADMSG, "recording: byte %zu: a negative length or count "
+				  "(metadata %d, index %d, ticks %d, chunks %d)", at + 10,
+				  r->meta_len, r->index_len, r->tick_count, r->chunk_count);
+	return 0;
+}
+
+/* The metadata and index at r->pre + HEADER. */
+static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
+		      struct sv_err *err)
+{
+	const uint8_t *p = r->pre;
+	size_t used;
+	int rc = sv_nbt_read(p + HEADER, (size_t)r->meta_len, &r->meta, &used, err);
+	if (rc) {
+		char m[SV_ERR_MAX];
+		snprintf(m, sizeof m, "%s", err->msg);
+		return sv_err_set(err, -EBADMSG, "recording: metadata at byte %d: %s", HEADER, m);
+	}
+	if (used != (size_t)r->meta_len)
+		return sv_err_set(err, -EBADMSG, "recording: byte %d: the metadata takes %zu bytes, "
+				  "the header says %d", HEADER, used, r->meta_len);
+	size_t off = HEADER + (size_t)r->meta_len, end = off + (size_t)r->index_len;
+	if ((size_t)r->chunk_count > (size_t)r->index_len / 12 + 1)
+		return sv_err_set(err, -EBADMSG, "recording: byte %d: %d chunks cannot fit an "
+				  "index of %d bytes", 25 + r->wvlen + 22, r->chunk_count,
+				  r->index_len);
+	r->chunks = calloc((size_t)r->chunk_count + 1, sizeof *r->chunks);
+	if (!r->chunks)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	uint64_t tick = 0, data_start = end, prev_end = end;
+	int64_t seg = -1;
+	uint64_t seg_next = 0;
+	for (int32_t i = 0; i < r->chunk_count; i++) {
+		size_t at = off;
+		int32_t start, ticks, clen, ulen;
+		if (sv_rc_varint(p, end, &off, &start) || sv_rc_varint(p, end, &off, &ticks) ||
+		    off + 9 > end)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: index entry %d is "
+					  "malformed or cut short", at, i);
+		uint8_t flags = p[off];
+		uint64_t o = be(p + off + 1, 8);
+		off += 9;
+		if (sv_rc_varint(p, end, &off, &clen) || sv_rc_varint(p, end, &off, &ulen))
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: index entry %d is "
+					  "malformed or cut short", at, i);
+		if ((uint64_t)(uint32_t)start != tick || start < 0)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d starts at tick "
+					  "%d, expected %llu (chunks follow each other from tick 0)",
+					  at, i, start, (unsigned long long)tick);
+		if (ticks <= 0)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d has %d ticks",
+					  at, i, ticks);
+		if (clen <= 0 || ulen <= 0)
+			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d has a length "
+					  "of %d compressed, %d decompressed", at, i, clen, ulen);
+		if (r->segmented) {
+			int64_t s = (int64_t)(o >> 32);
+			uint64_t so = o & 0xffffffffu;
+			if ((int64_t)o < 0 || s < seg || s > seg + 1 || (s != seg && so != 0) ||
+			    (s == seg && so != seg_next))
+				return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d at "
+						  "segment %lld offset %llu: segments hold their "
+						  "chunks back to back from offset 0",
+						  at, i, (long long)s, (unsigned long long)so);
+			seg = s;
+			seg_next = so + (uint64_t)clen;
+		} else {
+			if (o < data_start || o < prev_end || o > file_size ||
+			    (uint64_t)clen > file_size - o)
+				return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d at "
+						  "%llu+%d %s", at, i, (unsigned long long)o, clen,
+						  o > file_size || (uint64_t)clen > file_size - o
+							  ? "lies past the end of the file"
+							  : "overlaps what comes before it");
+			prev_end = o + (uint64_t)clen;
+		}
+		r->chunks[i] = (struct chunk){(uint32_t)start, (uint32_t)ticks, flags, o,
+					      (uint32_t)clen, (uint32_t)ulen, 0, 0, 0};
+		tick += (uint64_t)ticks;
+		r->compact_size += (uint64_t)clen;
+	}
+	if (off != end)
+		return sv_err_set(err, -EBADMSG, "recording: byte %zu: the index of %d chunks takes "
+				  "%zu bytes, the header says %d", HEADER + (size_t)r->meta_len,
+				  r->chunk_count, off - HEADER - (size_t)r->meta_len, r->index_len);
+	if (tick != (uint64_t)r->tick_count)
+		return sv_err_set(err, -EBADMSG, "recording: byte %d: the header says %d ticks, the "
+				  "chunks hold %llu", 25 + r->wvlen + 18, r->tick_count,
+				  (unsigned long long)tick);
+	r->n = (uint32_t)r->chunk_count;
+	r->compact_size += end;
+	r->cstart = calloc(r->n + 1, sizeof *r->cstart);
+	if (!r->cstart)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	uint64_t at = end;
+	for (uint32_t i = 0; i < r->n; i++) {
+		r->cstart[i] = at;
+		at += r->chunks[i].clen;
+	}
+	(void)c;
+	return 0;
+}
+
+static int read_preamble(struct sv_container *c, struct rec *r, struct sv_err *err)
+{
+	uint64_t size;
+	if (r->segmented) {
+		struct sv_buf b;
+		sv_buf_init(&b);
+		int rc = sv_member_stat(c, PREAMBLE, &r->pre_st, err);
+		if (!rc)
+			rc = sv_member_read_all(c, PREAMBLE, MAX_PREAMBLE, &b, err);
+		if (rc) {
+			sv_buf_fini(&b);
+			return rc;
+		}
+		r->pre = b.p;
+		r->pre_len = b.len;
+		size = b.len;
+		if (size < HEADER)
+			return sv_err_set(err, -EBADMSG, "recording: %s: %llu bytes, shorter than the "
+					  "256-byte header", PREAMBLE, (unsigned long long)size);
+		memcpy(r->head, r->pre, HEADER);
+	} else {
+		size = sv_container_size(c);
+		if (size < HEADER)
+			return sv_err_set(err, -EBADMSG, "recording: byte 0: %llu bytes, shorter than "
+					  "the 256-byte header", (unsigned long long)size);
+		int rc = sv_container_pread(c, 0, r->head, HEADER, err);
+		if (rc)
+			return rc;
+	}
+	int rc = parse_header(r, r->head, err);
+	if (rc)
+		return rc;
+	uint64_t want = HEADER + (uint64_t)r->meta_len + (uint64_t)r->index_len;
+	if (r->segmented && want != size)
+		return sv_err_set(err, -EBADMSG, "recording: %s: %llu bytes, the header says %llu "
+				  "(256 + metadata %d + index %d)", PREAMBLE,
+				  (unsigned long long)size, (unsigned long long)want, r->meta_len,
+				  r->index_len);
+	if (!r->segmented) {
+		if (want > size)
+			return sv_err_set(err, -EBADMSG, "recording: byte 0: metadata %d and index %d "
+					  "bytes lie past the end of the file (%llu bytes)",
+					  r->meta_len, r->index_len, (unsigned long long)size);
+		r->pre = malloc((size_t)want);
+		if (!r->pre)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		r->pre_len = (size_t)want;
+		rc = sv_container_pread(c, 0, r->pre, (size_t)want, err);
+		if (rc)
+			return rc;
+	}
+	return parse_body(c, r, size, err);
+}
+
+/* ---- views built at open ----------------------------------------------- */
+
+static void hexs(char *out, const uint8_t *p, size_t n)
+{
+	static const char d[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = d[p[i] >> 4];
+		out[2 * i + 1] = d[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int make_header(struct sv_container *c, struct rec *r)
+{
+	char id[33], wv[65], uuid[37];
+	hexs(id, r->head + 8, 16);
+	snprintf(uuid, sizeof uuid, "%.8s-%.4s-%.4s-%.4s-%.12s", id, id + 8, id + 12, id + 16,
+		 id + 20);
+	hexs(wv, r->head + 25, r->wvlen);
+	json_t *segs = json_array();
+	if (r->segmented) {
+		int64_t last = -1;
+		for (uint32_t i = 0; i < r->n; i++)
+			if ((int64_t)(r->chunks[i].offset >> 32) != last) {
+				last = (int64_t)(r->chunks[i].offset >> 32);
+				char name[32];
+				snprintf(name, sizeof name, "segment-%03lld.dat", (long long)last);
+				json_array_append_new(segs, json_string(name));
+			}
+	}
+	json_t *o = json_pack("{ss si si ss ss sI si si si si si si ss sb}",
+			      "magic", "HCRP", "version", (int)r->version, "flags", (int)r->flags,
+			      "world_id", uuid, "world_version", wv,
+			      "timestamp", (json_int_t)r->timestamp, "dictionary", (int)r->dictionary,
+			      "metadata_length", (int)r->meta_len, "index_length", (int)r->index_len,
+			      "tick_count", (int)r->tick_count, "chunk_count", (int)r->chunk_count,
+			      "data_version", (int)r->data_version,
+			      "layout", r->segmented ? "segmented" : "compacted",
+			      "finished", r->segmented ? r->finished : true);
+	if (!o || !segs) {
+		json_decref(o);
+		json_decref(segs);
+		return -ENOMEM;
+	}
+	if (r->segmented)
+		json_object_set_new(o, "segments", segs);
+	else
+		json_decref(segs);
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	int rc = sv_buf_add(&r->header_json, s, strlen(s)) || sv_buf_add(&r->header_json, "\n", 1);
+	free(s);
+	(void)c;
+	return rc ? -ENOMEM : 0;
+}
+
+static int make_index(struct rec *r)
+{
+	int rc = sv_buf_printf(&r->index_tsv, "# chunk\tstart\tticks\tsnapshot\tsegment\toffset\t"
+			       "compressed\tdecompressed\n");
+	for (uint32_t i = 0; i < r->n && !rc; i++) {
+		const struct chunk *k = &r->chunks[i];
+		uint64_t seg = r->segmented ? k->offset >> 32 : 0;
+		uint64_t off = r->segmented ? k->offset & 0xffffffffu : k->offset;
+		if (r->segmented)
+			rc = sv_buf_printf(&r->index_tsv, "%06u\t%u\t%u\t%s\t%llu\t%llu\t%u\t%u\n", i,
+					   k->start, k->ticks, k->flags & 1 ? "yes" : "no",
+					   (unsigned long long)seg, (unsigned long long)off, k->clen,
+					   k->ulen);
+		else
+			rc = sv_buf_printf(&r->index_tsv, "%06u\t%u\t%u\t%s\t-\t%llu\t%u\t%u\n", i,
+					   k->start, k->ticks, k->flags & 1 ? "yes" : "no",
+					   (unsigned long long)off, k->clen, k->ulen);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
+{
+	if (make_header(c, r) || make_index(r) || sv_snbt_write(&r->snbt, &r->meta, true))
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	const uint32_t RO = SV_N_RO;
+	if (sv_node_add(c, SV_ROOT, "header.json", RO | SV_N_DERIVED, r->header_json.len,
+			KEY(K_HEADER, 0)) == SV_NONE ||
+	    sv_node_add(c, SV_ROOT, "metadata.snbt", 0, r->snbt.len, KEY(K_SNBT, 0)) == SV_NONE ||
+	    (r->nbt_node = sv_node_add(c, SV_ROOT, "metadata.nbt", RO, (uint64_t)r->meta_len,
+				       KEY(K_NBT, 0))) == SV_NONE ||
+	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, r->index_tsv.len,
+			KEY(K_INDEX, 0)) == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR, 0, KEY(K_DIR, 0));
+	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR, 0, KEY(K_DIR, 1));
+	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	char name[40];
+	r->bin_node = calloc(r->n + 1, sizeof *r->bin_node);
+	r->txt_node = calloc(r->n + 1, sizeof *r->txt_node);
+	if (!r->bin_node || !r->txt_node)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < r->n; i++) {
+		snprintf(name, sizeof name, "%06u.bin", i);
+		r->bin_node[i] = sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
+					     r->chunks[i].ulen, KEY(K_BIN, i));
+		snprintf(name, sizeof name, "%06u.txt", i);
+		r->txt_node[i] = sv_node_add(c, r->chunks_dir, name,
+					     RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
+					     (big(c, r, i) ? SV_N_STREAM : 0), 0, KEY(K_TXT, i));
+		if (r->bin_node[i] == SV_NONE || r->txt_node[i] == SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < r->n; i++) {
+		snprintf(name, sizeof name, "%08u.json", r->chunks[i].start);
+		if (sv_node_add(c, r->at_dir, name, RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
+				KEY(K_AT, r->chunks[i].start)) == SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	/* Not derived from the metadata: a commit touches it when the chunks
+	 * change (it is a stream, so its bytes are not compared). */
+	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
+				       RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
+				       KEY(K_TIMELINE, 0));
+	if (r->timeline_node == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	if (r->segmented &&
+	    sv_node_add(c, SV_ROOT, "compacted.hcrp", RO | SV_N_STREAM | SV_N_DERIVED,
+			r->compact_size, KEY(K_COMPACT, 0)) == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* ---- format callbacks --------------------------------------------------- */
+
+/* The magic and the one format version there is (i16 at byte 4): a
+ * recording of another version is not claimed. */
+static int probe(const uint8_t *h, size_t n)
+{
+	return n >= 6 && !memcmp(h, "HCRP", 4) && h[4] == 0 && h[5] == 4;
+}
+
+static int probe_dir(struct sv_container *c)
+{
+	uint8_t h[6];
+	return !sv_member_pread(c, PREAMBLE, 0, h, 6, NULL) && probe(h, 6);
+}
+
+static int table_of(struct sv_container *c, int *table, struct sv_err *err)
+{
+	size_t n = 0;
+	const char *ev = sv_container_option(c, "events", &n);
+	if (!ev || (n == 7 && !memcmp(ev, "parkour", 7)))
+		*table = SV_RC_PARKOUR;
+	else if (n == 7 && !memcmp(ev, "builtin", 7))
+		*table = SV_RC_BUILTIN;
+	else
+		return sv_err_set(err, -EINVAL, "events=%.*s: the event tables are builtin and "
+				  "parkour", (int)n, ev);
+	return 0;
+}
+
+static void cursor_free(struct cursor *k);
+
+static void rec_free(struct rec *r)
+{
+	if (!r)
+		return;
+	free(r->pre);
+	sv_nbt_fini(&r->meta);
+	free(r->chunks);
+	free(r->bin_node);
+	free(r->txt_node);
+	free(r->cstart);
+	sv_buf_fini(&r->header_json);
+	sv_buf_fini(&r->index_tsv);
+	sv_buf_fini(&r->snbt);
+	for (int k = 0; k < 2; k++)
+		cursor_free(r->cur[k]);
+	pthread_mutex_destroy(&r->cur_lock);
+	free(r);
+}
+
+static int open_rec(struct sv_container *c, struct sv_err *err)
+{
+	struct rec *r = calloc(1, sizeof *r);
+	if (!r)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&r->cur_lock, NULL);
+	sv_container_set_priv(c, r);
+	r->segmented = sv_container_is_dir(c);
+	sv_buf_init(&r->header_json);
+	sv_buf_init(&r->index_tsv);
+	sv_buf_init(&r->snbt);
+	int rc = table_of(c, &r->table, err);
+	if (!rc && r->segmented) {
+		struct stat st;
+		r->finished = !sv_member_stat(c, "finished", &st, NULL);
+	}
+	if (!rc)
+		rc = read_preamble(c, r, err);
+	if (!rc)
+		rc = build(c, r, err);
+	return rc;
+}
+
+/* Read again (a new preamble, or after a commit): what is known of chunks
+ * stored where they were (their text's length, that they warned) is kept,
+ * so a recording that grows decodes only its new chunks for the timeline. */
+static int rebuild(struct sv_container *c, struct sv_err *err)
+{
+	struct rec *old = sv_container_priv(c);
+	sv_container_set_priv(c, NULL);
+	int rc = open_rec(c, err);
+	struct rec *r = sv_container_priv(c);
+	bool same = !rc && old && r && old->n == r->n && old->segmented == r->segmented &&
+		    old->table == r->table;
+	if (!rc && old && r && old->segmented == r->segmented && old->table == r->table) {
+		for (uint32_t i = 0; i < r->n && i < old->n; i++) {
+			const struct chunk *a = &old->chunks[i];
+			struct chunk *b = &r->chunks[i];
+			if (a->offset == b->offset && a->clen == b->clen && a->ulen == b->ulen &&
+			    a->start == b->start && a->ticks == b->ticks) {
+				b->txt = a->txt;
+				b->warned = a->warned;
+			} else {
+				same = false;
+			}
+		}
+	}
+	/* The timeline is every chunk's text: it changed with them. */
+	if (!rc && r && !same)
+		sv_node_touch(c, r->timeline_node);
+	rec_free(old);
+	return rc;
+}
+
+static void close_rec(struct sv_container *c)
+{
+	rec_free(sv_container_priv(c));
+	sv_container_set_priv(c, NULL);
+}
+
+/* Chunk i's stored bytes, inflated. */
+static int inflate_chunk(struct sv_container *c, const struct rec *r, uint32_t i,
+			 struct sv_blob **out, struct sv_err *err)
+{
+	const struct chunk *k = &r->chunks[i];
+	if (k->ulen > sv_container_opts(c)->max_decode)
+		return sv_err_set(err, -EFBIG, "chunk %u: %u bytes decompressed, more than the "
+				  "decode limit", i, k->ulen);
+	uint8_t *src = malloc(k->clen);
+	if (!src)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	int rc;
+	if (r->segmented) {
+		char name[40];
+		snprintf(name, sizeof name, "segment-%03llu.dat", (unsigned long long)(k->offset >> 32));
+		rc = sv_member_pread(c, name, k->offset & 0xffffffffu, src, k->clen, err);
+	} else {
+		rc = sv_container_pread(c, k->offset, src, k->clen, err);
+	}
+	if (rc) {
+		free(src);
+		return rc;
+	}
+	unsigned long long fs = ZSTD_getFrameContentSize(src, k->clen);
+	if (fs == ZSTD_CONTENTSIZE_ERROR) {
+		free(src);
+		return sv_err_set(err, -EBADMSG, "chunk %u: not a zstd frame", i);
+	}
+	if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != k->ulen) {
+		free(src);
+		return sv_err_set(err, -EBADMSG, "chunk %u: the zstd frame says %llu bytes, the "
+				  "index %u", i, fs, k->ulen);
+	}
+	struct sv_blob *b = sv_blob_new(k->ulen);
+	if (!b) {
+		free(src);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	size_t got = ZSTD_decompress(b->data, k->ulen, src, k->clen);
+	free(src);
+	if (ZSTD_isError(got)) {
+		rc = sv_err_set(err, -EBADMSG, "chunk %u: zstd: %s", i, ZSTD_getErrorName(got));
+	} else if (got != k->ulen) {
+		rc = sv_err_set(err, -EBADMSG, "chunk %u: inflates to %zu bytes, the index says %u",
+				i, got, k->ulen);
+	}
+	if (rc) {
+		sv_blob_unref(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+/* The chunk that holds tick t (binary search), or r->n. */
+static uint32_t chunk_of(const struct rec *r, uint64_t t)
+{
+	uint32_t lo = 0, hi = r->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (r->chunks[mid].start + (uint64_t)r->chunks[mid].ticks <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The most payload a big chunk's text is made from at once. */
+static size_t window_max(struct sv_container *c)
+{
+	uint64_t m = sv_container_opts(c)->cache_cap / 4;
+	return m < (1u << 20) ? (1u << 20) : (size_t)m;
+}
+
+/* sv_rc_fill_fn: the next inflated bytes of chunk s->i, checked against
+ * the index as inflate_chunk checks them. */
+static int csrc_fill(void *arg, uint8_t *buf, size_t cap, size_t *got, struct sv_err *err)
+{
+	struct csrc *s = arg;
+	const struct chunk *k = &s->r->chunks[s->i];
+	*got = 0;
+	while (*got < cap && !s->ended) {
+		if (s->in_pos == s->in_len) {
+			if (s->read == k->clen)
+				return sv_err_set(err, -EBADMSG, "chunk %u: inflates to %llu bytes, the "
+						  "index says %u", s->i, (unsigned long long)s->made,
+						  k->ulen);
+			size_t n = k->clen - s->read < sizeof s->in ? (size_t)(k->clen - s->read)
+								     : sizeof s->in;
+			int rc;
+			if (s->r->segmented) {
+				char name[40];
+				snprintf(name, sizeof name, "segment-%03llu.dat",
+					 (unsigned long long)(k->offset >> 32));
+				rc = sv_member_pread(s->c, name, (k->offset & 0xffffffffu) + s->read,
+						     s->in, n, err);
+			} else {
+				rc = sv_container_pread(s->c, k->offset + s->read, s->in, n, err);
+			}
+			if (rc)
+				return rc;
+			if (!s->read) {
+				unsigned long long fs = ZSTD_getFrameContentSize(s->in, n);
+				if (fs == ZSTD_CONTENTSIZE_ERROR)
+					return sv_err_set(err, -EBADMSG, "chunk %u: not a zstd frame", s->i);
+				if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != k->ulen)
+					return sv_err_set(err, -EBADMSG, "chunk %u: the zstd frame says "
+							  "%llu bytes, the index %u", s->i, fs, k->ulen);
+			}
+			s->read += n;
+			s->in_len = n;
+			s->in_pos = 0;
+		}
+		ZSTD_inBuffer in = {s->in, s->in_len, s->in_pos};
+		ZSTD_outBuffer out = {buf + *got, cap - *got, 0};
+		size_t ret = ZSTD_decompressStream(s->z, &out, &in);
+		if (ZSTD_isError(ret))
+			return sv_err_set(err, -EBADMSG, "chunk %u: zstd: %s", s->i,
+					  ZSTD_getErrorName(ret));
+		s->in_pos = in.pos;
+		*got += out.pos;
+		s->made += out.pos;
+		if (s->made > k->ulen)
+			return sv_err_set(err, -EBADMSG, "chunk %u: inflates past the %u bytes the "
+					  "index says", s->i, k->ulen);
+		if (ret == 0) {
+			s->ended = true;
+			if (s->made != k->ulen)
+				return sv_err_set(err, -EBADMSG, "chunk %u: inflates to %llu bytes, the "
+						  "index says %u", s->i, (unsigned long long)s->made,
+						  k->ulen);
+		}
+	}
+	return 0;
+}
+
+static void cursor_free(struct cursor *k)
+{
+	if (!k)
+		return;
+	sv_rc_ts_free(k->ts);
+	ZSTD_freeDStream(k->src.z);
+	sv_buf_fini(&k->pend);
+	free(k);
+}
+
+/* Puts cursor k at the start of chunk i's text. */
+static int cursor_start(struct sv_container *c, const struct rec *r, struct cursor *k,
+			uint32_t i, struct sv_err *err)
+{
+	sv_rc_ts_free(k->ts);
+	k->ts = NULL;
+	k->chunk = UINT32_MAX;
+	if (r->chunks[i].ulen > sv_container_opts(c)->max_decode)
+		return sv_err_set(err, -EFBIG, "chunk %u: %u bytes decompressed, more than the "
+				  "decode limit", i, r->chunks[i].ulen);
+	ZSTD_DStream *z = k->src.z ? k->src.z : ZSTD_createDStream();
+	if (!z || ZSTD_isError(ZSTD_initDStream(z))) {
+		ZSTD_freeDStream(z);
+		k->src.z = NULL;
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	memset(&k->src, 0, sizeof k->src);
+	k->src.c = c;
+	k->src.r = r;
+	k->src.i = i;
+	k->src.z = z;
+	k->pos = 0;
+	k->pend.len = 0;
+	k->end = false;
+	if (sv_rc_ts_new(r->table, window_max(c), csrc_fill, &k->src, &k->ts))
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	k->chunk = i;
+	return 0;
+}
+
+/* The text ended: its length is known, and a problem it met said once. */
+static void cursor_ended(struct sv_container *c, struct rec *r, struct cursor *k)
+{
+	struct chunk *ch = &r->chunks[k->chunk];
+	__atomic_store_n(&ch->txt, k->pos + k->pend.len + 1, __ATOMIC_RELEASE);
+	const char *problem = sv_rc_ts_problem(k->ts);
+	if (problem[0] && !__atomic_exchange_n(&ch->warned, 1, __ATOMIC_ACQ_REL))
+		sv_warn(c, "chunks/%06u.txt: decoded up to %s (the rest is shown as hex)", k->chunk,
+			problem);
+}
+
+/* Makes the next piece of k's text: pend then holds it (what came before
+ * is let go).  0, or -errno (the cursor is then spent). */
+static int cursor_step(struct sv_container *c, struct rec *r, struct cursor *k,
+		       struct sv_err *err)
+{
+	k->pos += k->pend.len;
+	k->pend.len = 0;
+	bool end = false;
+	int rc = sv_rc_ts_next(k->ts, &k->pend, &end, err);
+	if (rc) {
+		k->chunk = UINT32_MAX;
+		return rc;
+	}
+	if (end) {
+		k->end = true;
+		cursor_ended(c, r, k);
+	}
+	return 0;
+}
+
+/* Copies up to want bytes of big chunk i's text at off into buf (*got
+ * grows), through the cursor nearest before off.  Read lock held. */
+static int big_read(struct sv_container *c, struct rec *r, uint32_t i, uint64_t off,
+		    uint8_t *buf, size_t want, size_t *got, struct sv_err *err)
+{
+	pthread_mutex_lock(&r->cur_lock);
+	struct cursor *k = NULL;
+	int rc = 0;
+	for (int j = 0; j < 2; j++) {
+		struct cursor *x = r->cur[j];
+		if (x && x->chunk == i && x->pos <= off && (!k || x->pos > k->pos))
+			k = x;
+	}
+	if (!k) {
+		int j = !r->cur[0] ? 0 : !r->cur[1] ? 1 : r->cur[0]->used <= r->cur[1]->used ? 0 : 1;
+		if (!r->cur[j])
+			r->cur[j] = calloc(1, sizeof *r->cur[j]);
+		k = r->cur[j];
+		rc = k ? cursor_start(c, r, k, i, err) : sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	while (!rc && *got < want) {
+		if (off < k->pos + k->pend.len) {
+			size_t from = (size_t)(off - k->pos);
+			size_t n = k->pend.len - from < want - *got ? k->pend.len - from : want - *got;
+			memcpy(buf + *got, k->pend.p + from, n);
+			*got += n;
+			off += n;
+		} else if (k->end) {
+			break;
+		} else {
+			rc = cursor_step(c, r, k, err);
+		}
+	}
+	if (!rc && off > k->pos && off <= k->pos + k->pend.len) {
+		/* What was read goes: the cursor holds one piece at most. */
+		size_t drop = (size_t)(off - k->pos);
+		memmove(k->pend.p, k->pend.p + drop, k->pend.len - drop);
+		k->pend.len -= drop;
+		k->pos = off;
+	}
+	if (k)
+		k->used = ++r->clock;
+	pthread_mutex_unlock(&r->cur_lock);
+	return rc;
+}
+
+/* Big chunk i's text length: made once, piece by piece, and kept. */
+static int big_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t *len,
+		   struct sv_err *err)
+{
+	uint64_t t = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+	if (t && !__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE)) {
+		*len = t - 1;
+		return 0;
+	}
+	struct cursor *k = calloc(1, sizeof *k);
+	int rc = k ? cursor_start(c, r, k, i, err) : sv_err_set(err, -ENOMEM, "out of memory");
+	while (!rc && !k->end)
+		rc = cursor_step(c, r, k, err);
+	if (!rc)
+		*len = k->pos + k->pend.len;
+	cursor_free(k);
+	return rc;
+}
+
+/* Chunk i's text.  In the timeline (`whole`), a chunk that cannot be read
+ * is one line saying why, so that the rest stays readable. */
+static int chunk_text(struct sv_container *c, struct rec *r, uint32_t i, struct sv_buf *out,
+		      bool whole, struct sv_err *err)
+{
+	struct sv_blob *b;
+	size_t before = out->len;
+	int rc = inflate_chunk(c, r, i, &b, err);
+	if (rc && whole && rc != -ENOMEM) {
+		if (sv_buf_printf(out, "%u\t-\tunreadable\treason=\"%s\"\n", r->chunks[i].start,
+				  err->msg))
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		__atomic_store_n(&r->chunks[i].txt, (uint64_t)(out->len - before) + 1,
+				 __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	char problem[SV_ERR_MAX];
+	rc = sv_rc_text(b->data, b->len, r->table, out, problem);
+	sv_blob_unref(b);
+	if (rc)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	if (problem[0] && !__atomic_exchange_n(&r->chunks[i].warned, 1, __ATOMIC_ACQ_REL))
+		sv_warn(c, "chunks/%06u.txt: decoded up to %s (the rest is shown as hex)", i,
+			problem);
+	__atomic_store_n(&r->chunks[i].txt, (uint64_t)(out->len - before) + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int state_at(struct sv_container *c, struct rec *r, uint64_t tick, struct sv_buf *out,
+		    struct sv_err *err)
+{
+	uint32_t i = chunk_of(r, tick);
+	if (i >= r->n)
+		return sv_err_set(err, -ENOENT, "no tick %llu: the recording has %d",
+				  (unsigned long long)tick, r->tick_count);
+	if (!(r->chunks[i].flags & 1))
+		sv_log(c, "at/%08llu.json: chunk %u does not open with a snapshot: the state holds "
+		       "only what that chunk sets", (unsigned long long)tick, i);
+	struct sv_blob *b;
+	int rc = inflate_chunk(c, r, i, &b, err);
+	if (rc)
+		return rc;
+	rc = sv_rc_state(b->data, b->len, r->table, (uint32_t)tick, out, err);
+	sv_blob_unref(b);
+	return rc;
+}
+
+static int load(struct sv_container *c, uint32_t node, struct sv_blob **out,
+		struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	uint64_t key = sv_node(c, node)->key;
+	uint64_t i = INDEX(key);
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = 0;
+	switch (KIND(key)) {
+	case K_HEADER:
+		*out = sv_blob_dup(r->header_json.p, r->header_json.len);
+		break;
+	case K_INDEX:
+		*out = sv_blob_dup(r->index_tsv.p, r->index_tsv.len);
+		break;
+	case K_SNBT:
+		*out = sv_blob_dup(r->snbt.p, r->snbt.len);
+		break;
+	case K_NBT:
+		*out = sv_blob_dup(r->pre + HEADER, (size_t)r->meta_len);
+		break;
+	case K_BIN:
+		return inflate_chunk(c, r, (uint32_t)i, out, err);
+	case K_TXT:
+		rc = chunk_text(c, r, (uint32_t)i, &b, false, err);
+		break;
+	case K_AT:
+		rc = state_at(c, r, i, &b, err);
+		break;
+	default:
+		return sv_err_set(err, -EIO, "not a file");
+	}
+	if (KIND(key) == K_TXT || KIND(key) == K_AT) {
+		if (!rc) {
+			*out = sv_blob_dup(b.p, b.len);
+			if (!*out)
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+		}
+		sv_buf_fini(&b);
+		return rc;
+	}
+	return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+}
+
+/* Any tick opens by name under at/: "<digits>.json". */
+static int lookup(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	if (dir != r->at_dir)
+		return -ENOENT;
+	const char *p = name;
+	uint64_t t = 0;
+	if (*p < '0' || *p > '9')
+		return -ENOENT;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		t = t * 10 + (uint64_t)(*p - '0');
+		if (t >= (uint64_t)r->tick_count)
+			return -ENOENT;
+	}
+	if (strcmp(p, ".json"))
+		return -ENOENT;
+	if (sv_node_add(c, dir, name, SV_N_RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE | SV_N_UNLISTED, 0,
+			KEY(K_AT, t)) == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Chunk i's text length, decoding it if not known yet. */
+static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t *len,
+		    struct sv_err *err)
+{
+	/* A big chunk that cannot be decoded is, in the timeline, the one
+	 * line chunk_text makes of it, as a small one is. */
+	if (big(c, r, i) && !__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE)) {
+		int rc = big_len(c, r, i, len, err);
+		if (!rc || rc == -ENOMEM)
+			return rc;
+		__atomic_store_n(&r->chunks[i].broken, 1, __ATOMIC_RELEASE);
+		sv_err_clear(err);
+	}
+	uint64_t k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+	if (!k) {
+		struct sv_buf b;
+		sv_buf_init(&b);
+		int rc = chunk_text(c, r, i, &b, true, err);
+		sv_buf_fini(&b);
+		if (rc)
+			return rc;
+		k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+	}
+	*len = k - 1;
+	return 0;
+}
+
+static int size(struct sv_container *c, uint32_t node, uint64_t *out, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	uint64_t key = sv_node(c, node)->key;
+	if (KIND(key) == K_TXT && INDEX(key) < r->n)
+		return big_len(c, r, (uint32_t)INDEX(key), out, err);
+	if (KIND(key) != K_TIMELINE)
+		return sv_err_set(err, -EIO, "not a stream");
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint64_t k;
+		int rc = text_len(c, r, i, &k, err);
+		if (rc)
+			return rc;
+		total += k;
+	}
+	*out = total;
+	return 0;
+}
+
+static int write_preamble(const struct rec *r, const struct sv_buf *meta,
+			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
+			  uint64_t abs_base, struct sv_buf *out);
+
+static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, uint8_t *buf,
+			 size_t want, size_t *got, struct sv_err *err)
+{
+	uint64_t at = 0;
+	for (uint32_t i = 0; i < r->n && *got < want; i++) {
+		uint64_t k = __atomic_load_n(&r->chunks[i].txt, __ATOMIC_ACQUIRE);
+		if (k && off >= at + k - 1) {
+			at += k - 1;
+			continue;
+		}
+		struct sv_err e2;
+		bool streamed = big(c, r, i) &&
+				!__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE);
+		if (streamed && big_len(c, r, i, &k, &e2)) {
+			streamed = false;
+			__atomic_store_n(&r->chunks[i].broken, 1, __ATOMIC_RELEASE);
+		}
+		if (streamed) {
+			/* Its length first (made once), then the part wanted. */
+			int rc;
+			if (off >= at + k) {
+				at += k;
+				continue;
+			}
+			size_t n = 0;
+			rc = big_read(c, r, i, off - at, buf + *got, want - *got, &n, err);
+			if (rc)
+				return rc;
+			*got += n;
+			off += n;
+			at += k;
+			continue;
+		}
+		/* Needed, or its length unknown: one decode serves both. */
+		struct sv_buf b;
+		sv_buf_init(&b);
+		int rc = chunk_text(c, r, i, &b, true, err);
+		k = b.len;
+		if (!rc && off >= at + k) {
+			at += k;
+			sv_buf_fini(&b);
+			continue;
+		}
+		if (!rc) {
+			size_t from = (size_t)(off - at);
+			size_t n = b.len - from < want - *got ? b.len - from : want - *got;
+			memcpy(buf + *got, b.p + from, n);
+			*got += n;
+			off += n;
+		}
+		sv_buf_fini(&b);
+		if (rc)
+			return rc;
+		at += k;
+	}
+	return 0;
+}
+
+/* The compacted file: the preamble with absolute offsets, then every chunk
+ * as stored. */
+static int read_compact(struct sv_container *c, struct rec *r, uint64_t off, uint8_t *buf,
+			size_t want, size_t *got, struct sv_err *err)
+{
+	size_t head = r->pre_len;
+	while (*got < want && off < r->compact_size) {
+		if (off < head) {
+			/* The preamble as the compactor writes it: the same
+			 * bytes, the offsets absolute (their width is fixed, so
+			 * it is as long as the stored one). */
+			struct sv_buf meta = {r->pre + HEADER, (size_t)r->meta_len, 0}, p;
+			sv_buf_init(&p);
+			if (write_preamble(r, &meta, r->chunks, 0, r->n, 0, head, &p) || p.len != head) {
+				sv_buf_fini(&p);
+				return sv_err_set(err, -ENOMEM, "out of memory");
+			}
+			size_t n = head - (size_t)off < want - *got ? head - (size_t)off : want - *got;
+			memcpy(buf + *got, p.p + off, n);
+			sv_buf_fini(&p);
+			*got += n;
+			off += n;
+			continue;
+		}
+		/* The chunk holding off (chunk i starts at head + the compressed
+		 * lengths before it: r->cstart[i]), then the run of chunks after
+		 * it in the same segment, which lie back to back there: one read. */
+		if (!r->n)
+			break;
+		uint32_t lo = 0, hi = r->n;
+		while (lo + 1 < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (r->cstart[mid] <= off)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		uint32_t i = lo, j = i;
+		uint64_t seg = r->chunks[i].offset >> 32;
+		uint64_t end_want = off + (want - *got);
+		while (j + 1 < r->n && r->cstart[j + 1] < end_want && r->chunks[j + 1].offset >> 32 == seg)
+			j++;
+		uint64_t run_end = r->cstart[j] + r->chunks[j].clen;
+		uint64_t from = off - r->cstart[i];
+		size_t n = run_end - off < want - *got ? (size_t)(run_end - off) : want - *got;
+		char name[40];
+		snprintf(name, sizeof name, "segment-%03llu.dat", (unsigned long long)seg);
+		int rc = sv_member_pread(c, name, (r->chunks[i].offset & 0xffffffffu) + from,
+					 buf + *got, n, err);
+		if (rc)
+			return rc;
+		*got += n;
+		off += n;
+	}
+	return 0;
+}
+
+static int read_stream(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
+		       size_t want, size_t *got, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	*got = 0;
+	switch (KIND(sv_node(c, node)->key)) {
+	case K_TIMELINE:
+		return read_timeline(c, r, off, buf, want, got, err);
+	case K_TXT:
+		if (INDEX(sv_node(c, node)->key) < r->n)
+			return big_read(c, r, (uint32_t)INDEX(sv_node(c, node)->key), off, buf, want,
+					got, err);
+		break;
+	case K_COMPACT:
+		return read_compact(c, r, off, buf, want, got, err);
+	}
+	return sv_err_set(err, -EIO, "not a stream");
+}
+
+/* A new preamble, or `finished`, in a segmented recording: read again. */
+static int refresh(struct sv_container *c, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	(void)err;
+	if (!r || !r->segmented)
+		return 0;
+	struct stat st;
+	bool fin = !sv_member_stat(c, "finished", &st, NULL);
+	if (sv_member_stat(c, PREAMBLE, &st, NULL))
+		return 0; /* between a writer's steps: look again later */
+	if (st.st_ino == r->pre_st.st_ino && st.st_size == r->pre_st.st_size &&
+	    st.st_mtim.tv_sec == r->pre_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == r->pre_st.st_mtim.tv_nsec && fin == r->finished)
+		return 0;
+	return 1;
+}
+
+static void info(struct sv_container *c, void *obj)
+{
+	struct rec *r = sv_container_priv(c);
+	json_t *o = obj;
+	json_object_set_new(o, "layout", json_string(r->segmented ? "segmented" : "compacted"));
+	json_object_set_new(o, "chunks", json_integer(r->n));
+	json_object_set_new(o, "ticks", json_integer(r->tick_count));
+	json_object_set_new(o, "events", json_string(r->table == SV_RC_BUILTIN ? "builtin"
+										  : "parkour"));
+	if (r->segmented)
+		json_object_set_new(o, "finished", json_boolean(r->finished));
+}
+
+/* ---- write-back --------------------------------------------------------- */
+
+/* The metadata a commit writes: the edited SNBT's NBT, or as stored. */
+static int parse_meta(const uint8_t *p, size_t n, struct sv_buf *out, struct sv_err *err)
+{
+	struct sv_nbt v;
+	int rc = sv_snbt_parse((const char *)p, n, &v, err);
+	if (rc)
+		return rc;
+	if (v.type != SV_NBT_COMPOUND)
+		rc = sv_err_set(err, -EINVAL, "the metadata is a compound: { ... }");
+	if (!rc && (rc = sv_nbt_write(out, &v)))
+		rc = sv_err_set(err, rc, rc == -EINVAL ? "a string longer than 65535 bytes"
+						       : "out of memory");
+	sv_nbt_fini(&v);
+	return rc;
+}
+
+/* metadata.snbt's node now: a rename onto it (sed -i, editors) gives the
+ * name to another node, which takes its key. */
+static uint32_t snbt_node(struct sv_container *c)
+{
+	const struct sv_node *root = sv_node(c, SV_ROOT);
+	for (uint32_t k = 0; k < root->nkids; k++)
+		if (KIND(sv_node(c, root->kids[k])->key) == K_SNBT)
+			return root->kids[k];
+	return SV_NONE;
+}
+
+static int new_meta(struct sv_container *c, struct rec *r, struct sv_buf *out,
+		    struct sv_err *err)
+{
+	uint32_t n = snbt_node(c);
+	const struct sv_buf *e = n == SV_NONE ? NULL : sv_node_edit(c, n);
+	if (!e)
+		return sv_buf_add(out, r->pre + HEADER, (size_t)r->meta_len)
+			       ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	int rc = parse_meta(e->p, e->len, out, err);
+	if (!rc)
+		sv_node_touch(c, r->nbt_node);
+	return rc;
+}
+
+static int check(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
+		 struct sv_err *err)
+{
+	if (KIND(sv_node(c, node)->key) != K_SNBT)
+		return sv_err_set(err, -EPERM, "a read-only view");
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = parse_meta(p, len, &b, err);
+	sv_buf_fini(&b);
+	return rc;
+}
+
+static int unlink_rec(struct sv_container *c, uint32_t node, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	uint64_t key = sv_node(c, node)->key;
+	if (KIND(key) != K_BIN && KIND(key) != K_TXT)
+		return sv_err_set(err, -EPERM, "only chunks can be removed");
+	uint64_t i = INDEX(key);
+	if (i + 1 == r->n)
+		return 0;
+	if (i != 0)
+		return sv_err_set(err, -EPERM, "chunk %llu: only the first or the last chunk can "
+				  "be removed (the ticks stay contiguous)", (unsigned long long)i);
+	if (!(r->chunks[1].flags & 1))
+		return sv_err_set(err, -EPERM, "chunk 0: chunk 1 does not open with a snapshot, so "
+				  "nothing could be shown from its start");
+	if (r->segmented)
+		return sv_err_set(err, -EPERM, "chunk 0: it lies in segment-000.dat, and a "
+				  "recording's segments are never rewritten (trim a compacted "
+				  "copy: cp compacted.hcrp)");
+	return 0;
+}
+
+static bool removed(struct sv_container *c, const struct rec *r, uint32_t i)
+{
+	return (sv_node_state(c, r->bin_node[i]) & SV_S_GONE) ||
+	       (sv_node_state(c, r->txt_node[i]) & SV_S_GONE);
+}
+
+/* Header, metadata and index for chunks [lo, hi) of `chunks`. */
+static int write_preamble(const struct rec *r, const struct sv_buf *meta,
+			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
+			  uint64_t abs_base, struct sv_buf *out)
+{
+	struct sv_buf idx;
+	sv_buf_init(&idx);
+	uint64_t ticks = 0, at = abs_base;
+	int rc = 0;
+	for (uint32_t i = lo; i < hi && !rc; i++) {
+		const struct chunk *k = &chunks[i];
+		uint8_t o[9];
+		uint64_t off = abs_base ? at : k->offset;
+		o[0] = k->flags;
+		for (int b = 0; b < 8; b++)
+			o[1 + b] = (uint8_t)(off >> (56 - 8 * b));
+		rc = sv_rc_put_varint(&idx, (int32_t)(k->start - shift)) ||
+		     sv_rc_put_varint(&idx, (int32_t)k->ticks) || sv_buf_add(&idx, o, 9) ||
+		     sv_rc_put_varint(&idx, (int32_t)k->clen) ||
+		     sv_rc_put_varint(&idx, (int32_t)k->ulen);
+		ticks += k->ticks;
+		at += k->clen;
+	}
+	uint8_t h[HEADER];
+	memcpy(h, r->head, HEADER);
+	uint8_t *f = h + 25 + r->wvlen + 10;
+	uint32_t v[4] = {(uint32_t)meta->len, (uint32_t)idx.len, (uint32_t)ticks, hi - lo};
+	for (int k = 0; k < 4; k++)
+		for (int b = 0; b < 4; b++)
+			f[4 * k + b] = (uint8_t)(v[k] >> (24 - 8 * b));
+	if (!rc)
+		rc = sv_buf_add(out, h, HEADER) || sv_buf_add(out, meta->p, meta->len) ||
+		     sv_buf_add(out, idx.p, idx.len);
+	sv_buf_fini(&idx);
+	return rc ? -ENOMEM : 0;
+}
+
+/* Every view whose content a commit changes although it was not edited. */
+static void touch_all(struct sv_container *c, const struct rec *r)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		sv_node_touch(c, r->bin_node[i]);
+		sv_node_touch(c, r->txt_node[i]);
+	}
+	const struct sv_node *d = sv_node(c, r->at_dir);
+	for (uint32_t k = 0; k < d->nkids; k++)
+		sv_node_touch(c, d->kids[k]);
+}
+
+/* A compacted file: written whole (chunks copied as stored, or, when the
+ * first chunk goes, each one's ticks renumbered and compressed again at
+ * the compactor's level). */
+static int commit_file(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	struct sv_buf meta, head;
+	sv_buf_init(&meta);
+	sv_buf_init(&head);
+	struct chunk *ch = calloc(r->n + 1, sizeof *ch);
+	FILE *tmp = NULL;
+	int rc = ch ? new_meta(c, r, &meta, err) : sv_err_set(err, -ENOMEM, "out of memory");
+	uint32_t lo = r->n && removed(c, r, 0) ? 1 : 0;
+	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
+	if (lo != 0 || hi != r->n)
+		sv_node_touch(c, r->timeline_node);
+	if (hi < lo)
+		hi = lo;
+	uint32_t shift = lo ? r->chunks[0].ticks : 0;
+	if (!rc)
+		memcpy(ch, r->chunks, r->n * sizeof *ch);
+	if (!rc && shift) {
+		tmp = tmpfile();
+		if (!tmp)
+			rc = sv_err_set(err, -errno, "cannot make a temporary file: %s", strerror(errno));
+		uint64_t at = 0;
+		for (uint32_t i = lo; i < hi && !rc; i++) {
+			struct sv_blob *b = NULL;
+			struct sv_buf p;
+			sv_buf_init(&p);
+			rc = inflate_chunk(c, r, i, &b, err);
+			if (!rc)
+				rc = sv_rc_renumber(b->data, b->len, r->table, shift, &p, err);
+			if (rc == -EBADMSG) {
+				char m[SV_ERR_MAX];
+				snprintf(m, sizeof m, "%s", err->msg);
+				rc = sv_err_set(err, -EINVAL, "chunk %u cannot be renumbered: %s", i, m);
+			}
+			size_t cap = ZSTD_compressBound(p.len);
+			uint8_t *z = rc ? NULL : malloc(cap);
+			size_t zn = 0;
+			if (!rc && !z)
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+			if (!rc) {
+				zn = ZSTD_compress(z, cap, p.p, p.len, 19);
+				if (ZSTD_isError(zn))
+					rc = sv_err_set(err, -EIO, "zstd: %s", ZSTD_getErrorName(zn));
+			}
+			if (!rc && sv_write_all(fileno(tmp), z, zn))
+				rc = sv_err_set(err, -EIO, "writing a temporary file: %s", strerror(errno));
+			if (!rc) {
+				ch[i].start -= shift;
+				ch[i].offset = at;
+				ch[i].clen = (uint32_t)zn;
+				ch[i].ulen = (uint32_t)p.len;
+				at += zn;
+			}
+			free(z);
+			sv_buf_fini(&p);
+			sv_blob_unref(b);
+		}
+		if (!rc)
+			touch_all(c, r);
+	}
+	if (!rc) {
+		/* The offsets' width is fixed: the preamble's size is known
+		 * before they are. */
+		rc = write_preamble(r, &meta, ch, lo, hi, 0, 1, &head);
+		uint64_t base = head.len;
+		head.len = 0;
+		if (!rc)
+			rc = write_preamble(r, &meta, ch, lo, hi, 0, base, &head);
+		if (rc)
+			sv_err_set(err, rc, "out of memory");
+	}
+	if (!rc && (rc = sv_write_all(fd, head.p, head.len)))
+		sv_err_set(err, rc, "writing: %s", strerror(-rc));
+	for (uint32_t i = lo; i < hi && !rc; i++) {
+		rc = shift ? sv_copy_range(fileno(tmp), ch[i].offset, fd, ch[i].clen)
+			   : sv_copy_range(sv_container_fd(c), ch[i].offset, fd, ch[i].clen);
+		if (rc)
+			sv_err_set(err, rc, "copying chunk %u: %s", i, strerror(-rc));
+	}
+	if (tmp)
+		fclose(tmp);
+	free(ch);
+	sv_buf_fini(&meta);
+	sv_buf_fini(&head);
+	return rc;
+}
+
+/* A segmented recording: a new preamble by rename, as the recorder commits;
+ * segments stay as they are. */
+static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	(void)fd;
+	struct stat st;
+	int rc = sv_member_stat(c, PREAMBLE, &st, err);
+	if (!rc && (st.st_ino != r->pre_st.st_ino || st.st_size != r->pre_st.st_size ||
+		    st.st_mtim.tv_sec != r->pre_st.st_mtim.tv_sec ||
+		    st.st_mtim.tv_nsec != r->pre_st.st_mtim.tv_nsec))
+		return sv_err_set(err, -EBUSY, "%s was replaced (the recorder committed) since it "
+				  "was read: the edit is not applied", PREAMBLE);
+	if (rc)
+		return rc;
+	struct sv_buf meta, out;
+	sv_buf_init(&meta);
+	sv_buf_init(&out);
+	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
+	if (hi != r->n)
+		sv_node_touch(c, r->timeline_node);
+	rc = new_meta(c, r, &meta, err);
+	if (!rc && write_preamble(r, &meta, r->chunks, 0, hi, 0, 0, &out))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = sv_member_replace(c, PREAMBLE, ".preamble-", out.p, out.len, &r->pre_st, err);
+	sv_buf_fini(&meta);
+	sv_buf_fini(&out);
+	return rc;
+}
+
+/* -o events=builtin|parkour: the host's event table. */
+static const char *const rec_options[] = {"events", NULL};
+
+const struct sv_format sv_fmt_recording = {
+	.name = "recording",
+	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
+	.commit_file = SV_COMMIT_REWRITE,
+	.commit_dir = SV_COMMIT_MEMBERS,
+	.options = rec_options,
+	.probe = probe,
+	.probe_dir = probe_dir,
+	.open = open_rec,
+	.close = close_rec,
+	.load = load,
+	.info = info,
+	.lookup = lookup,
+	.size = size,
+	.read = read_stream,
+	.refresh = refresh,
+	.check = check,
+	.unlink = unlink_rec,
+	.commit = commit_file,
+	.commit_in_place = commit_dir,
+	.rebuild = rebuild,
+};

@@ -1,0 +1,266 @@
+/*
+ * format.h - the core as a format module sees it: the interface a format
+ * implements (struct sv_format), how its edits land (enum
+ * sv_commit_kind), and the calls that build and read the tree.  Formats
+ * include this and nothing of the core's own (internal.h); where their
+ * bytes come from is source/source.h, which this includes.
+ *
+ * A node, to a format, is what it declared at sv_node_add (name, parent,
+ * flags, mode, size, key) and, for a directory, its children.  The core
+ * keeps more per node (generations, open counts, digests, pending edits):
+ * those are internal.h's.  What the core tracks about a node's state (new,
+ * removed, temporary) a format reads with sv_node_state(), never sets.
+ */
+#ifndef SV_FORMAT_H
+#define SV_FORMAT_H
+
+#include "savefs.h"
+#include "source/source.h"
+
+/* ---- nodes -------------------------------------------------------------- */
+
+/*
+ * What a format declares of a node (sv_node_add's flags).  Some go only
+ * with another, and sv_node_add refuses (SV_NONE, logged) a node that
+ * breaks these:
+ *   SV_N_LAZYDIR      with SV_N_DIR
+ *   SV_N_COSTLYSIZE   with SV_N_LAZYSIZE
+ *   SV_N_REMOVABLE    with SV_N_RO
+ *   SV_N_STREAM, SV_N_DIRECT, SV_N_LAZYSIZE, SV_N_UNLISTED  not with SV_N_DIR
+ */
+enum {
+	SV_N_DIR = 1 << 0,  /* a directory */
+	SV_N_RO = 1 << 1,   /* a view that cannot be written */
+	SV_N_BAD = 1 << 2,  /* its entry is malformed: reads fail with EIO */
+	SV_N_DERIVED = 1 << 9, /* computed from the whole index: changes on
+				* every commit (header views) */
+	SV_N_LAZYSIZE = 1 << 12, /* size unknown until loaded: the first
+				  * stat loads it (and remembers the size) */
+	SV_N_LAZYDIR = 1 << 13,  /* a directory whose entries are added by
+				  * the format's expand() on first use */
+	SV_N_STREAM = 1 << 15,   /* read in pieces through the format's
+				  * read(), never held whole (a log and its
+				  * transcript: large, and growing) */
+	SV_N_DIRECT = 1 << 16,   /* writes and truncations go to the format's
+				  * write()/truncate() at once, not to a
+				  * pending edit (an append-only log) */
+	SV_N_COSTLYSIZE = 1 << 17, /* with SV_N_LAZYSIZE: a listing does not
+				    * settle the size (it costs a decode per
+				    * file: a game state rebuilt); its first
+				    * stat does */
+	SV_N_UNLISTED = 1 << 18,   /* opens by name, but listings leave it
+				    * out (one of a pattern's many names) */
+	SV_N_REMOVABLE = 1 << 19,  /* with SV_N_RO: a view that cannot be
+				    * written but that rm may remove (the
+				    * format's unlink() decides) */
+};
+#define SV_N_DECLARED (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_N_DERIVED | SV_N_LAZYSIZE | \
+		       SV_N_LAZYDIR | SV_N_STREAM | SV_N_DIRECT | SV_N_COSTLYSIZE |   \
+		       SV_N_UNLISTED | SV_N_REMOVABLE)
+
+/* What the core tracks of a node, as sv_node_state() gives it. */
+enum {
+	SV_S_META = 1 << 3,  /* the core's own (/.savefs/...), not the format's */
+	SV_S_TEMP = 1 << 4,  /* a temporary file held in memory only */
+	SV_S_NEW = 1 << 5,   /* created, not yet in the container */
+	SV_S_GONE = 1 << 6,  /* removed (its number is not reused) */
+	SV_S_DIRTY = 1 << 7, /* holds an edit not yet committed */
+	SV_S_STALE = 1 << 8, /* while re-indexing: not found again yet; with
+			      * SV_S_GONE, removed by the commit under way */
+};
+
+/* The node fields a format reads (and, for size, sets); the same fields
+ * open the core's own node (internal.h), which holds them in this order. */
+#define SV_NODE_FIELDS                                                               \
+	char *name;      /* owned by the core; "" for the root */                    \
+	uint32_t parent; /* node number; the root is its own parent */               \
+	uint32_t flags;  /* SV_N_* as declared (and the core's state bits) */        \
+	uint32_t mode;   /* permission bits only (0444, 0644, 0755, ...) */          \
+	uint64_t size;   /* exact size in bytes (files) */                           \
+	uint64_t key;    /* the format's own handle for this node */                 \
+	uint32_t *kids;  /* directories: child numbers in listing order */           \
+	uint32_t nkids;
+
+struct sv_node {
+	SV_NODE_FIELDS
+};
+
+/*
+ * How a format's edits land in its container, declared by the format for
+ * each layout (a file, a directory) and kept by the container from open
+ * on; the core's envelope (lock, identity checks, swap, sync) follows it.
+ */
+enum sv_commit_kind {
+	SV_COMMIT_NONE = 0, /* read-only: no edit lands */
+	SV_COMMIT_REWRITE,  /* commit() writes a whole new file, which the core
+			     * syncs and swaps in for the old one */
+	SV_COMMIT_IN_PLACE, /* commit_in_place() changes the file itself the
+			     * game's way (copy-on-write blocks and a flip) */
+	SV_COMMIT_APPEND,   /* write()/truncate() apply each write at once,
+			     * under the game's locks (an append-only log) */
+	SV_COMMIT_MEMBERS,  /* commit_in_place() replaces members of a
+			     * directory by rename (sv_member_replace) */
+};
+
+/*
+ * The container interface every format implements.  All callbacks are
+ * called by the core with the container lock held: open, close, commit,
+ * create and unlink exclusively; load shared (so load may run in several
+ * threads at once and must only read format state).
+ */
+struct sv_format {
+	const char *name;        /* "datafile" */
+	const char *description; /* "Teeworlds/DDNet map datafile (.map)" */
+	/* How edits land in a container that is a file, and in one that is a
+	 * directory (SV_COMMIT_NONE for a layout the format does not write).
+	 * REWRITE needs commit(), IN_PLACE and MEMBERS commit_in_place(),
+	 * APPEND write(). */
+	enum sv_commit_kind commit_file, commit_dir;
+	/* The -o keys this format takes (NULL-terminated; NULL: none): the
+	 * mount and the commands pass them on in sv_opts.format_opts, and
+	 * the format reads them with sv_container_option(). */
+	const char *const *options;
+	/* Non-zero if the first n bytes (n may be small) look like this format. */
+	int (*probe)(const uint8_t *head, size_t n);
+	/* For a container that is a directory: non-zero if its members (read
+	 * with sv_member_*) look like this format.  NULL: never a directory. */
+	int (*probe_dir)(struct sv_container *c);
+	/* Reads the index and builds the tree with sv_node_add().  Must not
+	 * decode payload.  Sets c's private state with sv_container_set_priv. */
+	int (*open)(struct sv_container *c, struct sv_err *err);
+	/* Frees the private state (may be NULL if open failed early). */
+	void (*close)(struct sv_container *c);
+	/* Produces the full content of a file node as a new blob. */
+	int (*load)(struct sv_container *c, uint32_t node, struct sv_blob **out,
+		    struct sv_err *err);
+	/* Validates edited content for a node before it is committed; NULL
+	 * means any content is accepted. */
+	int (*check)(struct sv_container *c, uint32_t node, const uint8_t *p,
+		     size_t len, struct sv_err *err);
+	/* Asked when a file is created: 0 if `name` in directory `parent` is a
+	 * new entry of the container (then committed like an edit), -ENOENT if
+	 * it is merely a temporary file, other -errno to refuse.  NULL: always
+	 * -ENOENT. */
+	int (*create)(struct sv_container *c, uint32_t parent, const char *name,
+		      struct sv_err *err);
+	/* Asked before a container node is removed: 0 to allow (the removal is
+	 * committed at once), -errno to refuse.  NULL: refuse with EPERM. */
+	int (*unlink)(struct sv_container *c, uint32_t node, struct sv_err *err);
+	/* SV_COMMIT_REWRITE: writes a complete new container reflecting
+	 * every node (pending content of SV_N_DIRTY and SV_N_NEW nodes,
+	 * SV_N_GONE nodes left out) to fd, which is an empty file. */
+	int (*commit)(struct sv_container *c, int fd, struct sv_err *err);
+	/* SV_COMMIT_IN_PLACE and SV_COMMIT_MEMBERS, for a container its game
+	 * changes in place: writes every pending edit into the container
+	 * itself (fd, open read-write; a directory's members through
+	 * sv_member_replace), the game's way, so that a crash at any moment
+	 * leaves the old state or the new one.  On success the format's state is
+	 * the new one and rebuild() (or, when NULL, close and open) makes the
+	 * tree from it.  The core holds the container's lock and has checked
+	 * that no other program changed it; -EBUSY from here means another
+	 * program committed to it meanwhile (the core then reads it again). */
+	int (*commit_in_place)(struct sv_container *c, int fd, struct sv_err *err);
+	/* Makes the tree again after a commit in place, or after refresh()
+	 * asked for a re-read (returned 1): from the format's new state, or by
+	 * reading the container again and keeping what it can of what it
+	 * knew.  NULL: close and open. */
+	int (*rebuild)(struct sv_container *c, struct sv_err *err);
+	/* Adds format-specific fields to the /.savefs/info object (a jansson
+	 * json_t *, passed as void * to keep jansson out of this header). */
+	void (*info)(struct sv_container *c, void *json_object);
+	/* Adds the entries of an SV_N_LAZYDIR directory, on its first lookup
+	 * or listing, and again after a commit for one listed before (lock
+	 * held exclusively).  NULL: no lazy directories. */
+	int (*expand)(struct sv_container *c, uint32_t dir, struct sv_err *err);
+	/* A name not in directory dir was looked up: the format may add it
+	 * with sv_node_add (a file every name of a pattern opens, of which
+	 * the listing shows some) and return 0, else -ENOENT (lock held
+	 * exclusively).  NULL: only listed names exist. */
+	int (*lookup)(struct sv_container *c, uint32_t dir, const char *name,
+		      struct sv_err *err);
+	/* The size of an SV_N_LAZYSIZE stream, found without reading it
+	 * whole (lock held shared).  NULL: the stream is read to measure it. */
+	int (*size)(struct sv_container *c, uint32_t node, uint64_t *size,
+		    struct sv_err *err);
+	/* Copies up to size bytes at off of an SV_N_STREAM node into buf;
+	 * *got < size only at its end (lock held shared).  NULL: no stream
+	 * nodes. */
+	int (*read)(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
+		    size_t size, size_t *got, struct sv_err *err);
+	/* Writes to an SV_N_DIRECT node, applied to the container at once
+	 * (lock held exclusively).  The format updates the tree itself: new
+	 * nodes with sv_node_add, changed ones with sv_node_touch; the core
+	 * then tells the client (sv_container_set_notify).  Returns 0, 1 if
+	 * the whole index must be read again (as after a commit), or -errno
+	 * (nothing written).  NULL: no direct nodes. */
+	int (*write)(struct sv_container *c, uint32_t node, uint64_t off,
+		     const uint8_t *p, size_t n, struct sv_err *err);
+	int (*truncate)(struct sv_container *c, uint32_t node, uint64_t size,
+			struct sv_err *err);
+	/* A writer of an SV_N_DIRECT node closed or synced it: whatever it
+	 * left unfinished is refused (0 or -errno; the same results as
+	 * write).  NULL: nothing to do. */
+	int (*sync)(struct sv_container *c, uint32_t node, struct sv_err *err);
+	/* Looks for changes another program made to the container (a game
+	 * appending to its log) and updates the tree as write() does (same
+	 * results).  Called by sv_container_poll when the file's size or
+	 * time changed.  NULL: the container is not followed. */
+	int (*refresh)(struct sv_container *c, struct sv_err *err);
+};
+
+/* How this container's edits land (its format's kind for its layout). */
+enum sv_commit_kind sv_container_commit_kind(const struct sv_container *c);
+
+/* ---- for format modules (called with the container lock held) ----------- */
+
+void sv_container_set_priv(struct sv_container *c, void *priv);
+void *sv_container_priv(const struct sv_container *c);
+const struct sv_opts *sv_container_opts(const struct sv_container *c);
+/* The value of the format option `key` given to this container (a
+ * pointer into the options, `len` bytes), or NULL if it was not given. */
+const char *sv_container_option(const struct sv_container *c, const char *key, size_t *len);
+/*
+ * Adds (or, while re-indexing after a commit, finds again) the node `name`
+ * under `parent`.  flags: SV_N_DIR and/or SV_N_RO, SV_N_BAD.  Returns the
+ * node number, or SV_NONE if out of memory.  A name that is not a valid
+ * file name, or that is already taken, is made valid and unique (a
+ * "~N" suffix), and the change is logged.
+ */
+uint32_t sv_node_add(struct sv_container *c, uint32_t parent,
+		     const char *name, uint32_t flags, uint64_t size,
+		     uint64_t key);
+struct sv_node *sv_node(struct sv_container *c, uint32_t n);
+/* Records a warning found while opening, or while decoding an entry (any
+ * lock; say it once): shown in /.savefs/info and log. */
+void sv_warn(struct sv_container *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Appends a line to /.savefs/log (thread-safe). */
+void sv_log(struct sv_container *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The content a node will have once committed: its pending edit if that
+ * edit is complete (SV_N_READY), else NULL: the stored content is written
+ * (an edit still being written stays pending for a later commit). */
+const struct sv_buf *sv_node_edit(struct sv_container *c, uint32_t n);
+/* True if node n belongs in the container being written: not removed, not
+ * temporary, and not a new file still being written. */
+bool sv_node_in_commit(struct sv_container *c, uint32_t n);
+/* Called by a format's commit for a node whose content the commit changes
+ * although it was not edited itself (another view of an edited entry): its
+ * readers see the new content once the commit is done. */
+void sv_node_touch(struct sv_container *c, uint32_t n);
+/* Says that node n is a view of the stored unit `group` (a record, a
+ * chunk: any non-zero number the format keeps stable across commits).
+ * When a commit changes one view of a group (an edit, a touch, a
+ * removal), every view of it is looked at again: the client's caches of
+ * them are dropped, and each keeps its mtime if its bytes did not change.
+ * Call after sv_node_add, at open and at every re-index. */
+void sv_node_set_group(struct sv_container *c, uint32_t n, uint64_t group);
+/* A commit changed the stored unit `group` although no view of it was
+ * edited (an index record the game keeps in step): as sv_node_touch on
+ * each of its views.  Call from commit() or commit_in_place(). */
+void sv_group_touch(struct sv_container *c, uint64_t group);
+
+/* The core's state of node n: SV_S_* bits (0 for a number never given). */
+uint32_t sv_node_state(struct sv_container *c, uint32_t n);
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * helpers.h - the small shared pieces every part of savefs uses: errors
+ * with a reason, growable buffers, reference-counted blobs, the
+ * decoded-data cache, zlib wrappers, file copies and the one decimal
+ * writer.  None knows about containers, nodes or formats.  (The bounded
+ * reader of untrusted bytes is rd.h; the byte codecs are codec/codec.h.)
+ *
+ * Errors: fallible functions return 0 or -errno and fill a struct sv_err
+ * with a one-line reason meant for a person.
+ */
+#ifndef SV_HELPERS_H
+#define SV_HELPERS_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors ------------------------------------------------------------ */
+
+#define SV_ERR_MAX 320
+
+/* A code (negative errno) and a reason for a person. */
+struct sv_err {
+	int code;
+	char msg[SV_ERR_MAX];
+};
+
+/* Sets e (if not NULL) and returns code, which must be a negative errno. */
+int sv_err_set(struct sv_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Clears e. */
+void sv_err_clear(struct sv_err *e);
+
+/* ---- growable byte buffer ---------------------------------------------- */
+
+struct sv_buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+void sv_buf_init(struct sv_buf *b);
+void sv_buf_fini(struct sv_buf *b);
+/* Makes room for n more bytes.  0 or -ENOMEM. */
+int sv_buf_reserve(struct sv_buf *b, size_t n);
+int sv_buf_add(struct sv_buf *b, const void *p, size_t n);
+int sv_buf_printf(struct sv_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- blobs: immutable, reference-counted bytes -------------------------- */
+
+struct sv_blob {
+	int refs; /* atomic */
+	size_t len;
+	uint8_t data[];
+};
+
+/* A new blob of len bytes (contents undefined), one reference.  NULL if out
+ * of memory. */
+struct sv_blob *sv_blob_new(size_t len);
+/* A new blob holding a copy of p[0..len). */
+struct sv_blob *sv_blob_dup(const void *p, size_t len);
+struct sv_blob *sv_blob_ref(struct sv_blob *b);
+/* Drops a reference; frees at zero.  Accepts NULL. */
+void sv_blob_unref(struct sv_blob *b);
+
+/* ---- the decoded-data cache --------------------------------------------- */
+
+/*
+ * A least-recently-used map from a 64-bit key to a blob, holding at most
+ * `cap` bytes of blobs.  Thread-safe (one internal mutex).  The cache holds
+ * its own reference to each blob; a blob evicted while a reader still holds
+ * it stays valid for that reader.
+ */
+struct sv_cache;
+
+struct sv_cache_stats {
+	uint64_t cap, bytes, entries, hits, misses, evictions;
+};
+
+struct sv_cache *sv_cache_new(uint64_t cap);
+void sv_cache_free(struct sv_cache *c);
+/* Returns a new reference to the blob under key, or NULL. */
+struct sv_blob *sv_cache_get(struct sv_cache *c, uint64_t key);
+/* Stores a reference to b under key (replacing any), then evicts the least
+ * recently used entries until the total fits the cap.  A blob larger than
+ * the cap is not stored. */
+void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b);
+/* Removes every key k with (k & mask) == (key & mask). */
+void sv_cache_drop(struct sv_cache *c, uint64_t key, uint64_t mask);
+void sv_cache_stats(struct sv_cache *c, struct sv_cache_stats *st);
+
+/* ---- zlib, files, decimals ------------------------------------------------ */
+
+/*
+ * Inflates a zlib stream src[0..n) into exactly `want` bytes.  Fails with
+ * -EBADMSG and a reason if the stream is not zlib, is corrupt, ends early,
+ * or would produce more than want bytes.
+ */
+int sv_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t want,
+	       struct sv_err *err);
+/*
+ * Inflates a zlib stream of unknown size into out (appended), producing at
+ * most cap bytes: -EFBIG past it, -EBADMSG (with the reason) if the stream
+ * is corrupt, ends early, or is followed by other bytes.
+ */
+int sv_inflate_any(const uint8_t *src, size_t n, uint64_t cap, struct sv_buf *out,
+		   struct sv_err *err);
+/* True if p starts like a zlib stream (deflate, a valid header check). */
+bool sv_zlib_like(const uint8_t *p, size_t n);
+/* Appends the zlib stream of p[0..n) at level (-1: default). */
+int sv_deflate(const uint8_t *p, size_t n, int level, struct sv_buf *out);
+/* A named step of a commit: a test names one in SAVEFS_TEST_KILL_AT and the
+ * process is killed (SIGKILL) there, to check what a crash leaves. */
+void sv_test_step(const char *step);
+/* The shortest decimal that reads back as d (as a float when is_float):
+ * positional from 1e-4 up to 1e16 ("64", "0.25", "-1.5"), else with an
+ * exponent ("1.5e-05", "1e+16"); "NaN", "Infinity", "-Infinity".  The one
+ * decimal writer of every view. */
+void sv_shortest(char out[40], double d, bool is_float);
+/* Appends the JSON text of json (a jansson json_t *) as json_dump_callback
+ * writes it with flags, but every real as its shortest decimal (with ".0"
+ * on a whole number, so that it reads back as a real).  0 or -ENOMEM. */
+int sv_json_dump(const void *json, size_t flags, struct sv_buf *out);
+/* The character at p[0..n) (n > 0) for a message: 'x', a UTF-8 character
+ * kept whole ('é'), or "byte 0xNN". */
+const char *sv_show_char(char buf[16], const uint8_t *p, size_t n);
+/* The value of a hex digit (either case), or -1. */
+int sv_hexval(int c);
+/* Writes all of p to fd, retrying short writes.  0 or -errno. */
+int sv_write_all(int fd, const void *p, size_t n);
+/* Copies n bytes from fd_in at off to the current position of fd_out, with
+ * copy_file_range(2) where the kernel can, else through a buffer. */
+int sv_copy_range(int fd_in, uint64_t off, int fd_out, uint64_t n);
+
+/* Parses "64M", "1G", "4096", "512K" into bytes.  0 or -EINVAL. */
+int sv_parse_size(const char *s, uint64_t *out);
+
+#endif
