@@ -1,9 +1,10 @@
 /*
- * rd.c - the bounded reader (see rd.h).  Modelled on the idea of libzip's
- * zip_buffer: check once, fail sticky, never read out of bounds.
+ * rd.c - the bounded reader (see rd.h): every read checked, the first
+ * failure kept with its offset and reason.
  */
 #include "rd.h"
 
+#include <errno.h>
 #include <string.h>
 
 void sv_rd_init(struct sv_rd *r, const void *p, size_t len)
@@ -14,14 +15,37 @@ void sv_rd_init(struct sv_rd *r, const void *p, size_t len)
 	r->off = 0;
 	r->fail_off = 0;
 	r->bad = false;
+	r->ended = false;
+	r->why = NULL;
 }
 
-static void fail(struct sv_rd *r)
+void sv_rd_init_at(struct sv_rd *r, const void *p, size_t len, size_t off)
+{
+	sv_rd_init(r, p, len);
+	sv_rd_seek(r, off);
+}
+
+static void fail_end(struct sv_rd *r)
 {
 	if (!r->bad) {
 		r->bad = true;
+		r->ended = true;
 		r->fail_off = r->off;
 	}
+}
+
+void sv_rd_fail_at(struct sv_rd *r, size_t at, const char *why)
+{
+	if (!r->bad) {
+		r->bad = true;
+		r->why = why;
+		r->fail_off = at;
+	}
+}
+
+void sv_rd_fail(struct sv_rd *r, const char *why)
+{
+	sv_rd_fail_at(r, r->off, why);
 }
 
 size_t sv_rd_left(const struct sv_rd *r)
@@ -34,24 +58,41 @@ void sv_rd_seek(struct sv_rd *r, size_t off)
 	if (r->bad)
 		return;
 	if (off > r->len) {
-		r->fail_off = off;
 		r->bad = true;
+		r->ended = true;
+		r->fail_off = off;
 		return;
 	}
 	r->off = off;
 }
 
-const uint8_t *sv_rd_bytes(struct sv_rd *r, size_t n)
+bool sv_rd_need(struct sv_rd *r, size_t n)
 {
 	if (r->bad)
-		return NULL;
-	if (r->off + n < n || r->off + n > r->len) {
-		fail(r);
-		return NULL;
+		return false;
+	if (r->len - r->off < n) {
+		fail_end(r);
+		return false;
 	}
+	return true;
+}
+
+const uint8_t *sv_rd_bytes(struct sv_rd *r, size_t n)
+{
+	if (!sv_rd_need(r, n))
+		return NULL;
 	const uint8_t *p = r->p + r->off;
 	r->off += n;
 	return p;
+}
+
+void sv_rd_copy(struct sv_rd *r, void *out, size_t n)
+{
+	const uint8_t *p = sv_rd_bytes(r, n);
+	if (p)
+		memcpy(out, p, n);
+	else
+		memset(out, 0, n);
 }
 
 uint8_t sv_rd_u8(struct sv_rd *r)
@@ -60,20 +101,18 @@ uint8_t sv_rd_u8(struct sv_rd *r)
 	return p ? p[0] : 0;
 }
 
-uint16_t sv_rd_u16le(struct sv_rd *r)
+static uint64_t le(struct sv_rd *r, unsigned width)
 {
-	const uint8_t *p = sv_rd_bytes(r, 2);
-	return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
+	const uint8_t *p = sv_rd_bytes(r, width);
+	uint64_t v = 0;
+	for (unsigned i = 0; p && i < width; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
 }
 
-uint32_t sv_rd_u32le(struct sv_rd *r)
-{
-	const uint8_t *p = sv_rd_bytes(r, 4);
-	if (!p)
-		return 0;
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
+uint16_t sv_rd_u16le(struct sv_rd *r) { return (uint16_t)le(r, 2); }
+uint32_t sv_rd_u32le(struct sv_rd *r) { return (uint32_t)le(r, 4); }
+uint64_t sv_rd_u64le(struct sv_rd *r) { return le(r, 8); }
 
 int32_t sv_rd_i32le(struct sv_rd *r)
 {
@@ -83,11 +122,169 @@ int32_t sv_rd_i32le(struct sv_rd *r)
 	return s;
 }
 
-uint32_t sv_rd_u32be(struct sv_rd *r)
+uint64_t sv_rd_be(struct sv_rd *r, unsigned width)
 {
-	const uint8_t *p = sv_rd_bytes(r, 4);
-	if (!p)
-		return 0;
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
-	       (uint32_t)p[3];
+	const uint8_t *p = width <= 8 ? sv_rd_bytes(r, width) : NULL;
+	return p ? sv_get_be(p, width) : 0;
+}
+
+int64_t sv_rd_sbe(struct sv_rd *r, unsigned width)
+{
+	uint64_t u = sv_rd_be(r, width);
+	if (width && width < 8 && (u >> (8 * width - 1)))
+		u |= ~0ull << (8 * width);
+	int64_t s;
+	memcpy(&s, &u, sizeof s);
+	return s;
+}
+
+uint16_t sv_rd_u16be(struct sv_rd *r) { return (uint16_t)sv_rd_be(r, 2); }
+uint32_t sv_rd_u32be(struct sv_rd *r) { return (uint32_t)sv_rd_be(r, 4); }
+uint64_t sv_rd_u64be(struct sv_rd *r) { return sv_rd_be(r, 8); }
+
+float sv_rd_f32be(struct sv_rd *r)
+{
+	uint32_t u = sv_rd_u32be(r);
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+double sv_rd_f64be(struct sv_rd *r)
+{
+	uint64_t u = sv_rd_u64be(r);
+	double d;
+	memcpy(&d, &u, sizeof d);
+	return d;
+}
+
+uint64_t sv_rd_leb(struct sv_rd *r, unsigned max)
+{
+	static const char *const longer[11] = {
+		"a varint longer than 0 bytes", "a varint longer than 1 byte",
+		"a varint longer than 2 bytes", "a varint longer than 3 bytes",
+		"a varint longer than 4 bytes", "a varint longer than 5 bytes",
+		"a varint longer than 6 bytes", "a varint longer than 7 bytes",
+		"a varint longer than 8 bytes", "a varint longer than 9 bytes",
+		"a varint longer than 10 bytes",
+	};
+	size_t at = r->off;
+	uint64_t v = 0;
+	if (max > 10)
+		max = 10;
+	for (unsigned i = 0; i < max; i++) {
+		uint8_t b = sv_rd_u8(r);
+		if (!sv_rd_ok(r))
+			return 0;
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80))
+			return v;
+	}
+	sv_rd_fail_at(r, at, longer[max]);
+	return 0;
+}
+
+uint64_t sv_rd_uleb64(struct sv_rd *r)
+{
+	size_t at = r->off;
+	uint64_t v = 0;
+	for (unsigned i = 0; i < 10; i++) {
+		uint8_t b = sv_rd_u8(r);
+		if (!sv_rd_ok(r))
+			return 0;
+		if (i == 9 && b > 1)
+			break;
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80))
+			return v;
+	}
+	sv_rd_fail_at(r, at, "varint longer than 64 bits");
+	return 0;
+}
+
+int64_t sv_rd_zigzag(struct sv_rd *r)
+{
+	return sv_unzigzag(sv_rd_uleb64(r));
+}
+
+uint64_t sv_rd_vlq(struct sv_rd *r)
+{
+	size_t at = r->off;
+	uint64_t v = 0;
+	for (int i = 0; i < 10; i++) {
+		uint8_t c = sv_rd_u8(r);
+		if (!sv_rd_ok(r))
+			return 0;
+		if (i == 9 && (v >> 57)) {
+			sv_rd_fail_at(r, at, "a number larger than 64 bits");
+			return 0;
+		}
+		v = v << 7 | (c & 0x7f);
+		if (!(c & 0x80))
+			return v;
+	}
+	sv_rd_fail_at(r, at, "a number of more than 10 bytes");
+	return 0;
+}
+
+int64_t sv_rd_svlq(struct sv_rd *r)
+{
+	uint64_t u = sv_rd_vlq(r);
+	return u & 1 ? -(int64_t)(u >> 1) - 1 : (int64_t)(u >> 1);
+}
+
+int sv_rd_error(const struct sv_rd *r, struct sv_err *err, int code, const char *prefix,
+		const char *ended)
+{
+	const char *why = r->ended || !r->why ? ended : r->why;
+	if (prefix)
+		return sv_err_set(err, code, "%s: byte %zu: %s", prefix, r->fail_off, why);
+	return sv_err_set(err, code, "byte %zu: %s", r->fail_off, why);
+}
+
+unsigned sv_leb_size(uint64_t v)
+{
+	unsigned k = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		k++;
+	}
+	return k;
+}
+
+int sv_put_leb(struct sv_buf *b, uint64_t v)
+{
+	uint8_t t[10];
+	unsigned k = 0;
+	while (v >= 0x80) {
+		t[k++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	t[k++] = (uint8_t)v;
+	return sv_buf_add(b, t, k);
+}
+
+unsigned sv_vlq_size(uint64_t v)
+{
+	return sv_leb_size(v); /* the same groups of 7 bits, in the other order */
+}
+
+unsigned sv_store_vlq(uint8_t *p, uint64_t v)
+{
+	unsigned n = sv_vlq_size(v);
+	for (unsigned i = n; i-- > 0; v >>= 7)
+		p[i] = (uint8_t)((v & 0x7f) | (i < n - 1 ? 0x80 : 0));
+	return n;
+}
+
+int sv_put_vlq(struct sv_buf *b, uint64_t v)
+{
+	uint8_t t[10];
+	return sv_buf_add(b, t, sv_store_vlq(t, v));
+}
+
+int sv_put_svlq(struct sv_buf *b, int64_t v)
+{
+	uint64_t u = v < 0 ? ((uint64_t)(-(v + 1)) << 1) | 1 : (uint64_t)v << 1;
+	return sv_put_vlq(b, u);
 }

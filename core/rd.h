@@ -1,13 +1,33 @@
 /*
- * rd.h - a bounded reader over untrusted bytes.
+ * rd.h - the bounded reader: the one way formats read container bytes.
  *
- * Every read is checked against the buffer (off + n overflow-checked).  The
+ * A reader walks a buffer it does not own.  Every read is checked against
+ * the buffer (off + n overflow-checked) before a byte is touched.  The
  * first failure makes the reader sticky: later reads return zeroes and
  * sv_rd_ok() stays false, so a whole header can be read and checked once.
- * The offset of the first failure is kept for the error message.
+ * A failure keeps where it happened (fail_off), whether the bytes ran out
+ * (ended) and, for a malformed number, why; sv_rd_error() turns that into
+ * the message "PREFIX: byte N: WHY".
+ *
+ * Widths: little- and big-endian integers of 1 to 8 bytes.  Numbers of
+ * variable length, each as its format's game writes them:
+ *   LEB128     low 7 bits first, high bit "more" (protobuf, Minecraft's
+ *              VarInt/VarLong); sv_rd_leb takes at most `max` bytes and
+ *              drops bits past 64 as Java's reader does, sv_rd_uleb64 is
+ *              strict (10 bytes at most, nothing past bit 63); zigzag for
+ *              signed values (0, -1, 1, -2, ... as 0, 1, 2, 3, ...)
+ *   VLQ        Starbound's: high 7 bits first, high bit "more", at most 10
+ *              bytes and 64 bits; the signed form keeps the sign in bit 0
+ *              (v < 0: (-(v+1) << 1) | 1)
+ * The writers beside them append the same encodings to an sv_buf.
+ *
+ * Modelled on the idea of libzip's zip_buffer and libarchive's read-ahead:
+ * check once, fail sticky, never read out of bounds.
  */
 #ifndef SV_RD_H
 #define SV_RD_H
+
+#include "helpers.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,32 +37,103 @@ struct sv_rd {
 	const uint8_t *p;
 	size_t len;
 	size_t off;
-	size_t fail_off; /* where the first failed read started */
+	size_t fail_off;  /* where the first failure happened */
 	bool bad;
+	bool ended;       /* it failed because the bytes ran out */
+	const char *why;  /* the reason of a failure that is not an end */
 };
 
 void sv_rd_init(struct sv_rd *r, const void *p, size_t len);
+/* A reader over p[0..len) that starts at off (fails at once past len). */
+void sv_rd_init_at(struct sv_rd *r, const void *p, size_t len, size_t off);
 /* True if every read so far was in bounds. */
 static inline bool sv_rd_ok(const struct sv_rd *r) { return !r->bad; }
 /* Bytes left after the current offset (0 once failed). */
 size_t sv_rd_left(const struct sv_rd *r);
 /* Moves to an absolute offset; fails (sticky) past the end. */
 void sv_rd_seek(struct sv_rd *r, size_t off);
+/* True if n more bytes are there; else fails (sticky, ended) here,
+ * without moving: for a record whose parts are read after one check. */
+bool sv_rd_need(struct sv_rd *r, size_t n);
+/* Fails here with a reason (a value the format refuses); the first
+ * failure is the one kept. */
+void sv_rd_fail(struct sv_rd *r, const char *why);
+/* The same at an earlier offset (the start of the value). */
+void sv_rd_fail_at(struct sv_rd *r, size_t at, const char *why);
 /* Returns a pointer to the next n bytes and advances, or NULL (sticky). */
 const uint8_t *sv_rd_bytes(struct sv_rd *r, size_t n);
+/* Copies the next n bytes into out (zeroes on failure). */
+void sv_rd_copy(struct sv_rd *r, void *out, size_t n);
+
 uint8_t sv_rd_u8(struct sv_rd *r);
+uint16_t sv_rd_u16le(struct sv_rd *r);
 uint32_t sv_rd_u32le(struct sv_rd *r);
 int32_t sv_rd_i32le(struct sv_rd *r);
-uint16_t sv_rd_u16le(struct sv_rd *r);
+uint64_t sv_rd_u64le(struct sv_rd *r);
+uint16_t sv_rd_u16be(struct sv_rd *r);
 uint32_t sv_rd_u32be(struct sv_rd *r);
+uint64_t sv_rd_u64be(struct sv_rd *r);
+/* A big-endian unsigned integer of width bytes (1 to 8). */
+uint64_t sv_rd_be(struct sv_rd *r, unsigned width);
+/* The same, sign-extended from its width. */
+int64_t sv_rd_sbe(struct sv_rd *r, unsigned width);
+/* IEEE floats stored big-endian. */
+float sv_rd_f32be(struct sv_rd *r);
+double sv_rd_f64be(struct sv_rd *r);
 
-/* Little-endian stores for writers. */
+/* LEB128 of at most max bytes (1 to 10); more fails with "a varint
+ * longer than MAX bytes" at its start. */
+uint64_t sv_rd_leb(struct sv_rd *r, unsigned max);
+/* LEB128 that must fit 64 bits: "a varint longer than 64 bits". */
+uint64_t sv_rd_uleb64(struct sv_rd *r);
+/* Zigzag LEB128 (sv_rd_uleb64, then unzigzagged). */
+int64_t sv_rd_zigzag(struct sv_rd *r);
+/* Starbound's VLQ: "a number larger than 64 bits", "a number of more
+ * than 10 bytes". */
+uint64_t sv_rd_vlq(struct sv_rd *r);
+int64_t sv_rd_svlq(struct sv_rd *r);
+
+/* Fills err with code (a negative errno) and "PREFIX: byte N: WHY" (no
+ * "PREFIX: " when prefix is NULL), WHY being the failure's reason, or
+ * `ended` when the bytes ran out.  Returns code. */
+int sv_rd_error(const struct sv_rd *r, struct sv_err *err, int code, const char *prefix,
+		const char *ended);
+
+static inline int64_t sv_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+static inline uint64_t sv_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* Writers: 0 or -ENOMEM. */
+int sv_put_leb(struct sv_buf *b, uint64_t v);
+/* The bytes sv_put_leb writes for v. */
+unsigned sv_leb_size(uint64_t v);
+int sv_put_vlq(struct sv_buf *b, uint64_t v);
+int sv_put_svlq(struct sv_buf *b, int64_t v);
+/* The bytes sv_put_vlq writes for v. */
+unsigned sv_vlq_size(uint64_t v);
+/* Stores the VLQ of v at p (room for sv_vlq_size(v) bytes); its size. */
+unsigned sv_store_vlq(uint8_t *p, uint64_t v);
+
+/* Fixed-width stores for writers. */
 static inline void sv_put_u32le(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
 	p[2] = (uint8_t)(v >> 16);
 	p[3] = (uint8_t)(v >> 24);
+}
+static inline void sv_put_be(uint8_t *p, uint64_t v, unsigned width)
+{
+	for (unsigned i = 0; i < width; i++)
+		p[i] = (uint8_t)(v >> (8 * (width - 1 - i)));
+}
+/* Reads a big-endian integer of width bytes from memory the caller has
+ * checked already (a block read whole, a key of known size). */
+static inline uint64_t sv_get_be(const uint8_t *p, unsigned width)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < width; i++)
+		v = v << 8 | p[i];
+	return v;
 }
 
 #endif

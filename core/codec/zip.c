@@ -88,12 +88,6 @@ static int bad(struct sv_err *err, uint64_t at, const char *fmt, ...)
 	return sv_err_set(err, -EBADMSG, "zip: byte %" PRIu64 ": %s", at, what);
 }
 
-static uint64_t rd_u64(struct sv_rd *r)
-{
-	uint64_t lo = sv_rd_u32le(r);
-	return lo | (uint64_t)sv_rd_u32le(r) << 32;
-}
-
 /* ---- reading ---------------------------------------------------------------- */
 
 /* Finds the end record in tail[0..n): the last signature whose comment ends
@@ -159,11 +153,11 @@ static int parse_central(struct sv_rd *r, uint64_t cd_off, size_t i,
 		struct sv_rd y;
 		sv_rd_init(&y, d, len);
 		if (e->usize == MARK32)
-			e->usize = rd_u64(&y);
+			e->usize = sv_rd_u64le(&y);
 		if (e->csize == MARK32)
-			e->csize = rd_u64(&y);
+			e->csize = sv_rd_u64le(&y);
 		if (e->lho == MARK32)
-			e->lho = rd_u64(&y);
+			e->lho = sv_rd_u64le(&y);
 		if (!sv_rd_ok(&y))
 			return bad(err, at,
 				   "central directory record %zu: zip64 extra field too short",
@@ -213,7 +207,7 @@ static int read_end(sv_zip_read_fn rd, void *arg, uint64_t size, const uint8_t *
 	if (sv_rd_u32le(&r) != SIG_LOC64)
 		return 0;
 	sv_rd_u32le(&r); /* disk */
-	uint64_t e64 = rd_u64(&r);
+	uint64_t e64 = sv_rd_u64le(&r);
 	if (loc < END64_LEN || e64 > loc - END64_LEN)
 		return bad(err, loc, "zip64 end record locator points outside the file");
 	if ((rc = rd(arg, e64, buf, END64_LEN, err)))
@@ -222,9 +216,9 @@ static int read_end(sv_zip_read_fn rd, void *arg, uint64_t size, const uint8_t *
 	if (sv_rd_u32le(&r) != SIG_END64)
 		return bad(err, e64, "zip64 end record: bad signature");
 	sv_rd_seek(&r, 32);
-	d->n = rd_u64(&r);
-	d->size = rd_u64(&r);
-	d->off = rd_u64(&r);
+	d->n = sv_rd_u64le(&r);
+	d->size = sv_rd_u64le(&r);
+	d->off = sv_rd_u64le(&r);
 	d->rec = e64;
 	return 0;
 }
@@ -827,11 +821,12 @@ static int window_data_offset(struct hdr_window *wn, const struct sv_zip_entry *
 		wn->off = e->lho;
 		wn->len = n;
 	}
-	const uint8_t *h = wn->buf + (e->lho - wn->off);
-	uint32_t sig = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-		       (uint32_t)h[3] << 24;
-	uint64_t data = e->lho + LOCAL_LEN + (uint64_t)(h[26] | h[27] << 8) +
-			(uint64_t)(h[28] | h[29] << 8);
+	struct sv_rd h;
+	sv_rd_init_at(&h, wn->buf, wn->len, (size_t)(e->lho - wn->off));
+	uint32_t sig = sv_rd_u32le(&h);
+	sv_rd_seek(&h, h.off + 22);
+	uint64_t data = e->lho + LOCAL_LEN + sv_rd_u16le(&h);
+	data += sv_rd_u16le(&h);
 	if (sig != SIG_LOCAL || data > size || e->csize > size - data)
 		return sv_zip_data_offset(e, rd, arg, size, off, err);
 	*off = data;

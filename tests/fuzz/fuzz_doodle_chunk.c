@@ -31,6 +31,7 @@
  * doodle-chunk-json-key-past-int32): a run can then look for other bugs.
  */
 #include "fmt/sketchy/doodle.h"
+#include "rd.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -247,9 +248,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc >= 0 || !err.msg[0])
 			fail("a refused chunk does not say why");
 	} else {
-		size_t pos = 0;
-		uint64_t type = 0;
-		sv_doodle_uvarint(p, n, &pos, &type);
+		struct sv_rd r;
+		sv_rd_init(&r, p, n);
+		uint64_t type = sv_rd_uleb64(&r);
 		check_grid(&g, npal, cx, cy, type, &q);
 	}
 	sv_doodle_grid_fini(&g);

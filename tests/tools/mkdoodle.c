@@ -53,6 +53,7 @@
  * exit 2 on bad arguments.
  */
 #include "fmt/sketchy/doodle.h"
+#include "rd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -228,11 +229,11 @@ static int map_encode(const struct sv_doodle_grid *g, uint64_t *s, struct sv_buf
 	for (size_t k = 0; k < n && !rc; k++) {
 		int64_t x = g->x0 + (int64_t)(at[k] % g->size);
 		int64_t y = g->y0 + (int64_t)(at[k] / g->size);
-		rc = sv_doodle_put_uvarint(out, sv_doodle_zigzag(x));
+		rc = sv_put_leb(out, sv_zigzag(x));
 		if (!rc)
-			rc = sv_doodle_put_uvarint(out, sv_doodle_zigzag(y));
+			rc = sv_put_leb(out, sv_zigzag(y));
 		if (!rc)
-			rc = sv_doodle_put_uvarint(out, g->px[at[k]]);
+			rc = sv_put_leb(out, g->px[at[k]]);
 	}
 	free(at);
 	return rc;
@@ -243,7 +244,7 @@ static int bin_encode(const struct opts *o, const struct sv_doodle_grid *g, enum
 		      uint64_t *s, struct sv_buf *out)
 {
 	if (f == F_MAP) {
-		int rc = sv_doodle_put_uvarint(out, 0);
+		int rc = sv_put_leb(out, 0);
 		return rc ? rc : map_encode(g, s, out);
 	}
 	size_t start = out->len;
@@ -253,7 +254,7 @@ static int bin_encode(const struct opts *o, const struct sv_doodle_grid *g, enum
 	/* Drop the final pair: uvarint(last index) and the run 01. */
 	struct sv_buf last;
 	sv_buf_init(&last);
-	rc = sv_doodle_put_uvarint(&last, g->px[(size_t)g->size * g->size - 1]);
+	rc = sv_put_leb(&last, g->px[(size_t)g->size * g->size - 1]);
 	size_t drop = last.len + 1;
 	sv_buf_fini(&last);
 	if (!rc && out->len - start > drop && out->p[out->len - 1] == 1)

@@ -32,6 +32,7 @@
  */
 #include "fmt/recording/nbt.h"
 #include "fmt/recording/rcevents.h"
+#include "rd.h"
 #include "savefs.h"
 
 #include <errno.h>
@@ -99,13 +100,13 @@ static void be(struct sv_buf *b, uint64_t v, int n)
 
 static void vi(struct sv_buf *b, int32_t v)
 {
-	if (sv_rc_put_varint(b, v))
+	if (sv_put_leb(b, (uint32_t)v))
 		die("out of memory");
 }
 
 static void vl(struct sv_buf *b, int64_t v)
 {
-	if (sv_rc_put_varlong(b, v))
+	if (sv_put_leb(b, (uint64_t)v))
 		die("out of memory");
 }
 

@@ -7,6 +7,7 @@
  */
 #include "fmt/recording/nbt.h"
 #include "fmt/recording/rcevents.h"
+#include "rd.h"
 #include "t.h"
 
 #include <errno.h>
@@ -237,18 +238,20 @@ static void varints_and_renumber(void)
 	sv_buf_init(&b);
 	static const int32_t vals[] = {0, 1, 127, 128, 300, -1, INT32_MAX, INT32_MIN};
 	for (size_t i = 0; i < sizeof vals / sizeof *vals; i++)
-		T_INT(0, sv_rc_put_varint(&b, vals[i]));
-	size_t off = 0;
-	for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
-		int32_t v;
-		T_INT(0, sv_rc_varint(b.p, b.len, &off, &v));
-		T_INT(vals[i], v);
-	}
-	T_UINT(b.len, off);
+		T_INT(0, sv_put_leb(&b, (uint32_t)vals[i]));
+	struct sv_rd r;
+	sv_rd_init(&r, b.p, b.len);
+	for (size_t i = 0; i < sizeof vals / sizeof *vals; i++)
+		T_INT(vals[i], sv_rc_varint(&r));
+	T_OK(sv_rd_ok(&r));
+	T_UINT(b.len, r.off);
+	/* Six bytes are one too many for a VarInt. */
 	static const uint8_t six[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
-	int32_t v;
-	off = 0;
-	T_INT(-1, sv_rc_varint(six, sizeof six, &off, &v));
+	sv_rd_init(&r, six, sizeof six);
+	T_INT(0, sv_rc_varint(&r));
+	T_OK(!sv_rd_ok(&r));
+	T_STR("a varint longer than 5 bytes", r.why);
+	T_UINT(0, r.fail_off);
 	sv_buf_fini(&b);
 	/* Ticks 200 and 201 (a spawn, then nothing) become 100 and 101. */
 	static const uint8_t pay[] = {0xc8, 0x01, 0, 1, 9, 5, 0xc9, 0x01, 0, 0};

@@ -79,7 +79,7 @@ static void vlq(void)
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		struct sv_buf b;
 		sv_buf_init(&b);
-		T_INT(0, sv_vlq_put(&b, cases[i].v));
+		T_INT(0, sv_put_vlq(&b, cases[i].v));
 		T_UINT(cases[i].n, b.len);
 		T_MEM(cases[i].bytes, b.p, cases[i].n);
 		struct sv_rd r;
@@ -96,8 +96,8 @@ static void vlq(void)
 		struct sv_buf b, u;
 		sv_buf_init(&b);
 		sv_buf_init(&u);
-		T_INT(0, sv_svlq_put(&b, s[i]));
-		T_INT(0, sv_vlq_put(&u, su[i]));
+		T_INT(0, sv_put_svlq(&b, s[i]));
+		T_INT(0, sv_put_vlq(&u, su[i]));
 		T_UINT(u.len, b.len);
 		T_MEM(u.p, b.p, u.len);
 		struct sv_rd r;

@@ -8,6 +8,7 @@
  * every string reads back as it was.
  */
 #include "nbt.h"
+#include "rd.h"
 
 #include <errno.h>
 #include <float.h>
@@ -149,49 +150,28 @@ static int to_mutf8(const char *s, size_t n, struct sv_buf *out)
 
 /* ---- binary ------------------------------------------------------------- */
 
-struct bin {
-	const uint8_t *p;
-	size_t n, off;
-	struct sv_err *err;
-};
-
-static int bad(struct bin *r, const char *what)
+/* A failure's message: where it happened and what failed. */
+static int bad(struct sv_rd *r, struct sv_err *err)
 {
-	return sv_err_set(r->err, -EBADMSG, "nbt: byte %zu: %s", r->off, what);
+	return sv_rd_error(r, err, -EBADMSG, "nbt", "the value ends early");
 }
 
-static int need(struct bin *r, size_t k)
+static int read_string(struct sv_rd *r, char **s, size_t *len, struct sv_err *err)
 {
-	if (r->n - r->off < k)
-		return bad(r, "the value ends early");
-	return 0;
-}
-
-static uint64_t be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static int read_string(struct bin *r, char **s, size_t *len)
-{
-	if (need(r, 2))
-		return -EBADMSG;
-	size_t n = (size_t)be(r->p + r->off, 2);
-	r->off += 2;
-	if (need(r, n))
-		return -EBADMSG;
+	size_t n = sv_rd_u16be(r);
+	const uint8_t *p = sv_rd_bytes(r, n);
+	if (!p)
+		return bad(r, err);
 	struct sv_buf b;
 	sv_buf_init(&b);
-	int rc = from_mutf8(r->p + r->off, n, &b);
+	int rc = from_mutf8(p, n, &b);
 	if (rc) {
 		sv_buf_fini(&b);
-		return rc == -ENOMEM ? sv_err_set(r->err, -ENOMEM, "out of memory")
-				     : bad(r, "a string is not modified UTF-8");
+		if (rc == -ENOMEM)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		sv_rd_fail_at(r, r->off - n, "a string is not modified UTF-8");
+		return bad(r, err);
 	}
-	r->off += n;
 	*s = (char *)b.p;
 	*len = b.len - 1;
 	return 0;
@@ -205,118 +185,105 @@ static size_t min_size(uint8_t t)
 	return t < 13 ? sz[t] : 1;
 }
 
-static int read_payload(struct bin *r, uint8_t type, struct sv_nbt *v, int depth);
+static int read_payload(struct sv_rd *r, uint8_t type, struct sv_nbt *v, int depth,
+			struct sv_err *err);
 
-static int read_kids(struct bin *r, struct sv_nbt *v, uint8_t type, int64_t count, int depth)
+static int read_kids(struct sv_rd *r, struct sv_nbt *v, uint8_t type, int64_t count, int depth,
+		     struct sv_err *err)
 {
-	if (count < 0)
-		return bad(r, "a negative count");
 	size_t ms = min_size(type);
-	if (ms && (uint64_t)count > (r->n - r->off) / ms)
-		return bad(r, "a count larger than the bytes left");
-	if (!count)
-		return 0;
+	if (count < 0)
+		sv_rd_fail(r, "a negative count");
+	else if (ms && (uint64_t)count > sv_rd_left(r) / ms)
+		sv_rd_fail(r, "a count larger than the bytes left");
+	if (!sv_rd_ok(r) || count <= 0)
+		return sv_rd_ok(r) ? 0 : bad(r, err);
 	v->kids = calloc((size_t)count, sizeof *v->kids);
 	if (!v->kids)
-		return sv_err_set(r->err, -ENOMEM, "out of memory");
+		return sv_err_set(err, -ENOMEM, "out of memory");
 	for (int64_t i = 0; i < count; i++) {
 		v->nkids++;
-		int rc = read_payload(r, type, &v->kids[i], depth + 1);
+		int rc = read_payload(r, type, &v->kids[i], depth + 1, err);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-static int read_payload(struct bin *r, uint8_t type, struct sv_nbt *v, int depth)
+static int read_payload(struct sv_rd *r, uint8_t type, struct sv_nbt *v, int depth,
+			struct sv_err *err)
 {
-	static const int width[7] = {0, 1, 2, 4, 8, 4, 8};
+	static const unsigned width[7] = {0, 1, 2, 4, 8, 4, 8};
 	v->type = type;
-	if (depth > SV_NBT_MAX_DEPTH)
-		return bad(r, "nested deeper than 512");
+	if (depth > SV_NBT_MAX_DEPTH) {
+		sv_rd_fail(r, "nested deeper than 512");
+		return bad(r, err);
+	}
 	switch (type) {
 	case SV_NBT_BYTE:
 	case SV_NBT_SHORT:
 	case SV_NBT_INT:
-	case SV_NBT_LONG: {
-		int w = width[type];
-		if (need(r, (size_t)w))
-			return -EBADMSG;
-		uint64_t u = be(r->p + r->off, w);
-		r->off += (size_t)w;
-		if (w < 8 && (u >> (8 * w - 1)))
-			u |= ~0ull << (8 * w);
-		v->v.i = (int64_t)u;
-		return 0;
-	}
-	case SV_NBT_FLOAT: {
-		if (need(r, 4))
-			return -EBADMSG;
-		uint32_t u = (uint32_t)be(r->p + r->off, 4);
-		memcpy(&v->v.f, &u, 4);
-		r->off += 4;
-		return 0;
-	}
-	case SV_NBT_DOUBLE: {
-		if (need(r, 8))
-			return -EBADMSG;
-		uint64_t u = be(r->p + r->off, 8);
-		memcpy(&v->v.d, &u, 8);
-		r->off += 8;
-		return 0;
-	}
+	case SV_NBT_LONG:
+		v->v.i = sv_rd_sbe(r, width[type]);
+		return sv_rd_ok(r) ? 0 : bad(r, err);
+	case SV_NBT_FLOAT:
+		v->v.f = sv_rd_f32be(r);
+		return sv_rd_ok(r) ? 0 : bad(r, err);
+	case SV_NBT_DOUBLE:
+		v->v.d = sv_rd_f64be(r);
+		return sv_rd_ok(r) ? 0 : bad(r, err);
 	case SV_NBT_STRING:
-		return read_string(r, &v->v.s.p, &v->v.s.n);
+		return read_string(r, &v->v.s.p, &v->v.s.n, err);
 	case SV_NBT_BYTES:
 	case SV_NBT_INTS:
 	case SV_NBT_LONGS: {
-		if (need(r, 4))
-			return -EBADMSG;
-		int32_t n = (int32_t)be(r->p + r->off, 4);
-		r->off += 4;
+		int32_t n = (int32_t)sv_rd_u32be(r);
+		if (!sv_rd_ok(r))
+			return bad(r, err);
 		uint8_t et = type == SV_NBT_BYTES ? SV_NBT_BYTE :
 			     type == SV_NBT_INTS ? SV_NBT_INT : SV_NBT_LONG;
 		v->elem = et;
-		return read_kids(r, v, et, n, depth);
+		return read_kids(r, v, et, n, depth, err);
 	}
 	case SV_NBT_LIST: {
-		if (need(r, 5))
-			return -EBADMSG;
-		uint8_t et = r->p[r->off];
-		int32_t n = (int32_t)be(r->p + r->off + 1, 4);
+		if (!sv_rd_need(r, 5))
+			return bad(r, err);
+		size_t at = r->off;
+		uint8_t et = sv_rd_u8(r);
+		int32_t n = (int32_t)sv_rd_u32be(r);
 		if (et > SV_NBT_LONGS)
-			return bad(r, "a list of an unknown tag type");
-		if (et == SV_NBT_END && n > 0)
-			return bad(r, "a list of end tags that is not empty");
-		r->off += 5;
+			sv_rd_fail_at(r, at, "a list of an unknown tag type");
+		else if (et == SV_NBT_END && n > 0)
+			sv_rd_fail_at(r, at, "a list of end tags that is not empty");
+		if (!sv_rd_ok(r))
+			return bad(r, err);
 		v->elem = et;
-		return read_kids(r, v, et, n < 0 && et == SV_NBT_END ? 0 : n, depth);
+		return read_kids(r, v, et, n < 0 && et == SV_NBT_END ? 0 : n, depth, err);
 	}
 	case SV_NBT_COMPOUND: {
 		size_t cap = 0;
 		for (;;) {
-			if (need(r, 1))
-				return -EBADMSG;
-			uint8_t t = r->p[r->off];
-			if (t == SV_NBT_END) {
-				r->off++;
+			uint8_t t = sv_rd_u8(r);
+			if (!sv_rd_ok(r))
+				return bad(r, err);
+			if (t == SV_NBT_END)
 				return 0;
+			if (t > SV_NBT_LONGS) {
+				sv_rd_fail_at(r, r->off - 1, "an unknown tag type");
+				return bad(r, err);
 			}
-			if (t > SV_NBT_LONGS)
-				return bad(r, "an unknown tag type");
-			r->off++;
 			if (v->nkids == cap) {
 				cap = cap ? cap * 2 : 4;
 				struct sv_nbt *k = realloc(v->kids, cap * sizeof *k);
 				if (!k)
-					return sv_err_set(r->err, -ENOMEM, "out of memory");
+					return sv_err_set(err, -ENOMEM, "out of memory");
 				v->kids = k;
 			}
 			struct sv_nbt *m = &v->kids[v->nkids++];
 			memset(m, 0, sizeof *m);
-			int rc = read_string(r, &m->name, &m->name_len);
+			int rc = read_string(r, &m->name, &m->name_len, err);
 			if (!rc)
-				rc = read_payload(r, t, m, depth + 1);
+				rc = read_payload(r, t, m, depth + 1, err);
 			if (rc)
 				return rc;
 		}
@@ -324,16 +291,23 @@ static int read_payload(struct bin *r, uint8_t type, struct sv_nbt *v, int depth
 	case SV_NBT_END:
 		return 0;
 	}
-	return bad(r, "an unknown tag type");
+	sv_rd_fail(r, "an unknown tag type");
+	return bad(r, err);
 }
 
 static int read_at(const uint8_t *p, size_t n, size_t off, uint8_t type,
 		   struct sv_nbt *out, size_t *used, struct sv_err *err)
 {
-	struct bin r = {p, n, off, err};
+	struct sv_rd r;
+	sv_rd_init_at(&r, p, n, off);
 	memset(out, 0, sizeof *out);
-	int rc = type > SV_NBT_LONGS ? bad(&r, "an unknown tag type")
-				     : read_payload(&r, type, out, 0);
+	int rc;
+	if (type > SV_NBT_LONGS) {
+		sv_rd_fail(&r, "an unknown tag type");
+		rc = bad(&r, err);
+	} else {
+		rc = read_payload(&r, type, out, 0, err);
+	}
 	if (rc) {
 		sv_nbt_fini(out);
 		return rc;
@@ -360,8 +334,7 @@ int sv_nbt_read(const uint8_t *p, size_t n, struct sv_nbt *out, size_t *used,
 static int put_be(struct sv_buf *b, uint64_t v, int n)
 {
 	uint8_t t[8];
-	for (int i = 0; i < n; i++)
-		t[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+	sv_put_be(t, v, (unsigned)n);
 	return sv_buf_add(b, t, (size_t)n);
 }
 

@@ -26,6 +26,7 @@
 #include "rcevents.h"
 
 #include "nbt.h"
+#include "rd.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,71 +36,15 @@
 
 /* ---- primitives --------------------------------------------------------- */
 
-/* LEB128, low group first, at most `limit` bytes. */
-static int leb(const uint8_t *p, size_t n, size_t *off, int limit, uint64_t *out)
+/* VarInt and VarLong: LEB128 of at most 5 and 10 bytes (rd.h). */
+int32_t sv_rc_varint(struct sv_rd *r)
 {
-	uint64_t v = 0;
-	for (int i = 0; i < limit; i++) {
-		if (*off >= n)
-			return -1;
-		uint8_t b = p[(*off)++];
-		v |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -1;
+	return (int32_t)(uint32_t)sv_rd_leb(r, 5);
 }
 
-int sv_rc_varint(const uint8_t *p, size_t n, size_t *off, int32_t *out)
+int64_t sv_rc_varlong(struct sv_rd *r)
 {
-	uint64_t v;
-	if (leb(p, n, off, 5, &v))
-		return -1;
-	*out = (int32_t)(uint32_t)v;
-	return 0;
-}
-
-int sv_rc_varlong(const uint8_t *p, size_t n, size_t *off, int64_t *out)
-{
-	uint64_t v;
-	if (leb(p, n, off, 10, &v))
-		return -1;
-	*out = (int64_t)v;
-	return 0;
-}
-
-static int put_leb(struct sv_buf *b, uint64_t u)
-{
-	uint8_t t[10];
-	size_t k = 0;
-	do {
-		t[k] = (uint8_t)(u & 0x7f);
-		u >>= 7;
-		if (u)
-			t[k] |= 0x80;
-		k++;
-	} while (u);
-	return sv_buf_add(b, t, k);
-}
-
-int sv_rc_put_varint(struct sv_buf *b, int32_t v)
-{
-	return put_leb(b, (uint32_t)v);
-}
-
-int sv_rc_put_varlong(struct sv_buf *b, int64_t v)
-{
-	return put_leb(b, (uint64_t)v);
-}
-
-static uint64_t be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
+	return (int64_t)sv_rd_leb(r, 10);
 }
 
 /* ---- one event ---------------------------------------------------------- */
@@ -149,63 +94,61 @@ static void event_fini(struct event *e)
 	e->nslots = 0;
 }
 
-struct rd {
-	const uint8_t *p;
-	size_t n, off;
-	const char *why; /* the first failure */
-};
+/* Reads of an event: a failure's reason is the first one, told the way
+ * the rest of the view tells it. */
+static const char cut_short[] = "the event is cut short";
 
-static int32_t vi(struct rd *r)
+/* The read just made is the first to fail: say what failed. */
+static void say(struct sv_rd *r, bool was_ok, const char *why)
 {
-	int32_t v = 0;
-	if (!r->why && sv_rc_varint(r->p, r->n, &r->off, &v))
-		r->why = "a VarInt that is malformed or cut short";
-	return v;
-}
-
-static int64_t vl(struct rd *r)
-{
-	int64_t v = 0;
-	if (!r->why && sv_rc_varlong(r->p, r->n, &r->off, &v))
-		r->why = "a VarLong that is malformed or cut short";
-	return v;
-}
-
-static uint64_t fixed(struct rd *r, int k)
-{
-	if (r->why)
-		return 0;
-	if (r->n - r->off < (size_t)k) {
-		r->why = "the event is cut short";
-		r->off = r->n;
-		return 0;
+	if (was_ok && !sv_rd_ok(r)) {
+		r->ended = false;
+		r->why = why;
 	}
-	uint64_t v = be(r->p + r->off, k);
-	r->off += (size_t)k;
+}
+
+/* The reason of the reader's failure. */
+static const char *why_failed(const struct sv_rd *r)
+{
+	return r->ended || !r->why ? cut_short : r->why;
+}
+
+static int32_t vi(struct sv_rd *r)
+{
+	bool ok = sv_rd_ok(r);
+	int32_t v = sv_rc_varint(r);
+	say(r, ok, "a VarInt that is malformed or cut short");
 	return v;
 }
 
-static double f64(struct rd *r)
+static int64_t vl(struct sv_rd *r)
 {
-	uint64_t u = fixed(r, 8);
-	double d;
-	memcpy(&d, &u, 8);
-	return d;
+	bool ok = sv_rd_ok(r);
+	int64_t v = sv_rc_varlong(r);
+	say(r, ok, "a VarLong that is malformed or cut short");
+	return v;
 }
 
-static float f32(struct rd *r)
+static uint64_t fixed(struct sv_rd *r, unsigned k)
 {
-	uint32_t u = (uint32_t)fixed(r, 4);
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
+	return sv_rd_be(r, k);
 }
 
-static void lp_vector(struct rd *r, double *x, double *y, double *z)
+static double f64(struct sv_rd *r)
+{
+	return sv_rd_f64be(r);
+}
+
+static float f32(struct sv_rd *r)
+{
+	return sv_rd_f32be(r);
+}
+
+static void lp_vector(struct sv_rd *r, double *x, double *y, double *z)
 {
 	*x = *y = *z = 0;
 	uint64_t a = fixed(r, 1);
-	if (r->why || !a)
+	if (!sv_rd_ok(r) || !a)
 		return;
 	uint64_t b = fixed(r, 1), c = fixed(r, 4);
 	uint64_t packed = c << 16 | b << 8 | a;
@@ -225,21 +168,19 @@ static void lp_vector(struct rd *r, double *x, double *y, double *z)
 	*z = v[2];
 }
 
-static double coord(struct rd *r)
+static double coord(struct sv_rd *r)
 {
-	uint64_t u = (uint64_t)vl(r);
-	int64_t q = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-	return (double)q / 4096.0;
+	return (double)sv_unzigzag((uint64_t)vl(r)) / 4096.0;
 }
 
-static float angle(struct rd *r)
+static float angle(struct sv_rd *r)
 {
 	int16_t s = (int16_t)fixed(r, 2);
 	return (float)(s / (65536 / 360.0));
 }
 
-/* Reads the body of event `kind`; r->why set on failure. */
-static void body(struct rd *r, int kind, struct event *e)
+/* Reads the body of event `kind`; the reader fails with the reason. */
+static void body(struct sv_rd *r, int kind, struct event *e)
 {
 	e->kind = kind;
 	switch (kind) {
@@ -284,30 +225,30 @@ static void body(struct rd *r, int kind, struct event *e)
 	case E_ITEM: {
 		e->entity = vi(r);
 		int32_t n = vi(r);
-		if (r->why)
+		if (!sv_rd_ok(r))
 			break;
-		if (n < 0 || (size_t)n > (r->n - r->off) / 2) {
-			r->why = "a slot count larger than the bytes left";
+		if (n < 0 || (size_t)n > sv_rd_left(r) / 2) {
+			sv_rd_fail(r, "a slot count larger than the bytes left");
 			break;
 		}
 		e->slots = calloc((size_t)n ? (size_t)n : 1, sizeof *e->slots);
 		if (!e->slots) {
-			r->why = "out of memory";
+			sv_rd_fail(r, "out of memory");
 			break;
 		}
-		for (int32_t i = 0; i < n && !r->why; i++) {
+		for (int32_t i = 0; i < n && sv_rd_ok(r); i++) {
 			struct slot *s = &e->slots[e->nslots];
 			s->slot = vi(r);
-			if (r->why)
+			if (!sv_rd_ok(r))
 				break;
 			size_t used;
 			struct sv_err err;
-			if (sv_nbt_read(r->p + r->off, r->n - r->off, &s->item, &used, &err)) {
-				r->why = "an item's NBT is malformed";
+			if (sv_nbt_read(r->p + r->off, sv_rd_left(r), &s->item, &used, &err)) {
+				sv_rd_fail(r, "an item's NBT is malformed");
 				break;
 			}
 			e->nslots++;
-			r->off += used;
+			sv_rd_bytes(r, used);
 		}
 		break;
 	}
@@ -324,15 +265,14 @@ static void body(struct rd *r, int kind, struct event *e)
 		break;
 	case E_CP_REACHED: {
 		int32_t n = vi(r);
-		if (r->why)
+		if (!sv_rd_ok(r))
 			break;
-		if (n < 0 || (size_t)n > r->n - r->off) {
-			r->why = "a string longer than the bytes left";
+		if (n < 0 || (size_t)n > sv_rd_left(r)) {
+			sv_rd_fail(r, "a string longer than the bytes left");
 			break;
 		}
-		e->str = r->p + r->off;
 		e->strn = (size_t)n;
-		r->off += (size_t)n;
+		e->str = sv_rd_bytes(r, e->strn);
 		e->time = vl(r);
 		break;
 	}
@@ -357,50 +297,61 @@ static int table_size(int table)
 static const char bad_id[] = "an event id the event table does not have";
 
 struct walker {
-	struct rd r;
+	struct sv_rd r;
 	int table;
 	uint32_t tick;   /* the current tick record's */
 	int remaining;   /* its events not yet read */
 	bool in_tick;
+	size_t at;       /* where the record or event being read starts */
+	const char *why; /* after a stop: why (the reader is back at `at`) */
 };
 
+static void walker_init(struct walker *w, const uint8_t *p, size_t n, int table)
+{
+	memset(w, 0, sizeof *w);
+	sv_rd_init(&w->r, p, n);
+	w->table = table;
+}
+
+/* Stops at w->at with the reader's reason; the reader reads on from there
+ * (what is left is shown raw). */
+static int stop(struct walker *w)
+{
+	w->why = why_failed(&w->r);
+	sv_rd_init_at(&w->r, w->r.p, w->r.len, w->at);
+	return -1;
+}
+
 /* 1: an event in *e (or a new tick: e->kind == -1, tick and count set);
- * 0: the end; -1: stopped (r.why says why, at r.off). */
+ * 0: the end; -1: stopped (w->why says why, at w->at). */
 static int next(struct walker *w, struct event *e, int *count, int32_t *id)
 {
 	memset(e, 0, sizeof *e);
-	struct rd *r = &w->r;
+	struct sv_rd *r = &w->r;
+	w->at = r->off;
 	if (!w->remaining) {
-		if (r->off >= r->n)
+		if (!sv_rd_left(r))
 			return 0;
 		int32_t t = vi(r);
 		int16_t c = (int16_t)fixed(r, 2);
-		if (r->why)
-			return -1;
-		if (t < 0 || c < 0) {
-			r->why = t < 0 ? "a negative tick" : "a negative event count";
-			return -1;
-		}
+		if (sv_rd_ok(r) && (t < 0 || c < 0))
+			sv_rd_fail(r, t < 0 ? "a negative tick" : "a negative event count");
+		if (!sv_rd_ok(r))
+			return stop(w);
 		w->tick = (uint32_t)t;
 		w->remaining = c;
 		*count = c;
 		e->kind = -1;
 		return 1;
 	}
-	size_t at = r->off;
 	*id = vi(r);
-	if (r->why)
-		return -1;
-	if (*id < 0 || *id >= table_size(w->table)) {
-		r->off = at;
-		r->why = bad_id;
-		return -1;
-	}
-	body(r, *id, e);
-	if (r->why) {
+	if (sv_rd_ok(r) && (*id < 0 || *id >= table_size(w->table)))
+		sv_rd_fail(r, bad_id);
+	if (sv_rd_ok(r))
+		body(r, *id, e);
+	if (!sv_rd_ok(r)) {
 		event_fini(e);
-		r->off = at;
-		return -1;
+		return stop(w);
 	}
 	w->remaining--;
 	return 1;
@@ -550,7 +501,7 @@ int sv_rc_ts_new(int table, size_t max, sv_rc_fill_fn fill, void *arg, struct sv
 		free(ts);
 		return -ENOMEM;
 	}
-	ts->w = (struct walker){{ts->buf, 0, 0, NULL}, table, 0, 0, false};
+	walker_init(&ts->w, NULL, 0, table); /* the window is filled on first use */
 	ts->fill = fill;
 	ts->arg = arg;
 	*out = ts;
@@ -561,7 +512,7 @@ int sv_rc_ts_new(int table, size_t max, sv_rc_fill_fn fill, void *arg, struct sv
 static void ts_mem(struct sv_rc_ts *ts, const uint8_t *p, size_t n, int table)
 {
 	memset(ts, 0, sizeof *ts);
-	ts->w = (struct walker){{p, n, 0, NULL}, table, 0, 0, false};
+	walker_init(&ts->w, p, n, table);
 	ts->eof = true;
 	ts->cap = ts->max = n;
 }
@@ -584,39 +535,41 @@ const char *sv_rc_ts_problem(const struct sv_rc_ts *ts)
  * 1 if it is as large as it may be, or -errno. */
 static int ts_refill(struct sv_rc_ts *ts, bool grow, struct sv_err *err)
 {
-	struct rd *r = &ts->w.r;
-	size_t keep = r->n - r->off;
+	struct sv_rd *r = &ts->w.r;
+	size_t keep = r->len - r->off, n;
 	memmove(ts->buf, ts->buf + r->off, keep);
 	ts->base += r->off;
-	r->off = 0;
-	r->n = keep;
+	n = keep;
 	if (grow || keep == ts->cap) {
-		if (ts->cap >= ts->max)
+		if (ts->cap >= ts->max) {
+			sv_rd_init(r, ts->buf, n);
 			return 1; /* no more room: what failed in it fails */
+		}
 		size_t cap = ts->cap * 2 < ts->max ? ts->cap * 2 : ts->max;
 		uint8_t *b = realloc(ts->buf, cap);
-		if (!b)
+		if (!b) {
+			sv_rd_init(r, ts->buf, n);
 			return sv_err_set(err, -ENOMEM, "out of memory");
+		}
 		ts->buf = b;
 		ts->cap = cap;
 	}
-	while (r->n < ts->cap && !ts->eof) {
+	int rc = 0;
+	while (!rc && n < ts->cap && !ts->eof) {
 		size_t got = 0;
-		int rc = ts->fill(ts->arg, ts->buf + r->n, ts->cap - r->n, &got, err);
-		if (rc)
-			return rc;
-		r->n += got;
-		ts->eof = got == 0;
+		rc = ts->fill(ts->arg, ts->buf + n, ts->cap - n, &got, err);
+		n += got;
+		ts->eof = !rc && got == 0;
 	}
-	r->p = ts->buf;
-	return 0;
+	sv_rd_init(r, ts->buf, n);
+	return rc;
 }
 
 int sv_rc_ts_next(struct sv_rc_ts *ts, struct sv_buf *out, bool *end, struct sv_err *err)
 {
 	static const size_t HEX_PIECE = 32768;
 	struct walker *w = &ts->w;
-	struct rd *r = &w->r;
+	struct sv_rd *r = &w->r;
 	*end = false;
 	for (;;) {
 		if (ts->mode == TS_DONE) {
@@ -628,11 +581,10 @@ int sv_rc_ts_next(struct sv_rc_ts *ts, struct sv_buf *out, bool *end, struct sv_
 			return sv_buf_add(out, "\n", 1) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 		}
 		if (ts->mode == TS_HEX) {
-			if (r->off < r->n) {
-				size_t k = r->n - r->off < HEX_PIECE ? r->n - r->off : HEX_PIECE;
-				if (hex_rest(out, r->p + r->off, k))
+			if (sv_rd_left(r)) {
+				size_t k = sv_rd_left(r) < HEX_PIECE ? sv_rd_left(r) : HEX_PIECE;
+				if (hex_rest(out, sv_rd_bytes(r, k), k))
 					return sv_err_set(err, -ENOMEM, "out of memory");
-				r->off += k;
 				return 0;
 			}
 			if (ts->eof) {
@@ -667,10 +619,10 @@ int sv_rc_ts_next(struct sv_rc_ts *ts, struct sv_buf *out, bool *end, struct sv_
 		 * on, and decode it again (an unknown id is wrong wherever it
 		 * is; an event that fails with the window as large as it may
 		 * be is taken as what it says). */
-		if (!ts->eof && !(k < 0 && r->why == bad_id)) {
+		if (!ts->eof && !(k < 0 && w->why == bad_id)) {
 			struct walker failed = *w;
 			*w = saved;
-			int rc = ts_refill(ts, k < 0 && r->off == 0 && r->n == ts->cap, err);
+			int rc = ts_refill(ts, k < 0 && r->off == 0 && r->len == ts->cap, err);
 			if (rc < 0)
 				return rc;
 			if (rc == 0)
@@ -681,11 +633,11 @@ int sv_rc_ts_next(struct sv_rc_ts *ts, struct sv_buf *out, bool *end, struct sv_
 			ts->mode = TS_DONE;
 			continue;
 		}
-		uint64_t at = ts->base + r->off;
+		uint64_t at = ts->base + w->at;
 		snprintf(ts->problem, sizeof ts->problem, "byte %llu: %s", (unsigned long long)at,
-			 r->why);
+			 w->why);
 		if (sv_buf_printf(out, "%u\t%d\tundecoded\treason=\"%s\" at=%llu bytes=", w->tick,
-				  ts->id, r->why, (unsigned long long)at))
+				  ts->id, w->why, (unsigned long long)at))
 			return sv_err_set(err, -ENOMEM, "out of memory");
 		ts->mode = TS_HEX;
 		return 0;
@@ -709,32 +661,34 @@ int sv_rc_text(const uint8_t *p, size_t n, int table, struct sv_buf *out, char *
 int sv_rc_renumber(const uint8_t *p, size_t n, int table, uint32_t shift, struct sv_buf *out,
 		   struct sv_err *err)
 {
-	struct rd r = {p, n, 0, NULL};
-	while (r.off < n) {
+	struct sv_rd r;
+	sv_rd_init(&r, p, n);
+	while (sv_rd_left(&r)) {
 		size_t at = r.off;
 		int32_t t = vi(&r);
 		int16_t count = (int16_t)fixed(&r, 2);
-		if (r.why)
-			return sv_err_set(err, -EBADMSG, "byte %zu: %s", at, r.why);
+		if (!sv_rd_ok(&r))
+			return sv_err_set(err, -EBADMSG, "byte %zu: %s", at, why_failed(&r));
 		if (t < 0 || count < 0 || (uint32_t)t < shift)
 			return sv_err_set(err, -EBADMSG, "byte %zu: tick %d cannot be renumbered",
 					  at, t);
-		uint8_t c2[2] = {(uint8_t)((uint16_t)count >> 8), (uint8_t)count};
-		if (sv_rc_put_varint(out, t - (int32_t)shift) || sv_buf_add(out, c2, 2))
+		uint8_t c2[2];
+		sv_put_be(c2, (uint16_t)count, 2);
+		if (sv_put_leb(out, (uint32_t)(t - (int32_t)shift)) || sv_buf_add(out, c2, 2))
 			return sv_err_set(err, -ENOMEM, "out of memory");
 		size_t start = r.off;
 		for (int16_t i = 0; i < count; i++) {
 			size_t ev = r.off;
 			int32_t id = vi(&r);
-			if (!r.why && (id < 0 || id >= table_size(table)))
-				r.why = "an event id the event table does not have";
+			if (sv_rd_ok(&r) && (id < 0 || id >= table_size(table)))
+				sv_rd_fail(&r, bad_id);
 			struct event e;
 			memset(&e, 0, sizeof e);
-			if (!r.why)
+			if (sv_rd_ok(&r))
 				body(&r, id, &e);
 			event_fini(&e);
-			if (r.why)
-				return sv_err_set(err, -EBADMSG, "byte %zu: %s", ev, r.why);
+			if (!sv_rd_ok(&r))
+				return sv_err_set(err, -EBADMSG, "byte %zu: %s", ev, why_failed(&r));
 		}
 		if (sv_buf_add(out, p + start, r.off - start))
 			return sv_err_set(err, -ENOMEM, "out of memory");
@@ -744,9 +698,10 @@ int sv_rc_renumber(const uint8_t *p, size_t n, int table, uint32_t shift, struct
 
 int sv_rc_first_tick(const uint8_t *p, size_t n, uint32_t *tick, struct sv_err *err)
 {
-	size_t off = 0;
-	int32_t t;
-	if (sv_rc_varint(p, n, &off, &t) || t < 0)
+	struct sv_rd r;
+	sv_rd_init(&r, p, n);
+	int32_t t = sv_rc_varint(&r);
+	if (!sv_rd_ok(&r) || t < 0)
 		return sv_err_set(err, -EBADMSG, "byte 0: no tick record");
 	*tick = (uint32_t)t;
 	return 0;
@@ -1096,7 +1051,8 @@ static int state_json(struct state *s, uint32_t tick, struct sv_buf *b)
 int sv_rc_state(const uint8_t *p, size_t n, int table, uint32_t tick, struct sv_buf *out,
 		struct sv_err *err)
 {
-	struct walker w = {{p, n, 0, NULL}, table, 0, 0, false};
+	struct walker w;
+	walker_init(&w, p, n, table);
 	struct state s;
 	memset(&s, 0, sizeof s);
 	struct event e;
@@ -1120,7 +1076,7 @@ int sv_rc_state(const uint8_t *p, size_t n, int table, uint32_t tick, struct sv_
 		}
 	}
 	if (!rc && k < 0 && (!found || w.tick == tick))
-		rc = sv_err_set(err, -EBADMSG, "byte %zu: %s", w.r.off, w.r.why);
+		rc = sv_err_set(err, -EBADMSG, "byte %zu: %s", w.at, w.why);
 	if (!rc && !found)
 		rc = sv_err_set(err, -ENOENT, "no tick %u in this chunk", tick);
 	if (!rc)

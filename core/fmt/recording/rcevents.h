@@ -61,11 +61,12 @@ int sv_rc_renumber(const uint8_t *p, size_t n, int table, uint32_t shift, struct
  * tick record cannot be read). */
 int sv_rc_first_tick(const uint8_t *p, size_t n, uint32_t *tick, struct sv_err *err);
 
-/* LEB128 VarInt (at most 5 bytes) and VarLong (10), as the recorder writes
- * them; 0 or -1 if malformed or short.  *off advances. */
-int sv_rc_varint(const uint8_t *p, size_t n, size_t *off, int32_t *out);
-int sv_rc_varlong(const uint8_t *p, size_t n, size_t *off, int64_t *out);
-int sv_rc_put_varint(struct sv_buf *b, int32_t v);
-int sv_rc_put_varlong(struct sv_buf *b, int64_t v);
+/* A VarInt (LEB128 of at most 5 bytes, kept to 32 bits) and a VarLong (10
+ * bytes), as the recorder writes them, read with the bounded reader (which
+ * fails if one is malformed or cut short).  Written with sv_put_leb of the
+ * value as unsigned. */
+struct sv_rd;
+int32_t sv_rc_varint(struct sv_rd *r);
+int64_t sv_rc_varlong(struct sv_rd *r);
 
 #endif

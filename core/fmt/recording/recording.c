@@ -28,6 +28,7 @@
 
 #include "nbt.h"
 #include "rcevents.h"
+#include "rd.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -122,37 +123,36 @@ struct cursor {
 
 /* ---- parsing ------------------------------------------------------------ */
 
-static uint64_t be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
+/* The fixed header: HEADER bytes at h (the world version's length is at
+ * most 32, so every field lies inside them). */
 static int parse_header(struct rec *r, const uint8_t *h, struct sv_err *err)
 {
-	if (be(h, 4) != 0x48435250)
+	struct sv_rd rd;
+	sv_rd_init(&rd, h, HEADER);
+	if (sv_rd_u32be(&rd) != 0x48435250)
 		return sv_err_set(err, -EBADMSG, "recording: byte 0: not a recording (no HCRP magic)");
-	r->version = (int16_t)be(h + 4, 2);
+	r->version = (int16_t)sv_rd_u16be(&rd);
 	if (r->version != 4)
 		return sv_err_set(err, -ENOTSUP, "recording: byte 4: format version %d; savefs "
 				  "reads version 4", r->version);
-	r->flags = (int16_t)be(h + 6, 2);
-	int8_t wv = (int8_t)h[24];
+	r->flags = (int16_t)sv_rd_u16be(&rd);
+	sv_rd_seek(&rd, 24);
+	int8_t wv = (int8_t)sv_rd_u8(&rd);
 	if (wv < 0 || wv > 32)
 		return sv_err_set(err, -EBADMSG, "recording: byte 24: world version length %d, "
 				  "not 0 to 32", wv);
 	r->wvlen = (uint8_t)wv;
-	const uint8_t *p = h + 25 + wv;
-	r->timestamp = (int64_t)be(p, 8);
-	r->dictionary = (int16_t)be(p + 8, 2);
-	r->meta_len = (int32_t)be(p + 10, 4);
-	r->index_len = (int32_t)be(p + 14, 4);
-	r->tick_count = (int32_t)be(p + 18, 4);
-	r->chunk_count = (int32_t)be(p + 22, 4);
-	r->data_version = (int32_t)be(p + 26, 4);
-	size_t at = (size_t)(p - h);
+	size_t at = 25 + (size_t)wv;
+	sv_rd_seek(&rd, at);
+	r->timestamp = (int64_t)sv_rd_u64be(&rd);
+	r->dictionary = (int16_t)sv_rd_u16be(&rd);
+	r->meta_len = (int32_t)sv_rd_u32be(&rd);
+	r->index_len = (int32_t)sv_rd_u32be(&rd);
+	r->tick_count = (int32_t)sv_rd_u32be(&rd);
+	r->chunk_count = (int32_t)sv_rd_u32be(&rd);
+	r->data_version = (int32_t)sv_rd_u32be(&rd);
+	if (!sv_rd_ok(&rd))
+		return sv_rd_error(&rd, err, -EBADMSG, "recording", "the header is cut short");
 	if (r->dictionary != 0)
 		return sv_err_set(err, -ENOTSUP, "recording: byte %zu: dictionary %d; savefs reads "
 				  "recordings without one (0)", at + 8, r->dictionary);
@@ -189,17 +189,15 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 	uint64_t tick = 0, data_start = end, prev_end = end;
 	int64_t seg = -1;
 	uint64_t seg_next = 0;
+	struct sv_rd rd;
+	sv_rd_init_at(&rd, p, end, off);
 	for (int32_t i = 0; i < r->chunk_count; i++) {
-		size_t at = off;
-		int32_t start, ticks, clen, ulen;
-		if (sv_rc_varint(p, end, &off, &start) || sv_rc_varint(p, end, &off, &ticks) ||
-		    off + 9 > end)
-			return sv_err_set(err, -EBADMSG, "recording: byte %zu: index entry %d is "
-					  "malformed or cut short", at, i);
-		uint8_t flags = p[off];
-		uint64_t o = be(p + off + 1, 8);
-		off += 9;
-		if (sv_rc_varint(p, end, &off, &clen) || sv_rc_varint(p, end, &off, &ulen))
+		size_t at = rd.off;
+		int32_t start = sv_rc_varint(&rd), ticks = sv_rc_varint(&rd);
+		uint8_t flags = sv_rd_u8(&rd);
+		uint64_t o = sv_rd_u64be(&rd);
+		int32_t clen = sv_rc_varint(&rd), ulen = sv_rc_varint(&rd);
+		if (!sv_rd_ok(&rd))
 			return sv_err_set(err, -EBADMSG, "recording: byte %zu: index entry %d is "
 					  "malformed or cut short", at, i);
 		if ((uint64_t)(uint32_t)start != tick || start < 0)
@@ -238,10 +236,10 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 		tick += (uint64_t)ticks;
 		r->compact_size += (uint64_t)clen;
 	}
-	if (off != end)
+	if (rd.off != end)
 		return sv_err_set(err, -EBADMSG, "recording: byte %zu: the index of %d chunks takes "
 				  "%zu bytes, the header says %d", HEADER + (size_t)r->meta_len,
-				  r->chunk_count, off - HEADER - (size_t)r->meta_len, r->index_len);
+				  r->chunk_count, rd.off - HEADER - (size_t)r->meta_len, r->index_len);
 	if (tick != (uint64_t)r->tick_count)
 		return sv_err_set(err, -EBADMSG, "recording: byte %d: the header says %d ticks, the "
 				  "chunks hold %llu", 25 + r->wvlen + 18, r->tick_count,
@@ -1257,14 +1255,11 @@ static int write_preamble(const struct rec *r, const struct sv_buf *meta,
 	for (uint32_t i = lo; i < hi && !rc; i++) {
 		const struct chunk *k = &chunks[i];
 		uint8_t o[9];
-		uint64_t off = abs_base ? at : k->offset;
 		o[0] = k->flags;
-		for (int b = 0; b < 8; b++)
-			o[1 + b] = (uint8_t)(off >> (56 - 8 * b));
-		rc = sv_rc_put_varint(&idx, (int32_t)(k->start - shift)) ||
-		     sv_rc_put_varint(&idx, (int32_t)k->ticks) || sv_buf_add(&idx, o, 9) ||
-		     sv_rc_put_varint(&idx, (int32_t)k->clen) ||
-		     sv_rc_put_varint(&idx, (int32_t)k->ulen);
+		sv_put_be(o + 1, abs_base ? at : k->offset, 8);
+		rc = sv_put_leb(&idx, (uint32_t)(k->start - shift)) ||
+		     sv_put_leb(&idx, (uint32_t)k->ticks) || sv_buf_add(&idx, o, 9) ||
+		     sv_put_leb(&idx, (uint32_t)k->clen) || sv_put_leb(&idx, (uint32_t)k->ulen);
 		ticks += k->ticks;
 		at += k->clen;
 	}

@@ -38,6 +38,7 @@
  * writes the changed ones anew into the pack, copying the rest as stored.
  */
 #include "doodle.h"
+#include "rd.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1766,10 +1767,12 @@ static bool needs_rle(struct drawing *d, const struct chunk *ch)
 		return true;
 	struct sv_blob *b = NULL;
 	struct sv_err e;
-	size_t pos = 0;
-	uint64_t type = 0;
-	bool rle = !member_blob(d, ch->bin, &b, &e) &&
-		   !sv_doodle_uvarint(b->data, b->len, &pos, &type) && type == 1;
+	struct sv_rd r;
+	bool rle = !member_blob(d, ch->bin, &b, &e);
+	if (rle) {
+		sv_rd_init(&r, b->data, b->len);
+		rle = sv_rd_uleb64(&r) == 1 && sv_rd_ok(&r);
+	}
 	sv_blob_unref(b);
 	return !rle;
 }

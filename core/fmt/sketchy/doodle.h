@@ -55,22 +55,6 @@ struct sv_doodle_quirks {
 	uint64_t partial;      /* a partial record at the end, ignored */
 };
 
-/* ---- varints ------------------------------------------------------------------ */
-
-/* Reads a protobuf-style LEB128 uvarint at p[*pos..n) (at most 10 bytes,
- * no overflow past 64 bits).  0 and advances *pos, or -EBADMSG (truncated
- * or too long; *pos unchanged). */
-int sv_doodle_uvarint(const uint8_t *p, size_t n, size_t *pos, uint64_t *v);
-int sv_doodle_put_uvarint(struct sv_buf *b, uint64_t v);
-static inline int64_t sv_doodle_unzigzag(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-static inline uint64_t sv_doodle_zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
 /* ---- chunk encodings ---------------------------------------------------------- */
 
 /*

@@ -35,6 +35,8 @@
  */
 #include "doodle.h"
 
+#include "rd.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -99,84 +101,32 @@ static uint16_t pixel(uint64_t idx, uint32_t npal, struct sv_doodle_quirks *q)
 	return SV_DOODLE_BADPIX;
 }
 
-/* ---- varints ------------------------------------------------------------------ */
-
-/* 0, 1 if the data ends inside the varint, -EBADMSG if it is too long. */
-static int uv_read(const uint8_t *p, size_t n, size_t *pos, uint64_t *v)
-{
-	uint64_t r = 0;
-	for (unsigned i = 0; i < 10; i++) {
-		if (*pos + i >= n)
-			return 1;
-		uint8_t b = p[*pos + i];
-		if (i == 9 && b > 1)
-			return -EBADMSG;
-		r |= (uint64_t)(b & 0x7F) << (7 * i);
-		if (!(b & 0x80)) {
-			*pos += i + 1;
-			*v = r;
-			return 0;
-		}
-	}
-	return -EBADMSG; /* not reached: byte 10 > 1 is caught above */
-}
-
-int sv_doodle_uvarint(const uint8_t *p, size_t n, size_t *pos, uint64_t *v)
-{
-	return uv_read(p, n, pos, v) ? -EBADMSG : 0;
-}
-
-static unsigned uv_len(uint64_t v)
-{
-	unsigned k = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		k++;
-	}
-	return k;
-}
-
-int sv_doodle_put_uvarint(struct sv_buf *b, uint64_t v)
-{
-	uint8_t t[10];
-	unsigned k = 0;
-	while (v >= 0x80) {
-		t[k++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	t[k++] = (uint8_t)v;
-	return sv_buf_add(b, t, k);
-}
-
 /* ---- chunk encodings ---------------------------------------------------------- */
 
-/* Reads the next n varints of a record into v: 0, 1 at a partial record
+/* Reads the next k varints of a record into v: 0, 1 at a partial record
  * (counted), or -EBADMSG. */
-static int record(const uint8_t *p, size_t n, size_t *pos, uint64_t *v, unsigned k,
-		  struct sv_doodle_quirks *q, struct sv_err *err)
+static int record(struct sv_rd *r, uint64_t *v, unsigned k, struct sv_doodle_quirks *q,
+		  struct sv_err *err)
 {
-	for (unsigned i = 0; i < k; i++) {
-		int rc = uv_read(p, n, pos, &v[i]);
-		if (rc < 0)
-			return sv_err_set(err, rc, "byte %zu: varint longer than 64 bits",
-					  *pos);
-		if (rc) {
-			q->partial++;
-			return 1;
-		}
-	}
-	return 0;
+	for (unsigned i = 0; i < k; i++)
+		v[i] = sv_rd_uleb64(r);
+	if (sv_rd_ok(r))
+		return 0;
+	if (!r->ended)
+		return sv_rd_error(r, err, -EBADMSG, NULL, NULL);
+	q->partial++;
+	return 1;
 }
 
-/* Both decoders read p[pos..n); byte offsets in messages count from p. */
-static int map_decode(const uint8_t *p, size_t n, size_t pos, uint32_t npal,
-		      struct sv_doodle_grid *g, struct sv_doodle_quirks *q,
-		      struct sv_err *err)
+/* Both decoders read on from r; byte offsets in messages count from the
+ * chunk's start. */
+static int map_decode(struct sv_rd *r, uint32_t npal, struct sv_doodle_grid *g,
+		      struct sv_doodle_quirks *q, struct sv_err *err)
 {
 	uint64_t v[3];
 	int rc = 0;
-	while (pos < n && !(rc = record(p, n, &pos, v, 3, q, err))) {
-		int64_t x = sv_doodle_unzigzag(v[0]), y = sv_doodle_unzigzag(v[1]);
+	while (sv_rd_left(r) && !(rc = record(r, v, 3, q, err))) {
+		int64_t x = sv_unzigzag(v[0]), y = sv_unzigzag(v[1]);
 		if (x < g->x0 || y < g->y0 || (uint64_t)x - (uint64_t)g->x0 >= g->size ||
 		    (uint64_t)y - (uint64_t)g->y0 >= g->size) {
 			q->outside++;
@@ -191,16 +141,17 @@ static int map_decode(const uint8_t *p, size_t n, size_t pos, uint32_t npal,
 int sv_doodle_map_decode(const uint8_t *p, size_t n, uint32_t npal,
 			 struct sv_doodle_grid *g, struct sv_doodle_quirks *q)
 {
-	return map_decode(p, n, 0, npal, g, q, NULL);
+	struct sv_rd r;
+	sv_rd_init(&r, p, n);
+	return map_decode(&r, npal, g, q, NULL);
 }
 
-static int rle_decode(const uint8_t *p, size_t n, size_t pos, uint32_t npal,
-		      struct sv_doodle_grid *g, struct sv_doodle_quirks *q,
-		      struct sv_err *err)
+static int rle_decode(struct sv_rd *r, uint32_t npal, struct sv_doodle_grid *g,
+		      struct sv_doodle_quirks *q, struct sv_err *err)
 {
 	uint64_t total = (uint64_t)g->size * g->size, at = 0, v[2];
 	int rc = 0;
-	while (pos < n && !(rc = record(p, n, &pos, v, 2, q, err))) {
+	while (sv_rd_left(r) && !(rc = record(r, v, 2, q, err))) {
 		uint64_t run = v[1];
 		if (run > total - at) {
 			add_sat(&q->run_clamped, run - (total - at));
@@ -227,16 +178,17 @@ int sv_doodle_bin_decode(const uint8_t *p, size_t n, uint32_t npal,
 			 struct sv_doodle_grid *g, struct sv_doodle_quirks *q,
 			 struct sv_err *err)
 {
-	size_t pos = 0;
-	uint64_t type;
+	struct sv_rd r;
+	sv_rd_init(&r, p, n);
 	if (!n)
 		return sv_err_set(err, -EBADMSG, "empty chunk");
-	if (uv_read(p, n, &pos, &type))
+	uint64_t type = sv_rd_uleb64(&r);
+	if (!sv_rd_ok(&r))
 		return sv_err_set(err, -EBADMSG, "unreadable chunk type");
 	if (type == 0)
-		return map_decode(p, n, pos, npal, g, q, err);
+		return map_decode(&r, npal, g, q, err);
 	if (type == 1)
-		return rle_decode(p, n, pos, npal, g, q, err);
+		return rle_decode(&r, npal, g, q, err);
 	return sv_err_set(err, -ENOTSUP, "chunk type %" PRIu64 " not supported", type);
 }
 
@@ -257,7 +209,7 @@ static int runs(const struct sv_doodle_grid *g, int (*fn)(void *, uint16_t, uint
 
 static int count_run(void *arg, uint16_t px, uint64_t run)
 {
-	*(size_t *)arg += uv_len(px) + uv_len(run);
+	*(size_t *)arg += sv_leb_size(px) + sv_leb_size(run);
 	return 0;
 }
 
@@ -265,8 +217,8 @@ static int put_run(void *arg, uint16_t px, uint64_t run)
 {
 	if (px == SV_DOODLE_BADPIX)
 		return -EINVAL;
-	int rc = sv_doodle_put_uvarint(arg, px);
-	return rc ? rc : sv_doodle_put_uvarint(arg, run);
+	int rc = sv_put_leb(arg, px);
+	return rc ? rc : sv_put_leb(arg, run);
 }
 
 size_t sv_doodle_rle_size(const struct sv_doodle_grid *g)
@@ -281,7 +233,7 @@ int sv_doodle_rle_encode(const struct sv_doodle_grid *g, struct sv_buf *out)
 	size_t len0 = out->len;
 	int rc = sv_buf_reserve(out, sv_doodle_rle_size(g));
 	if (!rc)
-		rc = sv_doodle_put_uvarint(out, 1);
+		rc = sv_put_leb(out, 1);
 	if (!rc)
 		rc = runs(g, put_run, out);
 	if (rc)
@@ -356,8 +308,10 @@ int sv_doodle_json_decode(json_t *chunk, uint32_t npal, struct sv_doodle_grid *g
 		sv_buf_init(&b);
 		int rc = sv_base64_decode(json_string_value(data), json_string_length(data),
 					  &b, err);
+		struct sv_rd r;
+		sv_rd_init(&r, b.p, b.len);
 		if (!rc)
-			rc = map_decode(b.p, b.len, 0, npal, g, q, err);
+			rc = map_decode(&r, npal, g, q, err);
 		sv_buf_fini(&b);
 		return rc;
 	}

@@ -9,6 +9,8 @@
  */
 #include "btree5_cow.h"
 
+#include "rd.h"
+
 #include <errno.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -18,10 +20,7 @@
 
 static void put32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+	sv_put_be(p, v, 4);
 }
 
 /* Grows *p (of *cap elements of size sz) to hold need; false if out of
@@ -396,21 +395,13 @@ struct rec {
 	uint64_t len;
 };
 
-static size_t vlq_size(uint64_t v)
-{
-	size_t n = 1;
-	while (v >>= 7)
-		n++;
-	return n;
-}
-
 /* Writes records r[0..n) as one leaf of new blocks; its entry goes to out. */
 static int write_leaf(struct wr *w, const struct rec *r, size_t n, struct ents *out)
 {
 	struct sv_bt5_tree *nw = w->nw;
 	uint64_t len = 4;
 	for (size_t i = 0; i < n; i++)
-		len += w->ks + vlq_size(r[i].len) + r[i].len;
+		len += w->ks + sv_vlq_size(r[i].len) + r[i].len;
 	uint8_t *s = malloc(len);
 	uint64_t *at = malloc((n ? n : 1) * sizeof *at);
 	int rc = 0;
@@ -423,11 +414,7 @@ static int write_leaf(struct wr *w, const struct rec *r, size_t n, struct ents *
 	for (size_t i = 0; i < n && !rc; i++) {
 		memcpy(s + p, r[i].key, w->ks);
 		p += w->ks;
-		size_t vl = vlq_size(r[i].len);
-		for (size_t k = 0; k < vl; k++)
-			s[p + k] = (uint8_t)((r[i].len >> (7 * (vl - 1 - k))) & 0x7f) |
-				   (k + 1 < vl ? 0x80 : 0);
-		p += vl;
+		p += sv_store_vlq(s + p, r[i].len);
 		at[i] = p;
 		if (r[i].val)
 			memcpy(s + p, r[i].val, r[i].len);
@@ -493,7 +480,7 @@ static int split_leaf(struct wr *w, const struct rec *r, size_t n, struct ents *
 	size_t boundary = 0;
 	bool found = false;
 	for (size_t i = 0; i < n; i++) {
-		size += w->ks + vlq_size(r[i].len) + r[i].len;
+		size += w->ks + sv_vlq_size(r[i].len) + r[i].len;
 		if (size > w->bs - 4 && !found) {
 			boundary = i;
 			found = true;

@@ -9,6 +9,8 @@
  */
 #include "btree5_walk.h"
 
+#include "rd.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,27 +18,32 @@
 
 #define MAX_LEVELS 64
 
-static uint32_t be32(const uint8_t *p)
+/* The u32 at off of a block read whole (off + 4 <= block size). */
+static uint32_t block_u32(const uint8_t *buf, uint32_t size, size_t off)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	struct sv_rd r;
+	sv_rd_init_at(&r, buf, size, off);
+	return sv_rd_u32be(&r);
 }
 
 int sv_bt5_header(const uint8_t *p, size_t n, uint64_t file_size, struct sv_bt5 *h,
 		  struct sv_err *err)
 {
 	memset(h, 0, sizeof *h);
-	if (n < SV_BT5_HEADER || memcmp(p, "BTreeDB5", 8))
+	struct sv_rd r;
+	sv_rd_init(&r, p, n);
+	const uint8_t *magic = sv_rd_bytes(&r, 8);
+	if (n < SV_BT5_HEADER || !magic || memcmp(magic, "BTreeDB5", 8))
 		return sv_err_set(err, -EBADMSG, "btree: byte 0: not a BTreeDB5 database");
-	h->block_size = be32(p + 8);
-	memcpy(h->content_id, p + 12, 16);
-	h->key_size = be32(p + 28);
-	h->use_alt = p[32];
+	h->block_size = sv_rd_u32be(&r);
+	sv_rd_copy(&r, h->content_id, 16);
+	h->key_size = sv_rd_u32be(&r);
+	h->use_alt = sv_rd_u8(&r);
 	for (int i = 0; i < 2; i++) {
-		const uint8_t *r = p + 33 + 17 * i;
-		h->roots[i].free_head = be32(r);
-		h->roots[i].device_size = (int64_t)((uint64_t)be32(r + 4) << 32 | be32(r + 8));
-		h->roots[i].root = be32(r + 12);
-		h->roots[i].root_is_leaf = r[16] != 0;
+		h->roots[i].free_head = sv_rd_u32be(&r);
+		h->roots[i].device_size = (int64_t)sv_rd_u64be(&r);
+		h->roots[i].root = sv_rd_u32be(&r);
+		h->roots[i].root_is_leaf = sv_rd_u8(&r) != 0;
 	}
 	if (h->block_size < 64 || h->block_size > (1u << 24))
 		return sv_err_set(err, -EBADMSG, "btree: byte 8: block size %u is not usable",
@@ -110,7 +117,7 @@ struct stream {
 
 static int stream_next(struct stream *s)
 {
-	uint32_t next = be32(s->buf + s->w->h->block_size - 4);
+	uint32_t next = block_u32(s->buf, s->w->h->block_size, s->w->h->block_size - 4);
 	if (next == SV_BT5_NONE)
 		return sv_err_set(s->w->err, -EBADMSG, "btree: block %u: the leaf's data ends "
 				  "early", s->block);
@@ -145,22 +152,23 @@ static int stream_read(struct stream *s, uint8_t *out, uint64_t n)
 	return 0;
 }
 
+/* A VLQ that may run across blocks: its bytes gathered, then read. */
 static int stream_vlq(struct stream *s, uint64_t *v)
 {
-	*v = 0;
-	for (int i = 0; i < 10; i++) {
-		uint8_t c;
-		int rc = stream_read(s, &c, 1);
+	uint8_t b[10];
+	size_t n = 0;
+	do {
+		int rc = stream_read(s, &b[n], 1);
 		if (rc)
 			return rc;
-		if (i == 9 && (*v >> 57))
-			break;
-		*v = *v << 7 | (c & 0x7f);
-		if (!(c & 0x80))
-			return 0;
-	}
-	return sv_err_set(s->w->err, -EBADMSG, "btree: block %u: a length of more than 64 bits",
-			  s->block);
+	} while (b[n++] & 0x80 && n < sizeof b);
+	struct sv_rd r;
+	sv_rd_init(&r, b, n);
+	*v = sv_rd_vlq(&r);
+	if (!sv_rd_ok(&r))
+		return sv_err_set(s->w->err, -EBADMSG, "btree: block %u: a length of more than "
+				  "64 bits", s->block);
+	return 0;
 }
 
 static int walk_leaf(struct walk *w, uint32_t n, uint8_t *buf, uint8_t *key)
@@ -173,7 +181,7 @@ static int walk_leaf(struct walk *w, uint32_t n, uint8_t *buf, uint8_t *key)
 	uint8_t cnt[4];
 	if (!rc)
 		rc = stream_read(&s, cnt, 4);
-	uint32_t count = rc ? 0 : be32(cnt);
+	uint32_t count = rc ? 0 : (uint32_t)sv_get_be(cnt, 4);
 	for (uint32_t i = 0; !rc && i < count; i++) {
 		struct sv_bt5_loc loc;
 		rc = stream_read(&s, key, h->key_size);
@@ -215,8 +223,10 @@ static int walk_node(struct walk *w, uint32_t n, bool leaf, int depth, int level
 		rc = read_block(w, n, "II", buf);
 	if (rc)
 		goto out;
-	uint8_t lv = buf[2];
-	uint32_t count = be32(buf + 3);
+	struct sv_rd r;
+	sv_rd_init_at(&r, buf, h->block_size, 2);
+	uint8_t lv = sv_rd_u8(&r);
+	uint32_t count = sv_rd_u32be(&r);
 	if (level >= 0 && lv != level) {
 		rc = sv_err_set(w->err, -EBADMSG, "btree: block %u: an index of level %u under "
 				"one of level %d", n, lv, level + 1);
@@ -234,9 +244,11 @@ static int walk_node(struct walk *w, uint32_t n, bool leaf, int depth, int level
 		rc = sv_err_set(w->err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	kids[0] = be32(buf + 7);
-	for (uint32_t i = 0; i < count; i++)
-		kids[i + 1] = be32(buf + 11 + (size_t)i * (h->key_size + 4) + h->key_size);
+	kids[0] = sv_rd_u32be(&r);
+	for (uint32_t i = 0; i < count; i++) {
+		sv_rd_bytes(&r, h->key_size);
+		kids[i + 1] = sv_rd_u32be(&r);
+	}
 	if (w->shape)
 		rc = w->shape->index(w->shape_arg, n, lv, count, buf + 11);
 	for (uint32_t i = 0; !rc && i <= count; i++)
@@ -293,7 +305,7 @@ int sv_bt5_value(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		memcpy(out, buf + pos, (size_t)k);
 		out += k;
 		left -= k;
-		block = be32(buf + end);
+		block = block_u32(buf, h->block_size, end);
 		pos = 2;
 	}
 	free(buf);
@@ -327,8 +339,11 @@ int sv_bt5_free_chain(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 			h->block_size, err);
 		if (rc)
 			break;
-		uint32_t count = be32(buf + 6);
-		if (memcmp(buf, "FF", 2) || count > (h->block_size - 10) / 4) {
+		struct sv_rd r;
+		sv_rd_init(&r, buf, h->block_size);
+		const uint8_t *magic = sv_rd_bytes(&r, 2);
+		uint32_t after = sv_rd_u32be(&r), count = sv_rd_u32be(&r);
+		if (memcmp(magic, "FF", 2) || count > (h->block_size - 10) / 4) {
 			rc = sv_err_set(err, -EBADMSG, "btree: block %u: not a free index", next);
 			break;
 		}
@@ -348,8 +363,8 @@ int sv_bt5_free_chain(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		}
 		(*ff)[(*nff)++] = next;
 		for (uint32_t i = 0; i < count; i++)
-			(*ent)[(*nent)++] = be32(buf + 10 + 4 * (size_t)i);
-		next = be32(buf + 2);
+			(*ent)[(*nent)++] = sv_rd_u32be(&r);
+		next = after;
 	}
 	free(buf);
 	free(seen);

@@ -21,50 +21,14 @@ static int bad(struct sv_rd *r, size_t at, struct sv_err *err, const char *what)
 
 int sv_vlq_read(struct sv_rd *r, uint64_t *out, struct sv_err *err)
 {
-	size_t at = r->off;
-	uint64_t v = 0;
-	for (int i = 0; i < 10; i++) {
-		uint8_t c = sv_rd_u8(r);
-		if (!sv_rd_ok(r))
-			return bad(r, at, err, "a number runs past the end");
-		if (i == 9 && (v >> 57))
-			return bad(r, at, err, "a number larger than 64 bits");
-		v = v << 7 | (c & 0x7f);
-		if (!(c & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return bad(r, at, err, "a number of more than 10 bytes");
+	*out = sv_rd_vlq(r);
+	return sv_rd_ok(r) ? 0 : sv_rd_error(r, err, -EBADMSG, NULL, "a number runs past the end");
 }
 
 int sv_svlq_read(struct sv_rd *r, int64_t *out, struct sv_err *err)
 {
-	uint64_t u;
-	int rc = sv_vlq_read(r, &u, err);
-	if (!rc)
-		*out = u & 1 ? -(int64_t)(u >> 1) - 1 : (int64_t)(u >> 1);
-	return rc;
-}
-
-int sv_vlq_put(struct sv_buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	int n = 0;
-	do {
-		tmp[n++] = (uint8_t)(v & 0x7f);
-		v >>= 7;
-	} while (v);
-	uint8_t out[10];
-	for (int i = 0; i < n; i++)
-		out[i] = (uint8_t)(tmp[n - 1 - i] | (i < n - 1 ? 0x80 : 0));
-	return sv_buf_add(b, out, (size_t)n);
-}
-
-int sv_svlq_put(struct sv_buf *b, int64_t v)
-{
-	uint64_t u = v < 0 ? ((uint64_t)(-(v + 1)) << 1) | 1 : (uint64_t)v << 1;
-	return sv_vlq_put(b, u);
+	*out = sv_rd_svlq(r);
+	return sv_rd_ok(r) ? 0 : sv_rd_error(r, err, -EBADMSG, NULL, "a number runs past the end");
 }
 
 /* A VLQ count of things that take at least one byte each. */
@@ -156,9 +120,7 @@ static int read_value(struct sv_rd *r, json_t **out, unsigned depth, struct sv_e
 		const uint8_t *p = sv_rd_bytes(r, 8);
 		if (!p)
 			return bad(r, at, err, "a double runs past the end");
-		uint64_t u = 0;
-		for (int i = 0; i < 8; i++)
-			u = u << 8 | p[i];
+		uint64_t u = sv_get_be(p, 8);
 		double d;
 		memcpy(&d, &u, sizeof d);
 		if (!isfinite(d)) {
@@ -320,7 +282,7 @@ int sv_vjson_get(const uint8_t *p, size_t n, const char *key, json_t **out,
 
 static int put_string(struct sv_buf *b, const char *s, size_t n)
 {
-	int rc = sv_vlq_put(b, n);
+	int rc = sv_put_vlq(b, n);
 	return rc ? rc : sv_buf_add(b, s, n);
 }
 
@@ -328,7 +290,7 @@ static int write_value(struct sv_buf *b, const json_t *v, unsigned depth, struct
 
 static int write_object(struct sv_buf *b, const json_t *v, unsigned depth, struct sv_err *err)
 {
-	int rc = sv_vlq_put(b, json_object_size(v));
+	int rc = sv_put_vlq(b, json_object_size(v));
 	const char *k;
 	size_t klen;
 	json_t *x;
@@ -370,7 +332,7 @@ static int write_value(struct sv_buf *b, const json_t *v, unsigned depth, struct
 	case JSON_INTEGER:
 		t = 4;
 		rc = sv_buf_add(b, &t, 1);
-		return rc ? rc : sv_svlq_put(b, (int64_t)json_integer_value(v));
+		return rc ? rc : sv_put_svlq(b, (int64_t)json_integer_value(v));
 	case JSON_STRING:
 		t = 5;
 		rc = sv_buf_add(b, &t, 1);
@@ -379,7 +341,7 @@ static int write_value(struct sv_buf *b, const json_t *v, unsigned depth, struct
 		t = 6;
 		rc = sv_buf_add(b, &t, 1);
 		if (!rc)
-			rc = sv_vlq_put(b, json_array_size(v));
+			rc = sv_put_vlq(b, json_array_size(v));
 		for (size_t i = 0; !rc && i < json_array_size(v); i++)
 			rc = write_value(b, json_array_get(v, i), depth + 1, err);
 		return rc;

@@ -38,10 +38,11 @@
  * and such an object writes back as that double, bit for bit. */
 #define SV_SBON_DOUBLE "$double"
 
+/* A VLQ (sv_rd_vlq, sv_rd_svlq) with the message SBON's readers give:
+ * "byte N: a number runs past the end" and rd.h's reasons.  Written with
+ * sv_put_vlq and sv_put_svlq. */
 int sv_vlq_read(struct sv_rd *r, uint64_t *out, struct sv_err *err);
 int sv_svlq_read(struct sv_rd *r, int64_t *out, struct sv_err *err);
-int sv_vlq_put(struct sv_buf *b, uint64_t v);
-int sv_svlq_put(struct sv_buf *b, int64_t v);
 
 /* Reads one SBON value at r's offset into a new jansson value (*out owned
  * by the caller). */

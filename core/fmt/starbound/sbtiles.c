@@ -13,32 +13,14 @@
 #include <errno.h>
 #include <string.h>
 
-static uint16_t be16(const uint8_t *p)
+/* One side of a tile: material, hue, colour, mod, mod hue (7 bytes). */
+static void side(struct sv_rd *q, struct sv_sb_side *s)
 {
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static float bef32(const uint8_t *p)
-{
-	uint32_t u = be32(p);
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
-static const uint8_t *side(const uint8_t *p, struct sv_sb_side *s)
-{
-	s->material = be16(p);
-	s->hue = p[2];
-	s->colour = p[3];
-	s->mod = be16(p + 4);
-	s->mod_hue = p[6];
-	return p + 7;
+	s->material = sv_rd_u16be(q);
+	s->hue = sv_rd_u8(q);
+	s->colour = sv_rd_u8(q);
+	s->mod = sv_rd_u16be(q);
+	s->mod_hue = sv_rd_u8(q);
 }
 
 int sv_sb_sector_read(const uint8_t *p, size_t n, struct sv_sb_sector *s, struct sv_err *err)
@@ -56,36 +38,33 @@ int sv_sb_sector_read(const uint8_t *p, size_t n, struct sv_sb_sector *s, struct
 	for (int i = 0; i < SV_SB_TILES; i++) {
 		struct sv_sb_tile *t = &s->t[i];
 		size_t at = r.off;
-		const uint8_t *q = sv_rd_bytes(&r, fixed + 1);
-		if (!q)
+		if (!sv_rd_need(&r, fixed + 1))
 			return sv_err_set(err, -EBADMSG, "sector: tile %d (byte %zu): the sector ends "
 					  "early", i, at);
 		memset(t, 0, sizeof *t);
-		q = side(q, &t->fg);
-		q = side(q, &t->bg);
-		t->liquid = q[0];
-		t->level = bef32(q + 1);
-		t->pressure = bef32(q + 5);
-		t->source = q[9] != 0;
-		t->collision = q[10];
-		t->dungeon = be16(q + 11);
-		t->biome = q[13];
-		t->env_biome = q[14];
-		q += 15;
+		side(&r, &t->fg);
+		side(&r, &t->bg);
+		t->liquid = sv_rd_u8(&r);
+		t->level = sv_rd_f32be(&r);
+		t->pressure = sv_rd_f32be(&r);
+		t->source = sv_rd_u8(&r) != 0;
+		t->collision = sv_rd_u8(&r);
+		t->dungeon = sv_rd_u16be(&r);
+		t->biome = sv_rd_u8(&r);
+		t->env_biome = sv_rd_u8(&r);
 		if (s->version >= 417)
-			t->transition = *q++ != 0;
+			t->transition = sv_rd_u8(&r) != 0;
 		if (s->version < 418) {
-			t->ignored = *q;
+			t->ignored = sv_rd_u8(&r);
 			continue;
 		}
-		t->has_root = *q != 0;
+		t->has_root = sv_rd_u8(&r) != 0;
 		if (t->has_root) {
-			const uint8_t *v = sv_rd_bytes(&r, 8);
-			if (!v)
+			t->root_x = (int32_t)sv_rd_u32be(&r);
+			t->root_y = (int32_t)sv_rd_u32be(&r);
+			if (!sv_rd_ok(&r))
 				return sv_err_set(err, -EBADMSG, "sector: tile %d (byte %zu): its root "
 						  "runs past the end", i, at);
-			t->root_x = (int32_t)be32(v);
-			t->root_y = (int32_t)be32(v + 4);
 		}
 	}
 	if (sv_rd_left(&r))
@@ -96,14 +75,12 @@ int sv_sb_sector_read(const uint8_t *p, size_t n, struct sv_sb_sector *s, struct
 
 static void put16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
+	sv_put_be(p, v, 2);
 }
 
 static void put32(uint8_t *p, uint32_t v)
 {
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
+	sv_put_be(p, v, 4);
 }
 
 static uint8_t *put_side(uint8_t *p, const struct sv_sb_side *s)
@@ -121,9 +98,9 @@ int sv_sb_sector_write(const struct sv_sb_sector *s, struct sv_buf *out, struct 
 	if (s->version < 416 || s->version > 418)
 		return sv_err_set(err, -EINVAL, "sector: version %llu is not one the game reads "
 				  "(416, 417, 418)", (unsigned long long)s->version);
-	int rc = sv_vlq_put(out, s->generation);
+	int rc = sv_put_vlq(out, s->generation);
 	if (!rc)
-		rc = sv_vlq_put(out, s->version);
+		rc = sv_put_vlq(out, s->version);
 	for (int i = 0; !rc && i < SV_SB_TILES; i++) {
 		const struct sv_sb_tile *t = &s->t[i];
 		if (t->collision > 5)

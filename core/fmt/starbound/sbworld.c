@@ -651,7 +651,7 @@ int sv_sb_entities_write(const json_t *a, struct sv_buf *out, struct sv_err *err
 	size_t i;
 	json_t *e;
 	bool trail = false;
-	int rc = sv_vlq_put(out, json_array_size(a)) ? -ENOMEM : 0;
+	int rc = sv_put_vlq(out, json_array_size(a)) ? -ENOMEM : 0;
 	json_array_foreach((json_t *)a, i, e) {
 		if (rc)
 			break;
@@ -763,7 +763,7 @@ int sv_sb_vdoc_write(const json_t *o, struct sv_buf *out, struct sv_err *err)
 
 static float bef32(const uint8_t *p)
 {
-	uint32_t u = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	uint32_t u = (uint32_t)sv_get_be(p, 4);
 	float f;
 	memcpy(&f, &u, sizeof f);
 	return f;
@@ -825,7 +825,7 @@ int sv_sb_ubucket_read(const uint8_t *p, size_t n, json_t **out, struct sv_err *
 					r.fail_off);
 			break;
 		}
-		json_t *e = json_pack("{s[ii]s[oo]}", "sector", q[0] << 8 | q[1], q[2] << 8 | q[3],
+		json_t *e = json_pack("{s[ii]s[oo]}", "sector", (int)sv_get_be(q, 2), (int)sv_get_be(q + 2, 2),
 				      "position", f32_json(q + 4), f32_json(q + 8));
 		if (!e || json_object_set_new(o, json_string_value(id), e))
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
@@ -845,7 +845,7 @@ int sv_sb_ubucket_write(const json_t *o, struct sv_buf *out, struct sv_err *err)
 {
 	const char *k;
 	json_t *e;
-	int rc = sv_vlq_put(out, json_object_size(o));
+	int rc = sv_put_vlq(out, json_object_size(o));
 	json_object_foreach((json_t *)o, k, e) {
 		if (rc)
 			break;
@@ -896,7 +896,7 @@ int sv_sb_usector_write(const json_t *a, struct sv_buf *out, struct sv_err *err)
 {
 	size_t i;
 	json_t *s;
-	int rc = sv_vlq_put(out, json_array_size(a));
+	int rc = sv_put_vlq(out, json_array_size(a));
 	json_array_foreach((json_t *)a, i, s) {
 		if (!rc)
 			rc = sv_sbon_write_string(out, json_string_value(s), json_string_length(s));

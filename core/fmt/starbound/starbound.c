@@ -23,6 +23,7 @@
 #include "btree5_cow.h"
 #include "sbon.h"
 #include "sbworld.h"
+#include "rd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -152,9 +153,10 @@ static size_t pair_name(unsigned a, unsigned b, char *out)
 	return n;
 }
 
+/* A sector coordinate of a key (its bytes are the key's: checked). */
 static unsigned be16(const uint8_t *p)
 {
-	return (unsigned)p[0] << 8 | p[1];
+	return (unsigned)sv_get_be(p, 2);
 }
 
 /* A World4 key: type, then a sector. */
@@ -523,9 +525,12 @@ static int preview(struct sv_container *c, const struct sb *s, struct sv_buf *ou
 		sv_buf_init(&v);
 		bool zl;
 		int rc = value(c, s, (uint32_t)m, &v, &zl, err);
-		if (!rc && v.len >= 8) {
-			w = (uint32_t)v.p[0] << 24 | (uint32_t)v.p[1] << 16 | (uint32_t)v.p[2] << 8 | v.p[3];
-			h = (uint32_t)v.p[4] << 24 | (uint32_t)v.p[5] << 16 | (uint32_t)v.p[6] << 8 | v.p[7];
+		struct sv_rd r;
+		sv_rd_init(&r, v.p, v.len);
+		uint32_t vw = sv_rd_u32be(&r), vh = sv_rd_u32be(&r);
+		if (!rc && sv_rd_ok(&r)) {
+			w = vw;
+			h = vh;
 		}
 		sv_buf_fini(&v);
 		if (rc)
