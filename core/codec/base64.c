@@ -14,7 +14,7 @@
 static const char b64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static int b64val(uint8_t c)
+int sv_base64_value(uint8_t c)
 {
 	if (c >= 'A' && c <= 'Z')
 		return c - 'A';
@@ -43,7 +43,7 @@ static int64_t b64_scan(const char *s, size_t n, struct sv_err *err)
 			pad++;
 			continue;
 		}
-		if (b64val(c) < 0 || pad) {
+		if (sv_base64_value(c) < 0 || pad) {
 			sv_err_set(err, -EBADMSG, "base64: byte %zu: %s %s", i,
 				   sv_show_char(b, (const uint8_t *)s + i, n - i),
 				   pad ? "after the padding" : c == '=' ? "out of place"
@@ -75,7 +75,7 @@ int sv_base64_decode(const char *s, size_t n, struct sv_buf *out, struct sv_err 
 	uint32_t acc = 0;
 	unsigned bits = 0;
 	for (size_t i = 0; i < n; i++) {
-		int v = b64val((uint8_t)s[i]);
+		int v = sv_base64_value((uint8_t)s[i]);
 		if (v < 0)
 			continue; /* whitespace or padding: checked above */
 		acc = acc << 6 | (uint32_t)v;

@@ -52,6 +52,8 @@
  */
 #include "nethack.h"
 
+#include "codec/codec.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -59,17 +61,6 @@
 #include <zlib.h>
 
 /* ---- payloads ----------------------------------------------------------------- */
-
-static int b64val(uint8_t c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
 
 /*
  * Checks the base64 text s[0..n), which starts at byte `at` of the
@@ -87,7 +78,7 @@ static int64_t b64_check(const char *s, size_t n, size_t at, struct sv_err *err)
 		pad = n >= 2 && s[n - 2] == '=' ? 2 : 1;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = (uint8_t)s[i];
-		if (b64val(c) >= 0 || (c == '=' && i >= n - pad))
+		if (sv_base64_value(c) >= 0 || (c == '=' && i >= n - pad))
 			continue;
 		sv_err_set(err, -EBADMSG, "payload: byte %zu: %s", at + i,
 			   c == '=' ? "'=' before the end" : "not base64");
@@ -96,26 +87,11 @@ static int64_t b64_check(const char *s, size_t n, size_t at, struct sv_err *err)
 	return (int64_t)(n / 4 * 3 - pad);
 }
 
-/* Appends the decoded bytes of s[0..n), already checked by b64_check. */
+/* Appends the decoded bytes of s[0..n), already checked by b64_check
+ * (the codec's decoder takes a superset of what that check lets by). */
 static int b64_decode(const char *s, size_t n, struct sv_buf *out)
 {
-	if (!n)
-		return 0;
-	size_t pad = s[n - 1] == '=' ? (s[n - 2] == '=' ? 2 : 1) : 0;
-	int rc = sv_buf_reserve(out, n / 4 * 3);
-	if (rc)
-		return rc;
-	uint8_t *o = out->p + out->len;
-	for (size_t i = 0; i < n; i += 4) {
-		uint32_t v = 0;
-		for (size_t k = 0; k < 4; k++)
-			v = v << 6 | (s[i + k] == '=' ? 0 : (uint32_t)b64val((uint8_t)s[i + k]));
-		size_t m = i + 4 < n ? 3 : 3 - pad;
-		for (size_t k = 0; k < m; k++)
-			*o++ = (uint8_t)(v >> (16 - 8 * k));
-	}
-	out->len = (size_t)(o - out->p);
-	return 0;
+	return sv_base64_decode(s, n, out, NULL) == -EBADMSG ? -EBADMSG : 0;
 }
 
 /*
