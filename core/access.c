@@ -98,9 +98,9 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	 * files, who may write it may write them (a 0600 container gives 0600
 	 * files, owned by its owner); views and read-only mounts lose w, and
 	 * directories get x where they have r. */
-	uint32_t perm = (uint32_t)c->st.st_mode & 0666;
-	st->uid = (uint32_t)c->st.st_uid;
-	st->gid = (uint32_t)c->st.st_gid;
+	uint32_t perm = (uint32_t)c->src->st.st_mode & 0666;
+	st->uid = (uint32_t)c->src->st.st_uid;
+	st->gid = (uint32_t)c->src->st.st_gid;
 	if (st->dir) {
 		bool w = !c->read_only && !(n->flags & SV_N_RO);
 		uint32_t m = w ? perm : perm & ~0222u;

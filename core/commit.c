@@ -44,187 +44,40 @@ void sv_changed_add(struct changed_list *l, uint32_t i)
 	l->v[l->n++] = i;
 }
 
-/*
- * Puts the new file tmp (fd) at the container's path, atomically.  Where the
- * file system can (RENAME_EXCHANGE), the two names are swapped, so that the
- * file taken from the path can be looked at once more: if it is not the one
- * read, as read (another program wrote to it or put another file there in
- * the instant since the last check), it is swapped back and the commit
- * refused.  The directory is synced before the old file goes; if that
- * fails, the old file is put back too.  Elsewhere a plain rename() (then
- * the last instant before it is not covered).  0, or -errno with nothing
- * changed at the path.
- */
-/*
- * The swap took out of the path a file that is not the one read: it goes
- * back, and the new file (fd) comes out again, for the caller to remove.
- * Only if the path still holds the new file: a third program may have put
- * its own there since the swap, and that one stays where it is; what the
- * swap took out is then kept beside it, under a name that says so
- * (".NAME.savefs-displaced-XXXXXX"), and the log says both.
- */
-static bool holds(const char *path, const struct stat *f)
+/* The format's commit() writes the new container to fd (rewrite()'s
+ * callback). */
+static int write_cb(void *arg, int fd, struct sv_err *err)
 {
-	struct stat now;
-	return !lstat(path, &now) && now.st_dev == f->st_dev && now.st_ino == f->st_ino;
+	struct sv_container *c = arg;
+	return c->fmt->commit(c, fd, err);
 }
 
-static void put_back(struct sv_container *c, char *tmp, int fd, int dfd)
+/* The last look before the new container lands. */
+static int check_cb(void *arg, struct sv_err *err)
 {
-	struct stat ours;
-	bool back = false;
-	if (!fstat(fd, &ours) && holds(c->path, &ours)) {
-		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE)) {
-			sv_log(c, "cannot put %s back at %s: %s", tmp, c->path, strerror(errno));
-			fsync(dfd);
-			return;
-		}
-		/* A third program's rename in the instant before: what came out
-		 * is its file, not the new one; it goes back in again. */
-		back = holds(tmp, &ours);
-		if (!back && renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE))
-			sv_log(c, "cannot put the newest file back at %s: %s", c->path,
-			       strerror(errno)); /* whatever tmp holds is kept below */
-	}
-	if (!back) {
-		char *kept = strdup(tmp);
-		char *x = kept ? strstr(kept, ".savefs-") : NULL;
-		/* ".savefs-XXXXXX" -> ".savefs-displaced-XXXXXX" */
-		char *name = x ? malloc(strlen(kept) + 16) : NULL;
-		if (name) {
-			snprintf(name, strlen(kept) + 16, "%.*s.savefs-displaced-%s",
-				 (int)(x - kept), kept, x + strlen(".savefs-"));
-			if (!rename(tmp, name)) {
-				fsync(dfd);
-				sv_log(c, "%s was replaced twice by other programs while savefs "
-				       "committed: the newest is left there; the one before it is "
-				       "kept as %s", c->path, name);
-				/* The caller's unlink(tmp) now finds nothing. */
-			} else {
-				sv_log(c, "%s was replaced twice by other programs while savefs "
-				       "committed: the newest is left there; the one before it is "
-				       "%s (it could not be renamed: %s)", c->path, tmp,
-				       strerror(errno));
-				tmp[0] = '\0';
-			}
-		}
-		free(name);
-		free(kept);
-	}
-	fsync(dfd);
-}
-
-static int swap_in(struct sv_container *c, char *tmp, int fd, int dfd,
-		   struct sv_err *err)
-{
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, c->path, RENAME_EXCHANGE)) {
-		if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
-			return sv_err_set(err, -errno, "rename onto %s: %s", c->path, strerror(errno));
-		if (rename(tmp, c->path))
-			return sv_err_set(err, -errno, "rename onto %s: %s", c->path,
-					  strerror(errno));
-		if (fsync(dfd))
-			sv_log(c, "%s is written, but its directory could not be synced: %s",
-			       c->path, strerror(errno));
-		return 0;
-	}
-	/* The swap itself moved the old file's ctime: it is not compared. */
-	struct stat was;
-	int how = lstat(tmp, &was) ? SV_GUARD_DELETED : sv_guard_same(&c->st, &was);
-	if (how == SV_GUARD_CHANGED && was.st_size == c->st.st_size &&
-	    was.st_mtim.tv_sec == c->st.st_mtim.tv_sec &&
-	    was.st_mtim.tv_nsec == c->st.st_mtim.tv_nsec)
-		how = SV_GUARD_SAME;
-	int rc = 0;
-	if (how != SV_GUARD_SAME)
-		rc = sv_err_set(err, -EBUSY, "%s was changed by another program as it was "
-				"being replaced: not overwritten, the edit is dropped (remount "
-				"to see the file as it is now)", c->path);
-	else if (fsync(dfd))
-		rc = sv_err_set(err, -errno, "sync of the directory of %s: %s", c->path,
-				strerror(errno));
-	if (rc) {
-		put_back(c, tmp, fd, dfd);
-		return rc;
-	}
-	if (unlink(tmp))
-		sv_log(c, "cannot remove the old file, now %s: %s", tmp, strerror(errno));
-	return 0;
+	return sv_guard_check(arg, "while the new file was written", err);
 }
 
 /*
- * Writes the new container and swaps it in, under the container's lock
- * (guard.c), with its identity checked before and again just before the
- * swap.  Write lock held.  On failure nothing at the path changed.
+ * Writes the new container and has the source put it in place (for a
+ * file: beside the old one, swapped in; source/file.c), under the
+ * container's lock (guard.c), with its identity checked before and again
+ * just before the swap.  Write lock held.  On failure nothing at the
+ * location changed.
  */
 static int write_new(struct sv_container *c, struct sv_err *err)
 {
+	if (!c->src->ops->rewrite)
+		return sv_err_set(err, -EROFS, "a %s cannot be written whole", c->src->ops->kind);
 	int rc = sv_guard_lock(c, err);
 	if (rc)
 		return rc;
 	rc = sv_guard_check(c, "since it was read", err);
-	if (rc) {
-		sv_guard_unlock(c);
-		return rc;
-	}
-	char *dup = strdup(c->path);
-	size_t tlen = strlen(c->path) + 32;
-	char *tmp = malloc(tlen);
-	int fd = -1, dfd = -1;
-	if (!dup || !tmp) {
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	char *dir = dirname(dup);
-	snprintf(tmp, tlen, "%s/.%s.savefs-XXXXXX", dir, strrchr(c->path, '/') + 1);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = sv_err_set(err, -errno, "cannot create a new file beside %s: %s",
-				c->path, strerror(errno));
-		goto out;
-	}
-	/* Held until the file is renamed or removed: an open that finds a
-	 * temporary file it can lock knows that no commit is writing it. */
-	flock(fd, LOCK_EX | LOCK_NB);
-	if (fchmod(fd, c->st.st_mode & 07777) ||
-	    (fchown(fd, c->st.st_uid, c->st.st_gid) && errno != EPERM)) {
-		rc = sv_err_set(err, -errno, "%s: %s", tmp, strerror(errno));
-		goto unlink;
-	}
-	rc = c->fmt->commit(c, fd, err);
-	if (rc)
-		goto unlink;
-	if (fsync(fd)) {
-		rc = sv_err_set(err, -errno, "fsync %s: %s", tmp, strerror(errno));
-		goto unlink;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		rc = sv_err_set(err, -errno, "%s: %s", dir, strerror(errno));
-		goto unlink;
-	}
-	rc = sv_guard_check(c, "while the new file was written", err);
 	if (!rc)
-		rc = swap_in(c, tmp, fd, dfd, err);
-	if (rc)
-		goto unlink;
-	close(c->fd);
-	c->fd = fd;
-	fd = -1;
-	if (fstat(c->fd, &c->st))
-		rc = sv_err_set(err, -EIO, "fstat: %s", strerror(errno));
-	sv_guard_fingerprint(c);
-	goto out;
-unlink:
-	unlink(tmp);
-out:
+		rc = c->src->ops->rewrite(c->src, write_cb, check_cb, c, err);
+	if (!rc)
+		sv_guard_fingerprint(c);
 	sv_guard_unlock(c);
-	if (dfd >= 0)
-		close(dfd);
-	if (fd >= 0)
-		close(fd);
-	free(tmp);
-	free(dup);
 	return rc;
 }
 
@@ -240,11 +93,12 @@ static int write_in_place(struct sv_container *c, struct sv_err *err)
 		return rc;
 	rc = sv_guard_check(c, "since it was read", err);
 	if (!rc)
-		rc = c->fmt->commit_in_place(c, c->fd, err);
+		rc = c->fmt->commit_in_place(c, c->src->fd, err);
 	if (!rc) {
 		c->in_place = true;
-		if (fstat(c->fd, &c->st))
-			rc = sv_err_set(err, -EIO, "fstat: %s", strerror(errno));
+		int e = c->src->ops->held(c->src, &c->src->st);
+		if (e)
+			rc = sv_err_set(err, -EIO, "fstat: %s", strerror(-e));
 		sv_guard_fingerprint(c);
 	}
 	sv_guard_unlock(c);
@@ -262,8 +116,8 @@ static int write_in_place(struct sv_container *c, struct sv_err *err)
 static void read_again(struct sv_container *c, struct changed_list *changed, bool other)
 {
 	struct stat now;
-	if (stat(c->path, &now) || now.st_dev != c->st.st_dev || now.st_ino != c->st.st_ino ||
-	    fstat(c->fd, &c->st))
+	if (c->src->ops->look(c->src, &now) || now.st_dev != c->src->st.st_dev ||
+	    now.st_ino != c->src->st.st_ino || c->src->ops->held(c->src, &c->src->st))
 		return;
 	struct sv_err e;
 	sv_err_clear(&e);
@@ -283,7 +137,7 @@ static void read_again(struct sv_container *c, struct changed_list *changed, boo
 /* When the container's content last changed: the file's mtime now. */
 static int64_t commit_time(const struct sv_container *c)
 {
-	return (int64_t)c->st.st_mtim.tv_sec * 1000000000 + c->st.st_mtim.tv_nsec;
+	return (int64_t)c->src->st.st_mtim.tv_sec * 1000000000 + c->src->st.st_mtim.tv_nsec;
 }
 
 /* Node i's content changed now, as the container file has it. */
@@ -754,7 +608,7 @@ void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg
 
 bool sv_container_follows(const struct sv_container *c)
 {
-	return c->fmt && c->fmt->refresh && c->fd >= 0;
+	return c->fmt && c->fmt->refresh && c->src->ops->held;
 }
 
 /*
@@ -770,7 +624,7 @@ int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc,
 	struct changed_list changed = {0};
 	if (rc < 0)
 		return rc;
-	fstat(c->fd, &c->st);
+	c->src->ops->held(c->src, &c->src->st);
 	if (rc == 1) {
 		rc = sv_reindex(c, &changed, err);
 		if (rc) {
@@ -814,9 +668,10 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 		return 0;
 	struct stat now;
 	pthread_rwlock_rdlock(&c->lock);
-	bool same = !fstat(c->fd, &now) && now.st_size == c->st.st_size &&
-		    now.st_mtim.tv_sec == c->st.st_mtim.tv_sec &&
-		    now.st_mtim.tv_nsec == c->st.st_mtim.tv_nsec;
+	const struct stat *was = &c->src->st;
+	bool same = !c->src->ops->held(c->src, &now) && now.st_size == was->st_size &&
+		    now.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+		    now.st_mtim.tv_nsec == was->st_mtim.tv_nsec;
 	pthread_rwlock_unlock(&c->lock);
 	if (same)
 		return 0;

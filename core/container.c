@@ -47,8 +47,6 @@ const struct sv_format *sv_format_find(const char *name)
 void sv_container_set_priv(struct sv_container *c, void *priv) { c->priv = priv; }
 void *sv_container_priv(const struct sv_container *c) { return c->priv; }
 const struct sv_opts *sv_container_opts(const struct sv_container *c) { return &c->opts; }
-uint64_t sv_container_size(const struct sv_container *c) { return (uint64_t)c->st.st_size; }
-int sv_container_fd(const struct sv_container *c) { return c->fd; }
 const struct sv_format *sv_container_format(const struct sv_container *c) { return c->fmt; }
 const char *sv_format_name(const struct sv_format *f) { return f->name; }
 const char *sv_format_description(const struct sv_format *f) { return f->description; }
@@ -112,7 +110,6 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	pthread_mutex_init(&c->fp_lock, NULL);
 	c->pf_dir = SV_NONE;
 	c->pf_gdir = SV_NONE;
-	c->fd = -1;
 	c->fp_fd = -1;
 	c->opts = *opts;
 	c->opts.format = NULL;
@@ -122,94 +119,45 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	return c;
 }
 
-/*
- * Before a read-write mount: removes the temporary files a commit that
- * crashed left beside the container (".NAME.savefs-XXXXXX" that nobody
- * holds locked), and checks that a new file can be made there at all;
- * if not, the container is mounted read-only (and the log says why).
- */
-static void prepare_dir(struct sv_container *c)
+/* The source's log lines go to the container's log. */
+static void source_log(void *arg, const char *line)
 {
-	char *dup = strdup(c->path);
-	if (!dup)
-		return;
-	char *dir = dirname(dup);
-	const char *base = strrchr(c->path, '/') + 1;
-	size_t blen = strlen(base);
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		const char *n = e->d_name;
-		if (n[0] != '.' || strncmp(n + 1, base, blen) || strncmp(n + 1 + blen, ".savefs-", 8) ||
-		    strlen(n + 1 + blen + 8) != 6)
-			continue;
-		int fd = openat(dirfd(d), n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (!flock(fd, LOCK_EX | LOCK_NB) && !unlinkat(dirfd(d), n, 0))
-			sv_log(c, "removed %s/%s, left by a commit that did not finish", dir, n);
-		close(fd);
-	}
-	if (d)
-		closedir(d);
-	size_t tlen = strlen(c->path) + 32;
-	char *probe = malloc(tlen);
-	if (probe) {
-		snprintf(probe, tlen, "%s/.%s.savefs-XXXXXX", dir, base);
-		int fd = mkostemp(probe, O_CLOEXEC);
-		if (fd < 0) {
-			sv_warn(c, "cannot create files beside the container (%s): mounted read-only",
-				strerror(errno));
-			c->read_only = true;
-		} else {
-			close(fd);
-			unlink(probe);
-		}
-		free(probe);
-	}
-	free(dup);
+	sv_log(arg, "%s", line);
 }
 
 int sv_container_open(const char *path, const struct sv_opts *opts,
 		      struct sv_container **out, struct sv_err *err)
 {
+	return sv_container_open_as(path, NULL, opts, out, err);
+}
+
+int sv_container_open_as(const char *path, const struct sv_format *fmt,
+			 const struct sv_opts *opts, struct sv_container **out,
+			 struct sv_err *err)
+{
 	*out = NULL;
 	struct sv_container *c = alloc_container(opts);
 	if (!c)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	int rc;
-	c->path = realpath(path, NULL);
-	if (!c->path) {
-		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
+	c->fmt = fmt;
 	int why = 0; /* why a read-write open was refused */
-	c->fd = opts->read_only ? -1 : open(c->path, O_RDWR | O_CLOEXEC);
-	if (c->fd < 0 && errno == EISDIR) {
-		/* A directory of member files: written through new members
-		 * renamed into it, so writable if the directory is. */
-		c->is_dir = true;
-		if (access(c->path, W_OK))
-			why = errno;
-		c->read_only = why != 0;
-		c->fd = open(c->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	} else if (opts->read_only || (c->fd < 0 && (errno == EACCES || errno == EROFS ||
-						     errno == EPERM || errno == ETXTBSY))) {
-		why = opts->read_only ? 0 : errno;
-		c->fd = open(c->path, O_RDONLY | O_CLOEXEC);
-		c->read_only = true;
-	}
-	if (c->fd < 0) {
-		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	int rc = sv_source_open(path, opts->read_only, &c->src, &why, err);
+	if (rc)
 		goto fail;
-	}
+	c->read_only = c->src->read_only;
 	rc = open_common(c, path, opts, err);
 	if (rc)
 		goto fail;
 	if (why)
 		sv_warn(c, "%s cannot be written (%s): mounted read-only", c->path, strerror(why));
-	if (!c->read_only && !c->is_dir)
-		prepare_dir(c);
+	if (!c->read_only && c->src->ops->prepare) {
+		int e = c->src->ops->prepare(c->src);
+		if (e) {
+			sv_warn(c, "cannot create files beside the container (%s): mounted read-only",
+				strerror(-e));
+			c->read_only = true;
+		}
+	}
 	if (!c->read_only) {
 		rc = sv_guard_claim(c, err);
 		if (rc)
@@ -230,56 +178,50 @@ int sv_container_open_mem(const void *p, size_t n, const struct sv_opts *opts,
 	struct sv_container *c = alloc_container(opts);
 	if (!c)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	int rc;
+	int rc = sv_source_open_mem(p, n, &c->src, err);
 	c->read_only = true;
-	c->path = strdup("(memory)");
-	c->fd = memfd_create("savefs", MFD_CLOEXEC);
-	if (!c->path || c->fd < 0) {
-		rc = sv_err_set(err, c->path ? -errno : -ENOMEM, "cannot hold the container in memory");
-		goto fail;
-	}
-	rc = sv_write_all(c->fd, p, n);
+	if (!rc)
+		rc = open_common(c, "(memory)", opts, err);
 	if (rc) {
-		sv_err_set(err, rc, "cannot hold the container in memory");
-		goto fail;
+		sv_container_free(c);
+		return rc;
 	}
-	rc = open_common(c, c->path, opts, err);
-	if (rc)
-		goto fail;
 	*out = c;
 	return 0;
-fail:
-	sv_container_free(c);
-	return rc;
 }
 
 static int open_common(struct sv_container *c, const char *path,
 		       const struct sv_opts *opts, struct sv_err *err)
 {
 	int rc;
-	if (fstat(c->fd, &c->st)) {
-		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	c->mtime0 = c->st.st_mtim;
-	c->is_dir = S_ISDIR(c->st.st_mode);
-	if (!c->is_dir && !S_ISREG(c->st.st_mode)) {
+	c->path = c->src->path;
+	c->src->log = source_log;
+	c->src->log_arg = c;
+	c->mtime0 = c->src->st.st_mtim;
+	bool is_dir = sv_container_is_dir(c);
+	if (!is_dir && !S_ISREG(c->src->st.st_mode)) {
 		rc = sv_err_set(err, -EMEDIUMTYPE, "%s: not a regular file", path);
 		goto fail;
 	}
-	if (opts->format) {
+	if (c->fmt) {
+		if (is_dir && !c->fmt->probe_dir) {
+			rc = sv_err_set(err, -EISDIR, "%s: is a directory, and %s containers are files",
+					path, c->fmt->name);
+			goto fail;
+		}
+	} else if (opts->format) {
 		c->fmt = sv_format_find(opts->format);
 		if (!c->fmt) {
 			rc = sv_err_set(err, -EINVAL, "unknown format name \"%s\" (see --formats)",
 					opts->format);
 			goto fail;
 		}
-		if (c->is_dir && !c->fmt->probe_dir) {
+		if (is_dir && !c->fmt->probe_dir) {
 			rc = sv_err_set(err, -EISDIR, "%s: is a directory, and %s containers are files",
 					path, c->fmt->name);
 			goto fail;
 		}
-	} else if (c->is_dir) {
+	} else if (is_dir) {
 		for (size_t i = 0; sv_formats[i] && !c->fmt; i++)
 			if (sv_formats[i]->probe_dir && sv_formats[i]->probe_dir(c))
 				c->fmt = sv_formats[i];
@@ -291,13 +233,13 @@ static int open_common(struct sv_container *c, const char *path,
 		}
 	} else {
 		uint8_t head[64];
-		ssize_t k = pread(c->fd, head, sizeof head, 0);
-		if (k < 0) {
-			rc = sv_err_set(err, -EIO, "%s: %s", path, strerror(errno));
+		size_t k = sv_container_size(c) < sizeof head ? (size_t)sv_container_size(c)
+							       : sizeof head;
+		rc = sv_container_pread(c, 0, head, k, err);
+		if (rc)
 			goto fail;
-		}
 		for (size_t i = 0; sv_formats[i] && !c->fmt; i++)
-			if (sv_formats[i]->probe(head, (size_t)k))
+			if (sv_formats[i]->probe(head, k))
 				c->fmt = sv_formats[i];
 		if (!c->fmt) {
 			rc = sv_err_set(err, -EMEDIUMTYPE,
@@ -305,7 +247,7 @@ static int open_common(struct sv_container *c, const char *path,
 			goto fail;
 		}
 	}
-	c->commit = c->is_dir ? c->fmt->commit_dir : c->fmt->commit_file;
+	c->commit = is_dir ? c->fmt->commit_dir : c->fmt->commit_file;
 	/* What a kind needs, the format has (the programmer's promise). */
 	assert(c->commit != SV_COMMIT_REWRITE || c->fmt->commit);
 	assert((c->commit != SV_COMMIT_IN_PLACE && c->commit != SV_COMMIT_MEMBERS) ||
@@ -353,9 +295,7 @@ void sv_container_free(struct sv_container *c)
 	free(c->warnings);
 	for (size_t i = 0; i < LOG_LINES; i++)
 		free(c->log[i]);
-	if (c->fd >= 0)
-		close(c->fd);
-	free(c->path);
+	sv_source_free(c->src);
 	free(c->format_opts);
 	pthread_mutex_destroy(&c->log_lock);
 	pthread_mutex_destroy(&c->pf_lock);

@@ -208,6 +208,12 @@ struct sv_format {
 	int (*refresh)(struct sv_container *c, struct sv_err *err);
 };
 
+/* Opens path with fmt, which need not be one of sv_formats (a format
+ * outside the registry: the core's own tests); opts->format is ignored.
+ * As sv_container_open otherwise. */
+int sv_container_open_as(const char *path, const struct sv_format *fmt,
+			 const struct sv_opts *opts, struct sv_container **out,
+			 struct sv_err *err);
 /* How this container's edits land (its format's kind for its layout). */
 enum sv_commit_kind sv_container_commit_kind(const struct sv_container *c);
 

@@ -123,13 +123,12 @@ struct sv_container {
 	void *priv;              /* the format's state */
 	struct sv_opts opts;
 	char *format_opts;       /* owned: opts.format_opts as given */
-	char *path;              /* owned */
-	int fd;                  /* the container file as last opened */
-	struct stat st;          /* its stat at open: detects outside changes */
+	char *path;              /* the source's path (for messages) */
+	struct sv_source *src;   /* owned: where its bytes come from, its
+				  * identity, locks, how a rewrite lands */
 	struct timespec mtime0;  /* the container's mtime when first opened:
 				  * the mtime of every file not changed since */
 	bool read_only;
-	bool is_dir;             /* a directory of member files (source.c) */
 	enum sv_commit_kind commit; /* the format's kind for this layout */
 
 	struct sv_inode *nodes;  /* owned; nnodes used of cap */
@@ -281,9 +280,6 @@ void sv_pf_settle(struct sv_container *c, uint32_t n);
 void sv_pf_stop(struct sv_container *c);
 
 /* ---- guard.c (write lock held) ---- */
-enum { SV_GUARD_SAME, SV_GUARD_CHANGED, SV_GUARD_REPLACED, SV_GUARD_DELETED };
-/* How the file `now` differs from the one `was`: SV_GUARD_*. */
-int sv_guard_same(const struct stat *was, const struct stat *now);
 /* 0 if the file at the path is still the one read (or was only touched),
  * else -EBUSY with what happened to it; `when` ends the message ("since it
  * was read"). */

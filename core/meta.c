@@ -90,8 +90,8 @@ static int add_member(void *arg, const char *name)
  * files (a directory's own size says nothing of what it holds). */
 static uint64_t container_size(struct sv_container *c)
 {
-	if (!c->is_dir)
-		return (uint64_t)c->st.st_size;
+	if (!sv_container_is_dir(c))
+		return sv_container_size(c);
 	struct msize m = {c, 0};
 	sv_member_list(c, add_member, &m, NULL);
 	return m.total;

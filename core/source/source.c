@@ -1,28 +1,229 @@
 /*
- * source.c - where a container's bytes come from: one file, or a directory
- * of member files (a recording still being written: a preamble and
- * segments).  Every read is checked against the size the file has when it
- * is read, the same way for both, so a format never reads past an end.
- *
- * A directory container's members are named files directly inside it (no
- * '/', not "." or ".."), opened for each read (a member may be replaced by
- * rename at any time: each read sees one whole file) and never followed
- * through a symbolic link.  A member is replaced the way a recorder does it:
- * a temporary file beside it, synced, renamed over it, and the directory
- * synced.
+ * source.c - what every source shares (see source.h): opening the right
+ * one for a path, the identity comparison, the container's calls that
+ * formats make (dispatched to its source), and the pieces the local
+ * sources (file.c, dir.c) have in common: bounded reads of a descriptor,
+ * flock(2) claims and locks.
  */
 #include "internal.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
-static int read_fd(int fd, uint64_t size, uint64_t off, void *buf, size_t n,
-		   const char *what, struct sv_err *err)
+/* How long a commit waits for another holder of the container's lock, and
+ * a read-write open for a mount that is going away. */
+#define LOCK_WAIT_MS 2000
+#define CLAIM_WAIT_MS 1000
+
+/* ---- opening ---------------------------------------------------------------- */
+
+static struct sv_source *source_new(const struct sv_source_ops *ops, char *path, int fd)
+{
+	struct sv_source *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->ops = ops;
+	s->path = path;
+	s->fd = fd;
+	return s;
+}
+
+int sv_source_open(const char *path, bool read_only, struct sv_source **out, int *why,
+		   struct sv_err *err)
+{
+	*out = NULL;
+	*why = 0;
+	char *real = realpath(path, NULL);
+	if (!real)
+		return sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	const struct sv_source_ops *ops = &sv_source_file_ops;
+	int fd = read_only ? -1 : open(real, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && errno == EISDIR) {
+		/* A directory of member files: written through new members
+		 * renamed into it, so writable if the directory is. */
+		ops = &sv_source_dir_ops;
+		if (access(real, W_OK))
+			*why = errno;
+		read_only = *why != 0;
+		fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else if (read_only || (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM ||
+					    errno == ETXTBSY))) {
+		*why = read_only ? 0 : errno;
+		fd = open(real, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			struct stat st;
+			if (!fstat(fd, &st) && S_ISDIR(st.st_mode))
+				ops = &sv_source_dir_ops;
+		}
+		read_only = true;
+	}
+	if (fd < 0) {
+		int e = errno;
+		free(real);
+		return sv_err_set(err, -e, "%s: %s", path, strerror(e));
+	}
+	struct sv_source *s = source_new(ops, real, fd);
+	if (!s) {
+		close(fd);
+		free(real);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	s->read_only = read_only;
+	if (fstat(fd, &s->st)) {
+		int e = errno;
+		sv_source_free(s);
+		return sv_err_set(err, -e, "%s: %s", path, strerror(e));
+	}
+	*out = s;
+	return 0;
+}
+
+int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err)
+{
+	*out = NULL;
+	char *path = strdup("(memory)");
+	int fd = memfd_create("savefs", MFD_CLOEXEC);
+	int rc = path && fd >= 0 ? sv_write_all(fd, p, n) : path ? -errno : -ENOMEM;
+	struct sv_source *s = rc ? NULL : source_new(&sv_source_file_ops, path, fd);
+	if (!rc && !s)
+		rc = -ENOMEM;
+	if (!rc && fstat(fd, &s->st))
+		rc = -errno;
+	if (rc) {
+		if (s)
+			sv_source_free(s);
+		else {
+			free(path);
+			if (fd >= 0)
+				close(fd);
+		}
+		return sv_err_set(err, rc, "cannot hold the container in memory");
+	}
+	s->read_only = true;
+	*out = s;
+	return 0;
+}
+
+void sv_source_free(struct sv_source *s)
+{
+	if (!s)
+		return;
+	if (s->ops->close)
+		s->ops->close(s);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->path);
+	free(s);
+}
+
+void sv_source_log(struct sv_source *s, const char *fmt, ...)
+{
+		   char line[SV_ERR_MAX * 2];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (s->log)
+		s->log(s->log_arg, line);
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+int sv_source_same(const struct stat *was, const struct stat *now)
+{
+	if (now->st_dev != was->st_dev || now->st_ino != was->st_ino)
+		return SV_SOURCE_REPLACED;
+	if (now->st_size != was->st_size || !same_time(&now->st_mtim, &was->st_mtim) ||
+	    !same_time(&now->st_ctim, &was->st_ctim))
+		return SV_SOURCE_CHANGED;
+	return SV_SOURCE_SAME;
+}
+
+/* ---- what formats call, through the container --------------------------------- */
+
+uint64_t sv_container_size(const struct sv_container *c)
+{
+	return (uint64_t)c->src->st.st_size;
+}
+
+int sv_container_fd(const struct sv_container *c)
+{
+	return c->src->fd;
+}
+
+bool sv_container_is_dir(const struct sv_container *c)
+{
+	return c->src->ops->member_list != NULL;
+}
+
+int sv_container_pread(struct sv_container *c, uint64_t off, void *buf, size_t n,
+		       struct sv_err *err)
+{
+	if (!c->src->ops->pread)
+		return sv_err_set(err, -EBADMSG, "a %s has no bytes of its own", c->src->ops->kind);
+	return c->src->ops->pread(c->src, off, buf, n, err);
+}
+
+static int no_members(struct sv_container *c, const char *name, struct sv_err *err)
+{
+	return sv_err_set(err, -ENOTDIR, "%s%sthe container is not a directory", name ? name : "",
+			  name ? ": " : "");
+}
+
+int sv_member_stat(struct sv_container *c, const char *name, struct stat *st,
+		   struct sv_err *err)
+{
+	if (!c->src->ops->member_stat)
+		return no_members(c, name, err);
+	return c->src->ops->member_stat(c->src, name, st, err);
+}
+
+int sv_member_pread(struct sv_container *c, const char *name, uint64_t off, void *buf,
+		    size_t n, struct sv_err *err)
+{
+	if (!c->src->ops->member_pread)
+		return no_members(c, name, err);
+	return c->src->ops->member_pread(c->src, name, off, buf, n, err);
+}
+
+int sv_member_read_all(struct sv_container *c, const char *name, uint64_t max,
+		       struct sv_buf *out, struct sv_err *err)
+{
+	if (!c->src->ops->member_read_all)
+		return no_members(c, name, err);
+	return c->src->ops->member_read_all(c->src, name, max, out, err);
+}
+
+int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name),
+		   void *arg, struct sv_err *err)
+{
+	if (!c->src->ops->member_list)
+		return no_members(c, NULL, err);
+	return c->src->ops->member_list(c->src, fn, arg, err);
+}
+
+int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
+		      const void *p, size_t n, const struct stat *expect, struct sv_err *err)
+{
+	if (!c->src->ops->member_replace)
+		return no_members(c, NULL, err);
+	return c->src->ops->member_replace(c->src, name, tmp_prefix, p, n, expect, err);
+}
+
+/* ---- shared by the local sources ------------------------------------------------ */
+
+int sv_source_read_fd(int fd, uint64_t size, uint64_t off, void *buf, size_t n,
+		      const char *what, struct sv_err *err)
 {
 	if (off > size || n > size - off)
 		return sv_err_set(err, -EBADMSG,
@@ -46,181 +247,55 @@ static int read_fd(int fd, uint64_t size, uint64_t off, void *buf, size_t n,
 	return 0;
 }
 
-int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
-		       size_t n, struct sv_err *err)
+int sv_source_look_path(struct sv_source *s, struct stat *now)
 {
-	if (c->is_dir)
-		return sv_err_set(err, -EBADMSG, "a directory has no bytes of its own");
-	return read_fd(c->fd, (uint64_t)c->st.st_size, off, buf, n, "the file", err);
+	return stat(s->path, now) ? -errno : 0;
 }
 
-bool sv_container_is_dir(const struct sv_container *c)
+int sv_source_held_fd(struct sv_source *s, struct stat *now)
 {
-	return c->is_dir;
+	return fstat(s->fd, now) ? -errno : 0;
 }
 
-static int member_open(struct sv_container *c, const char *name, struct stat *st,
-		       struct sv_err *err)
+int sv_source_flock_claim(struct sv_source *s, struct sv_err *err)
 {
-	if (!c->is_dir)
-		return sv_err_set(err, -ENOTDIR, "%s: the container is not a directory", name);
-	if (!sv_name_ok(name) || strchr(name, '/'))
-		return sv_err_set(err, -EINVAL, "\"%s\" cannot name a member", name);
-	int fd = openat(c->fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return sv_err_set(err, errno == ENOENT ? -ENOENT : errno == ELOOP ? -EBADMSG : -EIO,
-				  "%s: %s", name, errno == ELOOP ? "a symbolic link" : strerror(errno));
-	if (fstat(fd, st)) {
-		int e = errno;
-		close(fd);
-		return sv_err_set(err, -EIO, "%s: %s", name, strerror(e));
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(fd);
-		return sv_err_set(err, -EBADMSG, "%s: not a regular file", name);
-	}
-	return fd;
-}
-
-int sv_member_stat(struct sv_container *c, const char *name, struct stat *st,
-		   struct sv_err *err)
-{
-	int fd = member_open(c, name, st, err);
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
-}
-
-int sv_member_pread(struct sv_container *c, const char *name, uint64_t off, void *buf,
-		    size_t n, struct sv_err *err)
-{
-	struct stat st;
-	int fd = member_open(c, name, &st, err);
-	if (fd < 0)
-		return fd;
-	int rc = read_fd(fd, (uint64_t)st.st_size, off, buf, n, name, err);
-	close(fd);
-	return rc;
-}
-
-int sv_member_read_all(struct sv_container *c, const char *name, uint64_t max,
-		       struct sv_buf *out, struct sv_err *err)
-{
-	struct stat st;
-	int fd = member_open(c, name, &st, err);
-	if (fd < 0)
-		return fd;
-	int rc = 0;
-	if ((uint64_t)st.st_size > max)
-		rc = sv_err_set(err, -EFBIG, "%s: %llu bytes, more than the %llu allowed", name,
-				(unsigned long long)st.st_size, (unsigned long long)max);
-	if (!rc && sv_buf_reserve(out, (size_t)st.st_size))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	if (!rc)
-		rc = read_fd(fd, (uint64_t)st.st_size, 0, out->p + out->len, (size_t)st.st_size,
-			     name, err);
-	if (!rc)
-		out->len += (size_t)st.st_size;
-	close(fd);
-	return rc;
-}
-
-int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name),
-		   void *arg, struct sv_err *err)
-{
-	if (!c->is_dir)
-		return sv_err_set(err, -ENOTDIR, "the container is not a directory");
-	int fd = openat(c->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return sv_err_set(err, -EIO, "cannot list %s: %s", c->path, strerror(e));
-	}
-	int rc = 0;
-	struct dirent *e;
-	while (!rc && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			rc = fn(arg, e->d_name);
-	closedir(d);
-	return rc;
-}
-
-int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
-		      const void *p, size_t n, const struct stat *expect, struct sv_err *err)
-{
-	if (!c->is_dir)
-		return sv_err_set(err, -ENOTDIR, "the container is not a directory");
-	char tmp[300];
-	int rc = 0, fd = -1;
-	for (unsigned tries = 0; fd < 0 && tries < 100; tries++) {
-		snprintf(tmp, sizeof tmp, "%s%08lx.tmp", tmp_prefix,
-			 (unsigned long)((unsigned long)random() ^ (unsigned long)getpid() << 16));
-		fd = openat(c->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0)
-		return sv_err_set(err, -errno, "cannot create %s/%s: %s", c->path, tmp,
-				  strerror(errno));
-	struct stat old;
-	if (!fstatat(c->fd, name, &old, AT_SYMLINK_NOFOLLOW) && S_ISREG(old.st_mode))
-		(void)fchmod(fd, old.st_mode & 07777);
-	rc = sv_write_all(fd, p, n);
-	if (rc)
-		sv_err_set(err, rc, "writing %s/%s: %s", c->path, tmp, strerror(-rc));
-	sv_test_step("member-written");
-	if (!rc && fsync(fd))
-		rc = sv_err_set(err, -errno, "fsync %s/%s: %s", c->path, tmp, strerror(errno));
-	if (close(fd) && !rc)
-		rc = sv_err_set(err, -errno, "closing %s/%s: %s", c->path, tmp, strerror(errno));
-	if (!rc && expect) {
-		/* Swapped in, then the member swapped out checked: if another
-		 * writer replaced it since it was read, it goes back. */
-		if (renameat2(c->fd, tmp, c->fd, name, RENAME_EXCHANGE) == 0) {
-			struct stat was;
-			if (fstatat(c->fd, tmp, &was, AT_SYMLINK_NOFOLLOW) ||
-			    was.st_dev != expect->st_dev || was.st_ino != expect->st_ino) {
-				renameat2(c->fd, tmp, c->fd, name, RENAME_EXCHANGE);
-				unlinkat(c->fd, tmp, 0);
-				return sv_err_set(err, -EBUSY, "%s was replaced by another program "
-						  "since it was read: the edit is not applied", name);
-			}
-			sv_test_step("member-renamed");
-			/* The old member stays (under tmp) until the directory is
-			 * synced: if that fails, it goes back, and the failure
-			 * reported is true (nothing landed). */
-			if (fsync(c->fd)) {
-				int e = errno;
-				if (!renameat2(c->fd, tmp, c->fd, name, RENAME_EXCHANGE)) {
-					fsync(c->fd);
-					unlinkat(c->fd, tmp, 0);
-					return sv_err_set(err, -e, "fsync %s: %s (%s is as it was)", c->path,
-							  strerror(e), name);
-				}
-				unlinkat(c->fd, tmp, 0);
-				return sv_err_set(err, -e, "fsync %s: %s, and the old %s could not be put "
-						  "back: the commit may have landed", c->path, strerror(e),
-						  name);
-			}
-			unlinkat(c->fd, tmp, 0);
+	/* A mount just unmounted lets go when its daemon exits, a moment
+	 * after fusermount3 -u returns: wait for that, a little. */
+	for (int waited = 0;; waited += 10) {
+		if (!flock(s->fd, LOCK_EX | LOCK_NB)) {
+			flock(s->fd, LOCK_SH | LOCK_NB);
 			return 0;
 		}
-		if (errno != EINVAL && errno != ENOSYS)
-			rc = sv_err_set(err, -errno, "renaming %s over %s: %s", tmp, name,
-					strerror(errno));
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return 0; /* a file system without flock: nothing to share */
+		if (waited >= CLAIM_WAIT_MS)
+			break;
+		nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
 	}
-	if (!rc && renameat(c->fd, tmp, c->fd, name))
-		rc = sv_err_set(err, -errno, "renaming %s over %s: %s", tmp, name, strerror(errno));
-	if (rc) {
-		unlinkat(c->fd, tmp, 0);
-		return rc;
+	return sv_err_set(err, -EBUSY, "mounted read-write by another savefs (or locked "
+			  "by another program): unmount that first, or mount with -o ro");
+}
+
+int sv_source_flock_lock(struct sv_source *s, struct sv_err *err)
+{
+	struct timespec nap = {0, 10 * 1000000L};
+	for (int waited = 0;; waited += 10) {
+		if (!flock(s->fd, LOCK_EX | LOCK_NB))
+			return 0;
+		if (errno == ENOLCK || errno == EINVAL || errno == EOPNOTSUPP)
+			return 0; /* no flock here: the identity checks still run */
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return sv_err_set(err, -errno, "cannot lock %s: %s", s->path,
+					  strerror(errno));
+		if (waited >= LOCK_WAIT_MS)
+			return sv_err_set(err, -EBUSY, "%s is locked by another program: "
+					  "not written, the edit is dropped", s->path);
+		nanosleep(&nap, NULL);
 	}
-	sv_test_step("member-renamed");
-	if (fsync(c->fd))
-		return sv_err_set(err, -errno, "fsync %s: %s: the new %s is in place (the commit "
-				  "may have landed)", c->path, strerror(errno), name);
-	return 0;
+}
+
+void sv_source_flock_unlock(struct sv_source *s)
+{
+	/* Back to the mount's shared claim; a read-only handle holds none. */
+	flock(s->fd, s->read_only ? LOCK_UN : LOCK_SH | LOCK_NB);
 }

@@ -1,6 +1,41 @@
 /*
- * source/source.h - where a container's bytes come from, as formats read
- * them.  (The interface the sources implement follows in this header.)
+ * source/source.h - where a container's bytes come from.
+ *
+ * A source is one place a container lives: a file, or a directory of
+ * member files (a recording still being written).  The next ones are an
+ * object in a store and a folder of containers; each is one
+ * implementation of struct sv_source_ops in this folder, and nothing
+ * else in the core knows which one it has.
+ *
+ * What a source answers:
+ *   - its bytes: pread of exactly n bytes at an offset, checked against
+ *     the size it has as read (a read past the end is -EBADMSG, never a
+ *     short read); a directory has no bytes of its own, only members;
+ *   - its members, for a directory: list, stat, pread, read whole, and
+ *     replace one (a new member written beside it, synced, renamed over
+ *     it, the directory synced: a crash leaves the old or the new);
+ *   - its identity: `st` as last read (device, inode, size, times), and
+ *     look(), what is at its location now.  The core compares the two
+ *     before a commit and again just before a new container lands
+ *     (sv_source_same); a source whose location has no inode (an object
+ *     in a store) fills st_ino and st_mtim from what proves it unchanged
+ *     (its ETag and Last-Modified);
+ *   - its locks: claim() for a read-write mount's life (a second
+ *     read-write mount is refused), lock()/unlock() around a commit;
+ *   - how a whole new container lands (SV_COMMIT_REWRITE): rewrite() has
+ *     the caller write it to a new file, checks the location once more,
+ *     and swaps it in so that a crash at any moment leaves the old
+ *     container or the new one, and another writer's file is never lost;
+ *   - prepare(), before a read-write use: what a crashed commit left
+ *     beside the container is removed, and whether anything new can be
+ *     made there at all (if not, the container is read-only).
+ * A commit in place (SV_COMMIT_IN_PLACE) writes through `fd`, which a
+ * source that supports it opens read-write; appends (SV_COMMIT_APPEND)
+ * likewise.  Ops a source cannot do are NULL, and the core refuses what
+ * needs them with a reason.
+ *
+ * The top of this header is the part formats use (through the
+ * container); the interface follows it.
  */
 #ifndef SV_SOURCE_H
 #define SV_SOURCE_H
@@ -8,6 +43,8 @@
 #include "savefs.h"
 
 #include <sys/stat.h>
+
+/* ---- what formats call ---------------------------------------------------- */
 
 /* The container's size in bytes as opened. */
 uint64_t sv_container_size(const struct sv_container *c);
@@ -50,5 +87,92 @@ int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name
  * "member-written", "member-renamed". */
 int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
 		      const void *p, size_t n, const struct stat *expect, struct sv_err *err);
+
+
+/* ---- the interface sources implement ---------------------------------------- */
+
+struct sv_source;
+
+struct sv_source_ops {
+	const char *kind;   /* "file", "directory": for messages and info */
+	/* What is at the source's location now: 0 and *now, or -errno
+	 * (-ENOENT: nothing there). */
+	int (*look)(struct sv_source *s, struct stat *now);
+	/* What the source's own open handle holds now (a file appended to
+	 * in place): 0 and *now, or -errno. */
+	int (*held)(struct sv_source *s, struct stat *now);
+	int (*pread)(struct sv_source *s, uint64_t off, void *buf, size_t n,
+		     struct sv_err *err);
+	/* A read-write mount's shared claim (-EBUSY if another holds it),
+	 * and the commit's exclusive lock (waits a while, then -EBUSY). */
+	int (*claim)(struct sv_source *s, struct sv_err *err);
+	int (*lock)(struct sv_source *s, struct sv_err *err);
+	void (*unlock)(struct sv_source *s);
+	/* Before a read-write use: 0, or -errno when nothing new can be made
+	 * there (the container is then read-only). */
+	int (*prepare)(struct sv_source *s);
+	/* SV_COMMIT_REWRITE: write(arg, fd) fills a new, empty file; then
+	 * check(arg) (0 or -EBUSY with the reason) once it is synced; then
+	 * the new file takes the old one's place.  On success the source
+	 * holds the new file (fd, st).  On failure nothing at the location
+	 * changed. */
+	int (*rewrite)(struct sv_source *s, int (*write)(void *arg, int fd, struct sv_err *err),
+		       int (*check)(void *arg, struct sv_err *err), void *arg,
+		       struct sv_err *err);
+	/* Members of a directory (NULL: the source has none). */
+	int (*member_stat)(struct sv_source *s, const char *name, struct stat *st,
+			   struct sv_err *err);
+	int (*member_pread)(struct sv_source *s, const char *name, uint64_t off, void *buf,
+			    size_t n, struct sv_err *err);
+	int (*member_read_all)(struct sv_source *s, const char *name, uint64_t max,
+			       struct sv_buf *out, struct sv_err *err);
+	int (*member_list)(struct sv_source *s, int (*fn)(void *arg, const char *name),
+			   void *arg, struct sv_err *err);
+	int (*member_replace)(struct sv_source *s, const char *name, const char *tmp_prefix,
+			      const void *p, size_t n, const struct stat *expect,
+			      struct sv_err *err);
+	void (*close)(struct sv_source *s);
+};
+
+struct sv_source {
+	const struct sv_source_ops *ops;
+	char *path;          /* owned: where it is, for messages */
+	int fd;              /* its open handle (a file, a directory), or -1 */
+	struct stat st;      /* its identity as last read */
+	bool read_only;      /* opened for reading only */
+	/* Where the source says what it did (a file put aside), set by the
+	 * container: its log. */
+	void (*log)(void *arg, const char *line);
+	void *log_arg;
+};
+
+/*
+ * Opens what is at path: a directory as a directory source, anything else
+ * as a file.  Read-write unless read_only or the place cannot be written;
+ * then *why is the errno that made it read-only (0 if asked).  0, or
+ * -errno with the reason.
+ */
+int sv_source_open(const char *path, bool read_only, struct sv_source **out, int *why,
+		   struct sv_err *err);
+/* A read-only file source holding a copy of p[0..n) (memory). */
+int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err);
+void sv_source_free(struct sv_source *s);
+/* Says a line in the source's log (the container's). */
+void sv_source_log(struct sv_source *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* How the thing `now` differs from the one `was` by identity. */
+enum { SV_SOURCE_SAME, SV_SOURCE_CHANGED, SV_SOURCE_REPLACED, SV_SOURCE_DELETED };
+int sv_source_same(const struct stat *was, const struct stat *now);
+
+/* Shared by the sources that are local files and directories (source.c). */
+int sv_source_read_fd(int fd, uint64_t size, uint64_t off, void *buf, size_t n,
+		      const char *what, struct sv_err *err);
+int sv_source_flock_claim(struct sv_source *s, struct sv_err *err);
+int sv_source_flock_lock(struct sv_source *s, struct sv_err *err);
+void sv_source_flock_unlock(struct sv_source *s);
+int sv_source_look_path(struct sv_source *s, struct stat *now);
+int sv_source_held_fd(struct sv_source *s, struct stat *now);
+extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops;
 
 #endif

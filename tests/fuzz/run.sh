@@ -1,27 +1,28 @@
 #!/bin/sh
 # run.sh - builds a fuzz target (tests/fuzz/fuzz_TARGET.c) with libFuzzer,
-# ASan and UBSan straight from the core sources, and runs it.
+# ASan and UBSan, and runs it.
 #
 #   tests/fuzz/run.sh [SECONDS] [TARGET] [LIBFUZZER-ARGS...]
 #
 # SECONDS defaults to 60.  TARGET is datafile (the default), doodle,
-# doodle_chunk, or any NAME with a tests/fuzz/fuzz_NAME.c; it may also be
-# given as FUZZ_TARGET=NAME (an argument starting with '-' is never a
-# target).  The fuzzer works on a copy of the seed corpus
-# (tests/fuzz/corpus/TARGET) and the bad inputs of its format
+# doodle_chunk, or any NAME of tests/meson.build's fuzz_targets; it may
+# also be given as FUZZ_TARGET=NAME (an argument starting with '-' is never
+# a target).  The targets are built by meson in $FUZZ_BUILD (default
+# build-fuzz/ under the source tree), configured with clang,
+# -Dfuzzing=true and -Db_sanitize=address,undefined; FUZZ_CFLAGS (e.g.
+# -DSKIP_FAR_JSON, to get past a known bug while it is being fixed) goes
+# to the targets through -Dfuzz_cflags.  The fuzzer works on a copy of the
+# seed corpus (tests/fuzz/corpus/TARGET) and the bad inputs of its format
 # (tests/data/bad/FORMAT, FORMAT being TARGET up to its first '_': the
 # containers there, not their .msg/.how/.expect or make.py) in $FUZZ_WORK
-# (default build-fuzz/ under the source tree): corpus/ for datafile,
-# corpus-TARGET/ for the others.  The seeds in the tree are never modified.
-# Crashes, leaks and timeouts are saved in tests/fuzz/crashers/, which
-# `meson test` replays (fuzz-replay-TARGET).  FUZZ_JOBS=N runs N fuzzing
-# processes at once (default 1).  CC defaults to clang; BUILD (default
-# build) is a configured meson build dir, for config.h; FUZZ_CFLAGS adds
-# compiler flags (e.g. -fno-sanitize=... to get past a known bug while it
-# is being fixed).  To go on after a crash, pass libFuzzer's
+# (default build-fuzz/work): corpus/ for datafile, corpus-TARGET/ for the
+# others.  The seeds in the tree are never modified.  Crashes, leaks and
+# timeouts are saved in tests/fuzz/crashers/, which `meson test` replays
+# (fuzz-replay-TARGET).  FUZZ_JOBS=N runs N fuzzing processes at once
+# (default 1).  To go on after a crash, pass libFuzzer's
 # -fork=1 -ignore_crashes=1 (each crash still lands in crashers/).
 # To keep new small inputs that add coverage in the seed corpus:
-#   build-fuzz/fuzz_datafile -merge=1 tests/fuzz/corpus/datafile build-fuzz/corpus
+#   build-fuzz/tests/fuzz_datafile -merge=1 tests/fuzz/corpus/datafile build-fuzz/work/corpus
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,20 +34,13 @@ case ${1:-} in
 '' | -*) ;;
 *) target=$1; shift ;;
 esac
-cc=${CC:-clang}
-build=${BUILD:-build}
-work=${FUZZ_WORK:-$top/build-fuzz}
+fbuild=${FUZZ_BUILD:-$top/build-fuzz}
+work=${FUZZ_WORK:-$fbuild/work}
 jobs=${FUZZ_JOBS:-1}
 
 cd "$top"
-src=tests/fuzz/fuzz_$target.c
-if [ ! -f "$src" ]; then
-	echo "run.sh: no fuzz target $target ($src is missing)" >&2
-	exit 2
-fi
-case $build in /*) ;; *) build=$top/$build ;; esac
-if [ ! -f "$build/config.h" ]; then
-	echo "run.sh: $build/config.h is missing: run meson setup $build first" >&2
+if [ ! -f "tests/fuzz/fuzz_$target.c" ]; then
+	echo "run.sh: no fuzz target $target (tests/fuzz/fuzz_$target.c is missing)" >&2
 	exit 2
 fi
 fmt=${target%%_*}
@@ -56,27 +50,18 @@ else
 	corpus=$work/corpus-$target
 fi
 
-# The core sources, as core/meson.build lists them.
-srcs=$(sed -n "/core_src *= *files(/,/)/p" core/meson.build |
-	grep -o "'[^']*\.c'" | tr -d "'" | sed 's|^|core/|')
-libs="-lz -ljansson -lpthread"
-for p in libzstd libzip libxxhash libpng; do
-	if pkg-config --exists $p 2>/dev/null; then
-		libs="$libs $(pkg-config --libs $p)"
-	fi
-done
-
-# Sources a target names on a " * Built with: FILE..." line of its comment.
-extra=$(sed -n 's/^ \* Built with: //p' "$src")
-
+# The fuzz build: configured once, its flags brought up to date each run.
+cflags=$(printf '%s' "${FUZZ_CFLAGS:-}" | tr ' ' ',')
+if [ ! -f "$fbuild/build.ninja" ]; then
+	CC=${CC:-clang} meson setup "$fbuild" -Dfuzzing=true -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dbuildtype=debugoptimized "-Dfuzz_cflags=$cflags" >&2
+else
+	meson configure "$fbuild" "-Dfuzz_cflags=$cflags" >&2
+fi
+echo "run.sh: building fuzz_$target in $fbuild" >&2
+ninja -C "$fbuild" "tests/fuzz_$target" >&2
+bin=$fbuild/tests/fuzz_$target
 mkdir -p "$corpus" "$here/crashers"
-bin=$work/fuzz_$target
-echo "run.sh: building $bin from $src $(echo $srcs | tr '\n' ' ')" >&2
-# shellcheck disable=SC2086
-$cc -g -O1 -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-fno-omit-frame-pointer ${FUZZ_CFLAGS:-} -Icore -I. -I"$build" \
-	"$src" $extra $srcs $libs -o "$bin"
 
 if [ -d "tests/fuzz/corpus/$target" ]; then
 	for f in tests/fuzz/corpus/"$target"/*; do

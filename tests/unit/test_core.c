@@ -1,0 +1,681 @@
+/*
+ * test_core.c - the core alone, through a small in-memory format of the
+ * test's own ("kv"): edits, commits and the guard, once per commit kind
+ * and per source, with each kind's failure paths (a refusal, a failed
+ * write, a lost lock, another writer).
+ *
+ * kv, as a file: lines "name=value"; each line is a file `name` holding
+ * `value`.  As a directory: each member is a file of the same name and
+ * content.  Four formats share the reader and differ in how edits land:
+ *   kv-rewrite   SV_COMMIT_REWRITE: commit() writes every line anew
+ *   kv-inplace   SV_COMMIT_IN_PLACE: commit_in_place() writes the file
+ *                itself (pwrite + ftruncate)
+ *   kv-append    SV_COMMIT_APPEND: one file, `log`, the whole container;
+ *                a write at its end is appended at once, under kv's own
+ *                lock (flock of the file made exclusive)
+ *   kv-members   SV_COMMIT_MEMBERS (directories): each edited file
+ *                replaces its member (sv_member_replace)
+ * A value may not hold '!' (the check refuses it) and, in a file, no
+ * newline.  `fail_write` makes the next write of the container fail with
+ * EIO as a full disk would, after it has written part of what it meant to.
+ */
+#include "format.h"
+#include "t.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool fail_write;
+
+struct kv {
+	size_t n;
+	char **names;
+	struct sv_buf *vals;
+	struct stat *mst; /* directories: each member as read */
+};
+
+static void kv_free(struct kv *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->n; i++) {
+		free(k->names[i]);
+		sv_buf_fini(&k->vals[i]);
+	}
+	free(k->names);
+	free(k->vals);
+	free(k->mst);
+	free(k);
+}
+
+static int kv_add(struct kv *k, const char *name, size_t nlen, const void *v, size_t vlen)
+{
+	char **names = realloc(k->names, (k->n + 1) * sizeof *names);
+	if (names)
+		k->names = names;
+	struct sv_buf *vals = realloc(k->vals, (k->n + 1) * sizeof *vals);
+	if (vals)
+		k->vals = vals;
+	struct stat *mst = realloc(k->mst, (k->n + 1) * sizeof *mst);
+	if (mst)
+		k->mst = mst;
+	if (!names || !vals || !mst || !(k->names[k->n] = strndup(name, nlen)))
+		return -ENOMEM;
+	sv_buf_init(&k->vals[k->n]);
+	memset(&k->mst[k->n], 0, sizeof *k->mst);
+	if (sv_buf_add(&k->vals[k->n], v, vlen)) {
+		free(k->names[k->n]);
+		return -ENOMEM;
+	}
+	k->n++;
+	return 0;
+}
+
+static int collect(void *arg, const char *name)
+{
+	struct kv *k = arg;
+	return name[0] == '.' ? 0 : kv_add(k, name, strlen(name), "", 0);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_append(struct sv_container *c);
+
+static int kv_open(struct sv_container *c, struct sv_err *err)
+{
+	struct kv *k = calloc(1, sizeof *k);
+	if (!k)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	sv_container_set_priv(c, k);
+	int rc = 0;
+	if (sv_container_is_dir(c)) {
+		rc = sv_member_list(c, collect, k, err);
+		if (!rc)
+			qsort(k->names, k->n, sizeof *k->names, by_name);
+		for (size_t i = 0; !rc && i < k->n; i++) {
+			rc = sv_member_stat(c, k->names[i], &k->mst[i], err);
+			if (!rc)
+				rc = sv_member_read_all(c, k->names[i], 1 << 20, &k->vals[i], err);
+		}
+	} else {
+		size_t size = (size_t)sv_container_size(c);
+		char *p = malloc(size + 1);
+		rc = p ? sv_container_pread(c, 0, p, size, err) : -ENOMEM;
+		if (!rc && is_append(c))
+			rc = kv_add(k, "log", 3, p, size);
+		for (size_t at = 0, line = 1; !rc && !is_append(c) && at < size; line++) {
+			char *nl = memchr(p + at, '\n', size - at);
+			size_t end = nl ? (size_t)(nl - p) : size;
+			char *eq = memchr(p + at, '=', end - at);
+			if (!eq)
+				rc = sv_err_set(err, -EBADMSG, "kv: line %zu: no '='", line);
+			else
+				rc = kv_add(k, p + at, (size_t)(eq - (p + at)), eq + 1,
+					    end - (size_t)(eq + 1 - p));
+			at = end + 1;
+		}
+		free(p);
+	}
+	uint32_t flags = is_append(c) ? SV_N_DIRECT : 0;
+	for (size_t i = 0; !rc && i < k->n; i++)
+		if (sv_node_add(c, SV_ROOT, k->names[i], flags, k->vals[i].len, i) == SV_NONE)
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+	return rc;
+}
+
+static void kv_close(struct sv_container *c)
+{
+	kv_free(sv_container_priv(c));
+}
+
+static int kv_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
+		   struct sv_err *err)
+{
+	struct kv *k = sv_container_priv(c);
+	uint64_t i = sv_node(c, node)->key;
+	*out = sv_blob_dup(k->vals[i].p, k->vals[i].len);
+	return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+}
+
+static int kv_check(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
+		    struct sv_err *err)
+{
+	if (memchr(p, '!', len))
+		return sv_err_set(err, -EINVAL, "kv: a value may not hold '!'");
+	if (!sv_container_is_dir(c) && memchr(p, '\n', len))
+		return sv_err_set(err, -EINVAL, "kv: a value in a file may not hold a newline");
+	return 0;
+}
+
+/* The container's new bytes: every line, edited or stored. */
+static int image(struct sv_container *c, struct sv_buf *out)
+{
+	struct kv *k = sv_container_priv(c);
+	for (uint32_t n = 1; n < sv_node_count(c); n++) {
+		if (!sv_node_in_commit(c, n))
+			continue;
+		const struct sv_node *node = sv_node(c, n);
+		const struct sv_buf *e = sv_node_edit(c, n);
+		const struct sv_buf *v = e ? e : &k->vals[node->key];
+		if (sv_buf_printf(out, "%s=", node->name) || sv_buf_add(out, v->p, v->len) ||
+		    sv_buf_add(out, "\n", 1))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Writes p[0..n) at off of fd, or (fail_write) half of it and EIO. */
+static int put(int fd, const uint8_t *p, size_t n, off_t off, struct sv_err *err)
+{
+	size_t want = fail_write ? n / 2 : n;
+	if (pwrite(fd, p, want, off) != (ssize_t)want)
+		return sv_err_set(err, -errno, "kv: write: %s", strerror(errno));
+	if (fail_write) {
+		fail_write = false;
+		return sv_err_set(err, -EIO, "kv: write: no space left (a test's full disk)");
+	}
+	return 0;
+}
+
+static int kv_commit(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = image(c, &b) ? sv_err_set(err, -ENOMEM, "out of memory")
+			      : put(fd, b.p, b.len, 0, err);
+	sv_buf_fini(&b);
+	return rc;
+}
+
+static int kv_commit_in_place(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = image(c, &b) ? sv_err_set(err, -ENOMEM, "out of memory")
+			      : put(fd, b.p, b.len, 0, err);
+	if (!rc && ftruncate(fd, (off_t)b.len))
+		rc = sv_err_set(err, -errno, "kv: %s", strerror(errno));
+	sv_buf_fini(&b);
+	return rc;
+}
+
+static int kv_commit_members(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct kv *k = sv_container_priv(c);
+	for (uint32_t n = 1; n < sv_node_count(c); n++) {
+		const struct sv_buf *e = sv_node_edit(c, n);
+		if (!e || !sv_node_in_commit(c, n))
+			continue;
+		if (fail_write) {
+			fail_write = false;
+			return sv_err_set(err, -EIO, "kv: write: no space left (a test's full disk)");
+		}
+		const struct sv_node *node = sv_node(c, n);
+		bool known = (sv_node_state(c, n) & SV_S_NEW) == 0;
+		int rc = sv_member_replace(c, node->name, ".kv-", e->p, e->len,
+					   known ? &k->mst[node->key] : NULL, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int kv_create(struct sv_container *c, uint32_t parent, const char *name,
+		     struct sv_err *err)
+{
+	return name[0] == '.' || strchr(name, '~') ? -ENOENT : 0;
+}
+
+static int kv_write(struct sv_container *c, uint32_t node, uint64_t off, const uint8_t *p,
+		    size_t n, struct sv_err *err)
+{
+	struct kv *k = sv_container_priv(c);
+	int fd = sv_container_fd(c);
+	if (off != k->vals[0].len)
+		return sv_err_set(err, -EINVAL, "kv: a log takes writes at its end only");
+	if (memchr(p, '!', n))
+		return sv_err_set(err, -EINVAL, "kv: a value may not hold '!'");
+	if (flock(fd, LOCK_EX | LOCK_NB))
+		return sv_err_set(err, -EBUSY, "kv: the log is locked by another program");
+	int rc = put(fd, p, n, (off_t)off, err);
+	if (!rc && sv_buf_add(&k->vals[0], p, n))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (rc && ftruncate(fd, (off_t)off))
+		rc = sv_err_set(err, rc, "kv: the write failed and could not be undone");
+	flock(fd, LOCK_SH | LOCK_NB);
+	if (!rc) {
+		sv_node(c, node)->size = k->vals[0].len;
+		sv_node_touch(c, node);
+	}
+	return rc;
+}
+
+#define KV(kind_file, kind_dir, ...)                                                          \
+	{                                                                                     \
+		.name = "kv", .description = "key=value lines (a test's)",                   \
+		.commit_file = kind_file, .commit_dir = kind_dir, .probe = never,             \
+		.probe_dir = always_dir, .open = kv_open, .close = kv_close, .load = kv_load,  \
+		.check = kv_check, .create = kv_create, __VA_ARGS__                           \
+	}
+
+static int never(const uint8_t *head, size_t n)
+{
+	return 0;
+}
+
+static int always_dir(struct sv_container *c)
+{
+	return 1;
+}
+
+static const struct sv_format kv_rewrite = KV(SV_COMMIT_REWRITE, SV_COMMIT_NONE,
+					      .commit = kv_commit);
+static const struct sv_format kv_inplace = KV(SV_COMMIT_IN_PLACE, SV_COMMIT_NONE,
+					      .commit_in_place = kv_commit_in_place);
+static const struct sv_format kv_append = KV(SV_COMMIT_APPEND, SV_COMMIT_NONE,
+					     .write = kv_write);
+static const struct sv_format kv_members = KV(SV_COMMIT_NONE, SV_COMMIT_MEMBERS,
+					      .commit_in_place = kv_commit_members);
+
+static bool is_append(struct sv_container *c)
+{
+	return sv_container_format(c) == &kv_append;
+}
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static char dir[] = "/tmp/savefs-test-core-XXXXXX";
+
+static char *at(const char *name)
+{
+	static char p[4][256];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+	return p[k];
+}
+
+static void put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	T_OK(fd >= 0);
+	T_INT((ssize_t)strlen(text), write(fd, text, strlen(text)));
+	close(fd);
+}
+
+/* The file's bytes (static buffer). */
+static const char *slurp(const char *path)
+{
+	static char b[4096];
+	int fd = open(path, O_RDONLY);
+	ssize_t k = fd < 0 ? -1 : read(fd, b, sizeof b - 1);
+	if (fd >= 0)
+		close(fd);
+	b[k < 0 ? 0 : k] = '\0';
+	return b;
+}
+
+static struct sv_container *open_as(const char *path, const struct sv_format *f)
+{
+	struct sv_opts o;
+	sv_opts_init(&o);
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	int rc = sv_container_open_as(path, f, &o, &c, &err);
+	if (rc)
+		fprintf(stderr, "  (open %s: %s)\n", path, err.msg);
+	T_INT(0, rc);
+	return c;
+}
+
+static uint32_t node(struct sv_container *c, const char *path)
+{
+	uint32_t n = SV_NONE;
+	T_INT(0, sv_resolve(c, path, &n));
+	return n;
+}
+
+/* The node's content as the core serves it (static buffer). */
+static const char *content(struct sv_container *c, const char *path)
+{
+	static char b[4096];
+	struct sv_blob *blob = NULL;
+	struct sv_err err;
+	b[0] = '\0';
+	if (!sv_content(c, node(c, path), &blob, &err)) {
+		snprintf(b, sizeof b, "%.*s", (int)blob->len, (const char *)blob->data);
+		sv_blob_unref(blob);
+	}
+	return b;
+}
+
+/* The last line of the container's log. */
+static const char *last_log(struct sv_container *c)
+{
+	static char b[4096];
+	snprintf(b, sizeof b, "%s", content(c, ".savefs/log"));
+	size_t n = strlen(b);
+	while (n && b[n - 1] == '\n')
+		b[--n] = '\0';
+	char *nl = strrchr(b, '\n');
+	return nl ? nl + 1 : b;
+}
+
+static int edit(struct sv_container *c, const char *path, const char *text, struct sv_err *err)
+{
+	uint32_t n = node(c, path);
+	int rc = sv_truncate(c, n, 0, err);
+	return rc ? rc : sv_write(c, n, 0, text, strlen(text), err);
+}
+
+static struct stat stat_of(const char *path)
+{
+	struct stat st;
+	memset(&st, 0, sizeof st);
+	T_INT(0, stat(path, &st));
+	return st;
+}
+
+/* ---- the kinds that commit a file ----------------------------------------------------- */
+
+/* REWRITE and IN_PLACE: an edit lands, a refusal, a failed write, a lock
+ * another program holds, and another writer's change since the read. */
+static void file_kind(const struct sv_format *f, bool new_inode)
+{
+	const char *path = at(f == &kv_rewrite ? "rewrite.kv" : "inplace.kv");
+	put_file(path, "a=1\nb=2\n");
+	struct sv_container *c = open_as(path, f);
+	if (!c)
+		return;
+	struct sv_err err;
+	T_INT(f == &kv_rewrite ? SV_COMMIT_REWRITE : SV_COMMIT_IN_PLACE,
+	      sv_container_commit_kind(c));
+	T_STR("1", content(c, "a"));
+
+	/* An edit lands; the tree serves it; identical bytes commit nothing. */
+	struct stat before = stat_of(path);
+	T_INT(0, edit(c, "a", "one", &err));
+	T_INT(0, sv_commit(c, NULL, NULL, &err));
+	T_STR("a=one\nb=2\n", slurp(path));
+	T_STR("one", content(c, "a"));
+	struct stat after = stat_of(path);
+	T_OK(new_inode ? after.st_ino != before.st_ino : after.st_ino == before.st_ino);
+	T_INT(0, edit(c, "b", "2", &err));
+	T_INT(0, sv_commit(c, NULL, NULL, &err));
+	T_UINT((uint64_t)after.st_ino, (uint64_t)stat_of(path).st_ino);
+	T_STR("a=one\nb=2\n", slurp(path));
+
+	/* A refusal: EINVAL with the reason, nothing written, the edit gone. */
+	uint32_t b = node(c, "b");
+	uint32_t drops = sv_drops(c, b);
+	T_INT(0, edit(c, "b", "no!", &err));
+	T_INT(-EINVAL, sv_commit(c, NULL, NULL, &err));
+	T_HAS(err.msg, "kv: a value may not hold '!'");
+	T_STR("a=one\nb=2\n", slurp(path));
+	T_STR("2", content(c, "b"));
+	T_UINT(drops + 1, sv_drops(c, b));
+	T_HAS(last_log(c), "b: kv: a value may not hold '!'");
+
+	/* A failed write: the error, the container as it was, the edit gone
+	 * (no temporary file left beside a rewritten one). */
+	T_INT(0, edit(c, "a", "uno", &err));
+	fail_write = true;
+	T_INT(-EIO, sv_commit(c, NULL, NULL, &err));
+	T_HAS(err.msg, "no space left");
+	if (f == &kv_rewrite) {
+		T_STR("a=one\nb=2\n", slurp(path));
+		T_STR("one", content(c, "a"));
+	} else {
+		/* In place, half of the new bytes landed (the fake is not
+		 * crash-safe, a game's writer is): the core read the file
+		 * again, so the tree shows what it holds, not a mix. */
+		T_STR("a=uno\nb=2\n", slurp(path));
+		T_STR("uno", content(c, "a"));
+		T_HAS(content(c, ".savefs/log"), "was read again after the failed commit");
+	}
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int leftovers = 0;
+	while (d && (e = readdir(d)))
+		leftovers += strstr(e->d_name, ".savefs-") != NULL;
+	if (d)
+		closedir(d);
+	T_INT(0, leftovers);
+	sv_container_free(c);
+
+	/* A lock another program holds (flock, shared beside the mount's
+	 * claim): the commit waits a while, then EBUSY; nothing written. */
+	put_file(path, "a=1\nb=2\n");
+	c = open_as(path, f);
+	if (!c)
+		return;
+	int other = open(path, O_RDONLY);
+	T_INT(0, flock(other, LOCK_SH));
+	T_INT(0, edit(c, "a", "x", &err));
+	T_INT(-EBUSY, sv_commit(c, NULL, NULL, &err));
+	T_HAS(err.msg, "is locked by another program: not written, the edit is dropped");
+	T_STR("a=1\nb=2\n", slurp(path));
+	close(other);
+	/* Another writer changed the file since it was read. */
+	T_INT(0, edit(c, "a", "y", &err));
+	put_file(path, "a=1\nb=2\nc=3\n");
+	T_INT(-EBUSY, sv_commit(c, NULL, NULL, &err));
+	T_HAS(err.msg, "was changed by another program since it was read");
+	T_STR("a=1\nb=2\nc=3\n", slurp(path));
+	sv_container_free(c);
+	/* ... or put another file in its place. */
+	put_file(path, "a=1\n");
+	c = open_as(path, f);
+	if (!c)
+		return;
+	T_INT(0, edit(c, "a", "z", &err));
+	put_file(at("other.kv"), "a=other\n");
+	T_INT(0, rename(at("other.kv"), path));
+	T_INT(-EBUSY, sv_commit(c, NULL, NULL, &err));
+	T_HAS(err.msg, "was replaced by another file since it was read");
+	T_STR("a=other\n", slurp(path));
+	sv_container_free(c);
+}
+
+/* APPEND: a write lands at once; a refusal; a failed write undone; the
+ * format's own lock held by another program. */
+static void append_kind(void)
+{
+	const char *path = at("append.kv");
+	put_file(path, "one\n");
+	struct sv_container *c = open_as(path, &kv_append);
+	if (!c)
+		return;
+	struct sv_err err;
+	T_INT(SV_COMMIT_APPEND, sv_container_commit_kind(c));
+	uint32_t n = node(c, "log");
+	T_INT(0, sv_write(c, n, 4, "two\n", 4, &err));
+	T_STR("one\ntwo\n", slurp(path));
+	T_STR("one\ntwo\n", content(c, "log"));
+	struct sv_stat st;
+	T_INT(0, sv_stat(c, n, &st));
+	T_UINT(8, st.size);
+	/* Not at the end, or with a '!': refused, nothing written. */
+	T_INT(-EINVAL, sv_write(c, n, 0, "x", 1, &err));
+	T_STR("kv: a log takes writes at its end only", err.msg);
+	T_INT(-EINVAL, sv_write(c, n, 8, "no!\n", 4, &err));
+	T_STR("one\ntwo\n", slurp(path));
+	T_HAS(last_log(c), "refused log: kv: a value may not hold '!'");
+	/* A failed write is undone. */
+	fail_write = true;
+	T_INT(-EIO, sv_write(c, n, 8, "three\n", 6, &err));
+	T_STR("one\ntwo\n", slurp(path));
+	/* Its lock, held by another program. */
+	int other = open(path, O_RDONLY);
+	T_INT(0, flock(other, LOCK_SH));
+	T_INT(-EBUSY, sv_write(c, n, 8, "four\n", 5, &err));
+	T_STR("kv: the log is locked by another program", err.msg);
+	T_STR("one\ntwo\n", slurp(path));
+	close(other);
+	T_INT(0, sv_write(c, n, 8, "five\n", 5, &err));
+	T_STR("one\ntwo\nfive\n", slurp(path));
+	sv_container_free(c);
+}
+
+/* ---- the directory source ---------------------------------------------------------- */
+
+static void members_kind(void)
+{
+	const char *d = at("members");
+	T_INT(0, mkdir(d, 0755));
+	char p[300];
+	snprintf(p, sizeof p, "%s/a", d);
+	put_file(p, "1");
+	snprintf(p, sizeof p, "%s/b", d);
+	put_file(p, "2");
+	struct sv_container *c = open_as(d, &kv_members);
+	if (!c)
+		return;
+	struct sv_err err;
+	T_OK(sv_container_is_dir(c));
+	T_INT(SV_COMMIT_MEMBERS, sv_container_commit_kind(c));
+	T_STR("2", content(c, "b"));
+	/* A directory has no bytes of its own. */
+	uint8_t x;
+	T_INT(-EBADMSG, sv_container_pread(c, 0, &x, 1, &err));
+	T_STR("a directory has no bytes of its own", err.msg);
+	/* An edit replaces its member; the other stays the same file. */
+	snprintf(p, sizeof p, "%s/b", d);
+	struct stat b0 = stat_of(p);
+	T_INT(0, edit(c, "a", "one", &err));
+	T_INT(0, sv_commit(c, NULL, NULL, &err));
+	snprintf(p, sizeof p, "%s/a", d);
+	T_STR("one", slurp(p));
+	snprintf(p, sizeof p, "%s/b", d);
+	T_UINT((uint64_t)b0.st_ino, (uint64_t)stat_of(p).st_ino);
+	T_STR("one", content(c, "a"));
+	/* A refusal. */
+	T_INT(0, edit(c, "b", "no!", &err));
+	T_INT(-EINVAL, sv_commit(c, NULL, NULL, &err));
+	T_STR("2", slurp(p));
+	/* A failed write. */
+	T_INT(0, edit(c, "b", "two", &err));
+	fail_write = true;
+	T_INT(-EIO, sv_commit(c, NULL, NULL, &err));
+	T_STR("2", slurp(p));
+	T_STR("2", content(c, "b"));
+	/* Another writer replaced the member since it was read: the swap is
+	 * undone, their file stays. */
+	T_INT(0, edit(c, "b", "mine", &err));
+	char q[300];
+	snprintf(q, sizeof q, "%s/.theirs", d);
+	put_file(q, "theirs");
+	T_INT(0, rename(q, p));
+	T_INT(-EBUSY, sv_commit(c, NULL, NULL, &err));
+	T_HAS(err.msg, "b was replaced by another program since it was read");
+	T_STR("theirs", slurp(p));
+	/* The directory's lock, held by another program. */
+	sv_container_free(c);
+	c = open_as(d, &kv_members);
+	if (!c)
+		return;
+	int other = open(d, O_RDONLY | O_DIRECTORY);
+	T_INT(0, flock(other, LOCK_SH));
+	T_INT(0, edit(c, "a", "held", &err));
+	T_INT(-EBUSY, sv_commit(c, NULL, NULL, &err));
+	T_HAS(err.msg, "is locked by another program");
+	snprintf(p, sizeof p, "%s/a", d);
+	T_STR("one", slurp(p));
+	close(other);
+	/* A new file becomes a new member. */
+	uint32_t n;
+	T_INT(0, sv_create(c, SV_ROOT, "c", 0644, &n, &err));
+	T_INT(0, sv_write(c, n, 0, "3", 1, &err));
+	T_INT(0, sv_commit(c, NULL, NULL, &err));
+	snprintf(p, sizeof p, "%s/c", d);
+	T_STR("3", slurp(p));
+	sv_container_free(c);
+	/* A file source is not a directory: no members. */
+	const char *f = at("plain.kv");
+	put_file(f, "a=1\n");
+	c = open_as(f, &kv_rewrite);
+	if (c) {
+		struct stat st;
+		T_INT(-ENOTDIR, sv_member_stat(c, "a", &st, &err));
+		T_STR("a: the container is not a directory", err.msg);
+		sv_container_free(c);
+	}
+}
+
+/* ---- the memory source, and the flags a format declares ---------------------------- */
+
+static void memory_and_flags(void)
+{
+	struct sv_opts o;
+	sv_opts_init(&o);
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	/* open_mem sniffs: no registered format reads kv. */
+	T_INT(-EMEDIUMTYPE, sv_container_open_mem("a=1\n", 4, &o, &c, &err));
+	/* Read-only whatever the format's kind. */
+	const char *path = at("flags.kv");
+	put_file(path, "a=1\n");
+	o.read_only = true;
+	T_INT(0, sv_container_open_as(path, &kv_rewrite, &o, &c, &err));
+	if (!c)
+		return;
+	T_OK(sv_container_read_only(c));
+	T_INT(-EROFS, edit(c, "a", "2", &err));
+	/* Flags that do not go together are refused by sv_node_add. */
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_LAZYDIR, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "y", SV_N_COSTLYSIZE, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "z", SV_N_REMOVABLE, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "w", SV_N_DIR | SV_N_STREAM, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "v", 1u << 30, 0, 0));
+	T_HAS(last_log(c), "the format declared \"v\" with flags 0x40000000 that do not go "
+			   "together: left out");
+	T_OK(sv_node_add(c, SV_ROOT, "u", SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0, 0) != SV_NONE);
+	/* The core's state of a node, as a format reads it. */
+	T_UINT(SV_S_META, sv_node_state(c, node(c, ".savefs/info")));
+	T_UINT(0, sv_node_state(c, node(c, "a")));
+	T_UINT(0, sv_node_state(c, 999999));
+	sv_container_free(c);
+}
+
+static void remove_tree(const char *p)
+{
+	DIR *d = opendir(p);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char q[512];
+		snprintf(q, sizeof q, "%s/%s", p, e->d_name);
+		if (e->d_type == DT_DIR)
+			remove_tree(q);
+		else
+			unlink(q);
+	}
+	if (d)
+		closedir(d);
+	rmdir(p);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	file_kind(&kv_rewrite, true);
+	file_kind(&kv_inplace, false);
+	append_kind();
+	members_kind();
+	memory_and_flags();
+	remove_tree(dir);
+	return t_done();
+}

@@ -1,0 +1,197 @@
+/*
+ * test_starbound.c - the Starbound format as a container, in-process: a
+ * World4 database written by mksbdb ($MKSBDB), its tree, and its commits
+ * in place: an entity and a tile edited land in the same file (the same
+ * inode) and read back after a remount; a tile sheet that does not parse
+ * is refused with the file's bytes unchanged; identical bytes commit
+ * nothing; another program's commit (mksbdb put: the game's root flip)
+ * while the container is open makes the next commit EBUSY and the tree
+ * is read again as that program left it.
+ */
+#include "format.h"
+#include "t.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/savefs-test-starbound-XXXXXX";
+
+static struct sv_container *open_sb(const char *path)
+{
+	struct sv_opts o;
+	sv_opts_init(&o);
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	int rc = sv_container_open(path, &o, &c, &err);
+	if (rc)
+		fprintf(stderr, "  (open %s: %s)\n", path, err.msg);
+	T_INT(0, rc);
+	return c;
+}
+
+static uint32_t node(struct sv_container *c, const char *path)
+{
+	uint32_t n = SV_NONE;
+	T_INT(0, sv_resolve(c, path, &n));
+	return n;
+}
+
+static char *bytes(struct sv_container *c, const char *path, size_t *len)
+{
+	struct sv_blob *b = NULL;
+	struct sv_err err;
+	*len = 0;
+	if (sv_content(c, node(c, path), &b, &err)) {
+		fprintf(stderr, "  (%s: %s)\n", path, err.msg);
+		return calloc(1, 1);
+	}
+	char *p = malloc(b->len + 1);
+	memcpy(p, b->data, b->len);
+	p[b->len] = '\0';
+	*len = b->len;
+	sv_blob_unref(b);
+	return p;
+}
+
+static int put(struct sv_container *c, const char *path, const char *p, size_t n,
+	       struct sv_err *err)
+{
+	uint32_t i = node(c, path);
+	int rc = sv_truncate(c, i, 0, err);
+	if (!rc)
+		rc = sv_write(c, i, 0, p, n, err);
+	return rc ? rc : sv_commit(c, NULL, NULL, err);
+}
+
+/* s with its first `from` replaced by `to` (a new string). */
+static char *replace(const char *s, const char *from, const char *to)
+{
+	const char *at = strstr(s, from);
+	T_OK(at != NULL);
+	if (!at)
+		return strdup(s);
+	size_t n = strlen(s) - strlen(from) + strlen(to);
+	char *r = malloc(n + 1);
+	snprintf(r, n + 1, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+	return r;
+}
+
+static struct stat stat_of(const char *path)
+{
+	struct stat st;
+	memset(&st, 0, sizeof st);
+	T_INT(0, stat(path, &st));
+	return st;
+}
+
+static int counted(void *arg, const char *name, const struct sv_stat *s, uint64_t next)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static uint64_t count_kids(struct sv_container *c, const char *path)
+{
+	uint64_t n = 0;
+	T_INT(0, sv_readdir(c, node(c, path), 0, counted, &n));
+	return n;
+}
+
+int main(void)
+{
+	const char *mk = getenv("MKSBDB");
+	if (!mk) {
+		fprintf(stderr, "MKSBDB is not set (meson test sets it)\n");
+		return 77;
+	}
+	if (!mkdtemp(dir))
+		return 1;
+	char world[300], cmd[1024];
+	snprintf(world, sizeof world, "%s/w.world", dir);
+	snprintf(cmd, sizeof cmd, "'%s' world '%s' -s 2 -e 2 -S 5", mk, world);
+	T_INT(0, system(cmd));
+	struct sv_container *c = open_sb(world);
+	if (!c)
+		return t_done();
+	struct sv_err err;
+	T_STR("btreedb5", sv_format_name(sv_container_format(c)));
+	T_INT(SV_COMMIT_IN_PLACE, sv_container_commit_kind(c));
+	/* Two tile sectors (three views each) and two entity sectors. */
+	T_UINT(6, count_kids(c, "world/tiles"));
+	T_UINT(2, count_kids(c, "world/entities"));
+	size_t n;
+	char *ent = bytes(c, "world/entities/0,0.json", &n);
+	T_HAS(ent, "\"description\": \"a chest\"");
+	char *tsv = bytes(c, "world/tiles/0,0.tsv", &n);
+	T_HAS(tsv, "# version 416 generation 0\n0\t0\t9\t0\t2\t");
+	struct stat st0 = stat_of(world);
+
+	/* Identical bytes: nothing committed, the file as it was. */
+	T_INT(0, put(c, "world/entities/0,0.json", ent, strlen(ent), &err));
+	struct stat st1 = stat_of(world);
+	T_UINT((uint64_t)st0.st_size, (uint64_t)st1.st_size);
+	T_UINT((uint64_t)st0.st_mtim.tv_nsec, (uint64_t)st1.st_mtim.tv_nsec);
+
+	/* An entity and a tile, edited in place. */
+	char *ent2 = replace(ent, "a chest", "a box");
+	int rc = put(c, "world/entities/0,0.json", ent2, strlen(ent2), &err);
+	if (rc)
+		fprintf(stderr, "  (commit: %s)\n", err.msg);
+	T_INT(0, rc);
+	char *tsv2 = replace(tsv, "\n0\t0\t9\t", "\n0\t0\t11\t");
+	rc = put(c, "world/tiles/0,0.tsv", tsv2, strlen(tsv2), &err);
+	if (rc)
+		fprintf(stderr, "  (commit: %s)\n", err.msg);
+	T_INT(0, rc);
+	T_UINT((uint64_t)st0.st_ino, (uint64_t)stat_of(world).st_ino);
+	char *got = bytes(c, "world/tiles/0,0.tsv", &n);
+	T_STR(tsv2, got);
+	free(got);
+
+	/* A sheet that does not parse: refused, the file's bytes unchanged. */
+	struct stat st2 = stat_of(world);
+	char *bad = replace(tsv2, "\n0\t0\t11\t", "\n0\t0\tx\t");
+	T_INT(-EINVAL, put(c, "world/tiles/0,0.tsv", bad, strlen(bad), &err));
+	T_HAS(err.msg, "line 3");
+	struct stat st3 = stat_of(world);
+	T_UINT((uint64_t)st2.st_size, (uint64_t)st3.st_size);
+	T_UINT((uint64_t)st2.st_mtim.tv_nsec, (uint64_t)st3.st_mtim.tv_nsec);
+	free(bad);
+
+	/* Another program commits (the game's way) while it is open. */
+	snprintf(cmd, sizeof cmd, "'%s' put '%s' 0900000000 '[]'", mk, world);
+	T_INT(0, system(cmd));
+	char *ent3 = replace(ent2, "a box", "a crate");
+	T_INT(-EBUSY, put(c, "world/entities/0,0.json", ent3, strlen(ent3), &err));
+	T_HAS(err.msg, "was changed by another program since it was read");
+	got = bytes(c, "world/entities/0,0.json", &n);
+	T_HAS(got, "\"description\": \"a box\"");
+	free(got);
+	/* Read again as that program left it: its record, then ours. */
+	T_OK(sv_resolve(c, "keys/0900000000", &(uint32_t){0}) == 0);
+	T_INT(0, put(c, "world/entities/0,0.json", ent3, strlen(ent3), &err));
+	sv_container_free(c);
+
+	c = open_sb(world);
+	if (c) {
+		got = bytes(c, "world/entities/0,0.json", &n);
+		T_HAS(got, "\"description\": \"a crate\"");
+		free(got);
+		got = bytes(c, "world/tiles/0,0.tsv", &n);
+		T_STR(tsv2, got);
+		free(got);
+		sv_container_free(c);
+	}
+	free(ent);
+	free(ent2);
+	free(ent3);
+	free(tsv);
+	free(tsv2);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	T_INT(0, system(cmd));
+	return t_done();
+}
