@@ -82,26 +82,6 @@ static int resize_pending(struct sv_container *c, struct sv_inode *n,
 
 
 
-/* A write or truncation of an SV_N_DIRECT node; write lock held. */
-bool sv_direct(struct sv_container *c, uint32_t i)
-{
-	return sv_live(c, i) && (c->nodes[i].flags & SV_N_DIRECT) && !c->read_only &&
-	       c->commit == SV_COMMIT_APPEND;
-}
-
-/* Ends a direct write, truncation or sync of node i that returned rc,
- * with the nodes numbered from count on new: the tree follows, a refusal
- * is logged, and the write lock is let go. */
-int sv_direct_end(struct sv_container *c, uint32_t i, uint32_t count, int rc,
-		      struct sv_err *err)
-{
-	rc = sv_direct_done(c, count, rc, err);
-	if (rc)
-		sv_log_failure(c, i, "refused", err);
-	pthread_rwlock_unlock(&c->lock);
-	return rc;
-}
-
 int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	     size_t size, struct sv_err *err)
 {

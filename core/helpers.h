@@ -125,6 +125,9 @@ int sv_json_dump(const void *json, size_t flags, struct sv_buf *out);
 /* The character at p[0..n) (n > 0) for a message: 'x', a UTF-8 character
  * kept whole ('é'), or "byte 0xNN". */
 const char *sv_show_char(char buf[16], const uint8_t *p, size_t n);
+/* True if s can be a file name: not empty, ".", ".." or longer than 255
+ * bytes, and without '/' or control characters. */
+bool sv_name_ok(const char *s);
 /* The value of a hex digit (either case), or -1. */
 int sv_hexval(int c);
 /* Writes all of p to fd, retrying short writes.  0 or -errno. */

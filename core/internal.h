@@ -1,22 +1,30 @@
 /*
  * internal.h - what the core's own files share and nothing else includes:
- * the container structure and the helpers one concern of the core offers
- * another.  Formats, fs/ and the command line see only savefs.h.
+ * the container structure, a node's own fields, and the calls one layer
+ * of the core offers the layers above it.  Formats see format.h, fs/ and
+ * the command line savefs.h.
  *
- * The core's files, one concern each:
+ * The core in layers, bottom up; a file calls only into the layers below
+ * its own (tests/tools/layers.py checks it in `meson test`):
+ *   helpers   util.c (errors, buffers, blobs, names, zlib, files),
+ *             decimal.c, cache.c, rd.c, codec/ (PNG, base64, gzip, zip)
+ *   sources   source/: source.c (opening, identity, the calls formats make
+ *             for bytes and members), file.c, dir.c
+ *   log.c     the container's log and warnings
+ *   guard.c   identity checks, the commit's lock, the fingerprint
+ *   nodes.c   the node table: add, find by (parent, name), names made
+ *             valid and unique, paths, groups
+ *   meta.c    /.savefs/info and /.savefs/log, a node's failure logged
+ *   load.c    a node's content: loads shared between threads, the cache,
+ *             sizes, digests, stats, lazy directories; a node's removal
+ *             (an open one keeps its content as an orphan)
+ *   prefetch.c  read-ahead of the next files of a directory read in order
+ *   access.c  the client side: open, lookup, stat, readdir, read
+ *   commit.c  the commit (validation, the new container through the
+ *             source or the format in place, the re-index, which views it
+ *             changed), direct writes and a followed container
+ *   edit.c    pending edits: write, truncate, create, unlink, rename
  *   container.c  the format registry, opening, sniffing, closing
- *   source.c     the container's bytes: a file, or a directory's members
- *   nodes.c      the node table: add, find by (parent, name), names made
- *                valid and unique, removal and orphans, paths
- *   access.c     the client side: lookup, stat, readdir, reads, loads
- *                shared between threads
- *   prefetch.c   read-ahead of the next files of a directory read in order
- *   meta.c       /.savefs/info and /.savefs/log, warnings
- *   edit.c       pending edits: write, truncate, create, unlink, rename
- *   commit.c     the commit: validation, the new file, the re-index, the
- *                changes made outside commits (direct writes, following);
- *                which views a commit changed (groups, digests)
- *   decimal.c    the shortest decimals, and JSON written with them
  *
  * Locking: `lock` is a read-write lock.  Lookups, stats, reads and the
  * formats' load() run under the read lock; anything that changes the node
@@ -210,8 +218,31 @@ struct changed_list {
 };
 void sv_changed_add(struct changed_list *l, uint32_t i);
 
+/* ---- log.c (any lock) ---- */
+/* sv_log and sv_warn are format.h's. */
+
+/* ---- guard.c (write lock held) ---- */
+/* 0 if the file at the path is still the one read (or was only touched),
+ * else -EBUSY with what happened to it; `when` ends the message ("since it
+ * was read"). */
+int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err);
+/* A read-write open's shared claim on the file: -EBUSY if another
+ * read-write mount holds it. */
+int sv_guard_claim(struct sv_container *c, struct sv_err *err);
+/* The commit's exclusive lock (waits a while, then -EBUSY), and back. */
+int sv_guard_lock(struct sv_container *c, struct sv_err *err);
+void sv_guard_unlock(struct sv_container *c);
+/* Starts fingerprinting the container as its source has it now. */
+void sv_guard_fingerprint(struct sv_container *c);
+/* True when the fingerprint is made (for /.savefs/info; any lock). */
+bool sv_guard_fingerprinted(struct sv_container *c);
+/* The same inode and size as fingerprinted, other times: true if the
+ * bytes are the same (and the new times are adopted). */
+bool sv_guard_touched(struct sv_container *c, const struct stat *now);
+/* Waits for the worker and lets its descriptor go. */
+void sv_guard_fp_stop(struct sv_container *c);
+
 /* ---- nodes.c (write lock held to change, read lock to look) ---- */
-bool sv_name_ok(const char *s);
 uint32_t sv_node_new(struct sv_container *c, uint32_t parent, const char *name,
 		     uint32_t flags, uint64_t size, uint64_t key);
 /* A live child by name, or SV_NONE. */
@@ -222,10 +253,6 @@ int sv_kid_add(struct sv_container *c, struct sv_inode *d, uint32_t k);
 void sv_kid_remove(struct sv_container *c, struct sv_inode *d, uint32_t k);
 /* Keeps each child's kidpos equal to its index in the parent's list. */
 void sv_renumber_kids(struct sv_container *c, struct sv_inode *d, uint32_t from);
-/* Node i left the tree: an orphan while open, else its memory goes. */
-void sv_orphan_or_free(struct sv_container *c, uint32_t i);
-/* Removes a node from its directory and the hash; the number stays used. */
-void sv_node_drop(struct sv_container *c, uint32_t i);
 bool sv_live(struct sv_container *c, uint32_t n);
 /* Live, or an orphan still open: what stat, read and write accept. */
 bool sv_usable(struct sv_container *c, uint32_t n);
@@ -241,7 +268,7 @@ int sv_meta_content(struct sv_container *c, uint32_t n, struct sv_blob **out);
 void sv_log_failure(struct sv_container *c, uint32_t i, const char *what,
 		    const struct sv_err *err);
 
-/* ---- access.c (read or write lock held) ---- */
+/* ---- load.c (read or write lock held) ---- */
 /* Cache keys: the node number, its generation, and a bit for edits.  A
  * failed load's reason is kept under the same bit: at one generation a
  * node is either edited (its edit's copy) or read as stored (whose load
@@ -261,12 +288,13 @@ void sv_settle_size(struct sv_container *c, uint32_t i);
 /* A node a commit may have changed (SV_D_VERIFY) is loaded, so that its
  * mtime says whether it did; read lock held. */
 void sv_settle_verify(struct sv_container *c, uint32_t i);
-/* A node whose content may have changed now: with a known digest, it is
- * verified at its next load; else it takes the container's mtime. */
-void sv_mark_changed(struct sv_container *c, uint32_t i, bool edited);
 /* Lets the format add a lazy directory's entries; the read lock is let go
  * and taken again.  0, or -EIO. */
 int sv_expand(struct sv_container *c, uint32_t dir);
+/* Node i left the tree: an orphan while open, else its memory goes. */
+void sv_orphan_or_free(struct sv_container *c, uint32_t i);
+/* Removes a node from its directory and the hash; the number stays used. */
+void sv_node_drop(struct sv_container *c, uint32_t i);
 
 /* ---- prefetch.c ---- */
 /* A file whose content comes from the container through the cache. */
@@ -279,36 +307,16 @@ void sv_pf_settle(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
 void sv_pf_stop(struct sv_container *c);
 
-/* ---- guard.c (write lock held) ---- */
-/* 0 if the file at the path is still the one read (or was only touched),
- * else -EBUSY with what happened to it; `when` ends the message ("since it
- * was read"). */
-int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err);
-/* A read-write open's shared claim on the file: -EBUSY if another
- * read-write mount holds it. */
-int sv_guard_claim(struct sv_container *c, struct sv_err *err);
-/* The commit's exclusive lock (waits a while, then -EBUSY), and back. */
-int sv_guard_lock(struct sv_container *c, struct sv_err *err);
-void sv_guard_unlock(struct sv_container *c);
-/* Starts fingerprinting the file as c->fd and c->st have it now. */
-void sv_guard_fingerprint(struct sv_container *c);
-/* True when the fingerprint is made (for /.savefs/info; any lock). */
-bool sv_guard_fingerprinted(struct sv_container *c);
-/* The same inode and size as fingerprinted, other times: true if the
- * bytes are the same (and the new times are adopted). */
-bool sv_guard_touched(struct sv_container *c, const struct stat *now);
-/* Waits for the worker and lets its descriptor go. */
-void sv_guard_fp_stop(struct sv_container *c);
-
-/* ---- edit.c (write lock held) ---- */
+/* ---- commit.c (write lock held) ---- */
 /* A write or truncation of node i goes to the format at once. */
 bool sv_direct(struct sv_container *c, uint32_t i);
 /* Ends a direct write, truncation or sync: the tree follows, a refusal is
  * logged, and the write lock is let go. */
 int sv_direct_end(struct sv_container *c, uint32_t i, uint32_t count, int rc,
 		  struct sv_err *err);
-
-/* ---- commit.c (write lock held) ---- */
+/* A node whose content may have changed now: with a known digest, it is
+ * verified at its next load; else it takes the container's mtime. */
+void sv_mark_changed(struct sv_container *c, uint32_t i, bool edited);
 int sv_reindex(struct sv_container *c, struct changed_list *changed, struct sv_err *err);
 /* Drops node i's pending edit: it reads as stored again. */
 void sv_discard_locked(struct sv_container *c, uint32_t i);

@@ -1,7 +1,7 @@
 /*
  * meta.c - the files the core makes itself: /.savefs/info (JSON: format,
- * counts, warnings, cache) and /.savefs/log (recent warnings and refusals,
- * newest last), and the warnings found while opening.
+ * counts, warnings, cache) and /.savefs/log (what log.c keeps, newest
+ * last), and the log line of a node's failure.
  */
 #include "internal.h"
 
@@ -11,64 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* ---- log and warnings -------------------------------------------------- */
-
-static void log_line(struct sv_container *c, const char *msg)
-{
-	char stamp[32];
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	size_t n = strlen(stamp) + strlen(msg) + 2;
-	char *line = malloc(n);
-	if (!line)
-		return;
-	snprintf(line, n, "%s %s", stamp, msg);
-	pthread_mutex_lock(&c->log_lock);
-	free(c->log[c->log_next]);
-	c->log[c->log_next] = line;
-	c->log_next = (c->log_next + 1) % LOG_LINES;
-	if (c->log_count < LOG_LINES)
-		c->log_count++;
-	pthread_mutex_unlock(&c->log_lock);
-}
-
-void sv_log(struct sv_container *c, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	log_line(c, msg);
-}
-
-void sv_warn(struct sv_container *c, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (c->reindexing) /* found before: already said */
-		return;
-	log_line(c, msg);
-	/* Formats warn while opening, and some as they first decode an
-	 * entry (readers run in parallel): the log's mutex guards the list. */
-	pthread_mutex_lock(&c->log_lock);
-	char **w = c->nwarnings >= 1000 ? NULL
-					: realloc(c->warnings, (c->nwarnings + 1) * sizeof *w);
-	if (w) {
-		c->warnings = w;
-		char *s = strdup(msg);
-		if (s)
-			c->warnings[c->nwarnings++] = s;
-	}
-	pthread_mutex_unlock(&c->log_lock);
-}
-
 
 /* ---- meta files -------------------------------------------------------- */
 

@@ -114,16 +114,6 @@ void sv_kid_remove(struct sv_container *c, struct sv_inode *d, uint32_t k)
 	sv_renumber_kids(c, d, i);
 }
 
-bool sv_name_ok(const char *s)
-{
-	if (!*s || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)
-		return false;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p == '/' || *p < 0x20 || *p == 0x7f)
-			return false;
-	return true;
-}
-
 /* Copies name into out (cap bytes, at least 16) with control characters
  * written as \xHH, so that a listing stays one name a line, and with '/'
  * as '_' when `slash`; at most 200 bytes of the name are taken. */
@@ -354,52 +344,8 @@ bool sv_node_in_commit(struct sv_container *c, uint32_t n)
 }
 
 
-/*
- * Node i has left the tree.  If files are open on it, it lives on as an
- * orphan, as an unlinked file does: its content (the pending edit, or a
- * copy of what it reads) stays in memory for those opens until the last
- * is released.  Otherwise its memory goes.  Write lock held; must run
- * before a commit replaces what the node's content is read from.
- */
-void sv_orphan_or_free(struct sv_container *c, uint32_t i)
-{
-	struct sv_inode *n = &c->nodes[i];
-	if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) && !(n->flags & SV_N_DIR)) {
-		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
-			struct sv_blob *b = NULL;
-			struct sv_err err;
-			sv_buf_fini(&n->pending);
-			/* While re-indexing, the format's state is the new
-			 * container's: the old content was kept before. */
-			if (c->snap)
-				b = i < c->nsnap ? sv_blob_ref(c->snap[i]) : NULL;
-			else if (sv_content_locked(c, i, &b, &err))
-				b = NULL;
-			if (b)
-				sv_buf_add(&n->pending, b->data, b->len);
-			sv_blob_unref(b);
-		}
-		n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_READY)) |
-			   SV_N_GONE | SV_N_ORPHAN;
-		n->size = n->pending.len;
-		return;
-	}
-	n->flags = (n->flags & ~(SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_READY |
-				 SV_N_ORPHAN)) | SV_N_GONE;
-	sv_buf_fini(&n->pending);
-	n->size = 0;
-}
 
-/* Removes a node from its directory and the hash; the number stays used. */
-void sv_node_drop(struct sv_container *c, uint32_t i)
-{
-	struct sv_inode *n = &c->nodes[i];
-	sv_hash_remove(c, i);
-	sv_kid_remove(c, &c->nodes[n->parent], i);
-	sv_orphan_or_free(c, i);
-}
-
-/* ---- client side: lookup, stat, readdir, read -------------------------- */
+/* ---- which numbers are live --------------------------------------------- */
 
 bool sv_live(struct sv_container *c, uint32_t n)
 {

@@ -391,3 +391,13 @@ const char *sv_show_char(char buf[16], const uint8_t *p, size_t n)
 		snprintf(buf, 16, "byte 0x%02x", *p);
 	return buf;
 }
+
+bool sv_name_ok(const char *s)
+{
+	if (!*s || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)
+		return false;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p == '/' || *p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
