@@ -1,5 +1,5 @@
 /*
- * fuzz_btree5.c - libFuzzer target for BTreeDB5 reading (core/fmt/btree5.c):
+ * fuzz_btree5.c - libFuzzer target for BTreeDB5 reading (core/fmt/starbound/btree5_walk.c):
  * the input is a whole database.  For what reads (abort() otherwise):
  *   - a failure is -EBADMSG with a reason starting "btree: ", or -ENOMEM;
  *   - the walk gives keys in strictly increasing order;

@@ -1,6 +1,6 @@
 /*
  * fuzz_doodle_chunk.c - libFuzzer target for the doodle chunk codecs
- * (core/fmt/doodle_codec.c, png.c), without a container around them.
+ * (core/fmt/sketchy/doodle_codec.c, png.c), without a container around them.
  *
  * The first 6 bytes are parameters, the rest the payload:
  *

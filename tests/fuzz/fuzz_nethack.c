@@ -1,6 +1,6 @@
 /*
  * fuzz_nethack.c - libFuzzer target for NetHack 4 game logs (.nhgame,
- * core/fmt/nethack.c): opens the input from memory (the format forced, so
+ * core/fmt/nethack/nethack.c): opens the input from memory (the format forced, so
  * every input reaches the header parser), walks the whole tree, stats
  * every node, reads every file whole and at a few odd offsets, reads the
  * meta files, then frees.  Then the same with a valid fixed header put in

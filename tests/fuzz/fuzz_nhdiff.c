@@ -1,6 +1,6 @@
 /*
  * fuzz_nhdiff.c - libFuzzer target for the NetHack 4 payload and save-diff
- * decoders (core/fmt/nhdiff.c), without a log around them.
+ * decoders (core/fmt/nethack/nhdiff.c), without a log around them.
  *
  * The first byte b says how to read the rest:
  *
@@ -15,9 +15,9 @@
  *     diff) and leaves the output as it was;
  *   - a success ends within the limit, and crc_checked only for beta3;
  *   - the same diff applied again gives the same bytes.
- * The whole input is also read as a payload: when nh_payload_decode
- * succeeds, nh_payload_size gives exactly its size and form; when
- * nh_payload_size says it is no payload, the decode refuses it.
+ * The whole input is also read as a payload: when sv_nh_payload_decode
+ * succeeds, sv_nh_payload_size gives exactly its size and form; when
+ * sv_nh_payload_size says it is no payload, the decode refuses it.
  *
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-nhdiff).  Built with
@@ -50,8 +50,8 @@ static void diff_checks(const uint8_t *base, size_t blen, const uint8_t *d, size
 	struct nh_diff_result res;
 	struct sv_err err;
 	sv_err_clear(&err);
-	int rc = nh_diff_apply(base, blen, d, n, LIMIT, &out, &res, &err);
-	if (res.format != nh_diff_format(d, n))
+	int rc = sv_nh_diff_apply(base, blen, d, n, LIMIT, &out, &res, &err);
+	if (res.format != sv_nh_diff_format(d, n))
 		fail("the result's format differs from nh_diff_format", NULL);
 	if (out.len < 4 || memcmp(out.p, "keep", 4))
 		fail("the bytes out held before were changed", NULL);
@@ -72,7 +72,7 @@ static void diff_checks(const uint8_t *base, size_t blen, const uint8_t *d, size
 			fail("crc_checked on a diff without crc", NULL);
 		if (!res.commands)
 			fail("a diff of no commands succeeded", NULL);
-		if (nh_diff_apply(base, blen, d, n, LIMIT, &again, NULL, &err) ||
+		if (sv_nh_diff_apply(base, blen, d, n, LIMIT, &again, NULL, &err) ||
 		    again.len != out.len - 4 || (again.len && memcmp(again.p, out.p + 4, again.len)))
 			fail("the same diff applied again differs", err.msg);
 	}
@@ -84,15 +84,15 @@ static void payload_checks(const uint8_t *data, size_t size)
 {
 	const char *p = (const char *)data;
 	bool z = false;
-	int64_t want = nh_payload_size(p, size, &z);
+	int64_t want = sv_nh_payload_size(p, size, &z);
 	struct sv_buf out;
 	sv_buf_init(&out);
 	struct sv_err err;
 	sv_err_clear(&err);
-	int rc = nh_payload_decode(p, size, LIMIT, &out, &err);
+	int rc = sv_nh_payload_decode(p, size, LIMIT, &out, &err);
 	if (!rc) {
 		if (want < 0 || (uint64_t)want != out.len)
-			fail("nh_payload_size disagrees with the decode", NULL);
+			fail("sv_nh_payload_size disagrees with the decode", NULL);
 		if (z != (size && data[0] == '$'))
 			fail("the compressed flag is wrong", NULL);
 	} else {

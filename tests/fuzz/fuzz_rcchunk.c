@@ -1,6 +1,6 @@
 /*
  * fuzz_rcchunk.c - libFuzzer target for a replay chunk's decoder
- * (core/fmt/rcevents.c): the input is a decompressed payload.  Its text is
+ * (core/fmt/recording/rcevents.c): the input is a decompressed payload.  Its text is
  * made with both event tables; a payload whose text ends without an
  * undecoded rest gives a state at each of its first ticks, and a failure
  * there is -EBADMSG or -ENOENT with a reason.  The same text made as a

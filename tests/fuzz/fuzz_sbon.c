@@ -1,6 +1,6 @@
 /*
  * fuzz_sbon.c - libFuzzer target for Starbound's SBON and versioned JSON
- * (core/fmt/sbon.c).
+ * (core/fmt/starbound/sbon.c).
  *
  * The first byte says how to read the rest: even, one SBON value; odd, one
  * versioned JSON value.  For what reads (abort() otherwise: real

@@ -1,6 +1,6 @@
 /*
  * fuzz_sbtiles.c - libFuzzer target for Starbound tile sectors
- * (core/fmt/sbtiles.c): the input is an inflated type-1 record.  For what
+ * (core/fmt/starbound/sbtiles.c): the input is an inflated type-1 record.  For what
  * reads (abort() otherwise):
  *   - a failure is -EBADMSG with a reason starting "sector: ";
  *   - a sector that reads and is written back (or refused with -EINVAL and

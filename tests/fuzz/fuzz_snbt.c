@@ -1,5 +1,5 @@
 /*
- * fuzz_snbt.c - libFuzzer target for NBT and SNBT (core/fmt/nbt.c).  The
+ * fuzz_snbt.c - libFuzzer target for NBT and SNBT (core/fmt/recording/nbt.c).  The
  * input is read twice:
  *   - as network NBT: what reads is written back to the same bytes (a NUL
  *     stored as one byte comes back as C0 80, and then reads the same), and

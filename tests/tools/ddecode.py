@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent Sketchy Maze (doodle) decoder for the tests: written from
 the format notes (shared/formats/doodle.md) and the text grid layout that
-core/fmt/doodle.h documents, with Python's json, gzip, zipfile and base64
+core/fmt/sketchy/doodle.h documents, with Python's json, gzip, zipfile and base64
 only, sharing no code with savefs.
 
 ddecode.py FILE OUTDIR   writes OUTDIR/chunks/<layer>/<x>,<y>.txt, the text

@@ -1,6 +1,6 @@
 /*
  * mkdoodle - makes Sketchy Maze levels, doodads and levelpacks with
- * savefs's own encoders (core/fmt/doodle.h), for fixtures and benchmarks.
+ * savefs's own encoders (core/fmt/sketchy/doodle.h), for fixtures and benchmarks.
  * Facts: ../shared/formats/doodle.md.  The output depends only on the
  * arguments: the pixels come from a xorshift generator seeded per chunk,
  * and zip members carry a fixed time.

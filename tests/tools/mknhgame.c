@@ -3,7 +3,7 @@
  * benchmarks.  Facts: ../shared/formats/nethack4.md; the line shapes follow
  * the logs the 4.3.0 engine wrote (../shared/samples/nethack4).  The three
  * save-diff encoders (4.3-beta1, beta2, beta3) are this file's own, written
- * from the facts and sharing no code with core/fmt/nhdiff.c, so that the two
+ * from the facts and sharing no code with core/fmt/nethack/nhdiff.c, so that the two
  * check each other (and tests/tools/nhdecode.py checks both).
  *
  * The output depends only on the arguments: every choice comes from a

@@ -1,7 +1,7 @@
 /*
  * mksbdb - writes Starbound databases and SBVJ01 files for savefs's tests
  * and benchmarks, with the project's own encoders and its copy-on-write
- * writer (core/fmt/bt5tree.c), so that every file is one the game could
+ * writer (core/fmt/starbound/btree5_cow.c), so that every file is one the game could
  * have left: keys sorted, index nodes within the game's limit, leaves split
  * where the game splits them, free-index chains, an exact device size.
  *

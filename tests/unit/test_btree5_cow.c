@@ -1,5 +1,5 @@
 /*
- * test_bt5tree.c - the copy-on-write commit of core/fmt/bt5tree.c against
+ * test_btree5_cow.c - the copy-on-write commit of core/fmt/starbound/btree5_cow.c against
  * a model: rounds of random inserts, updates and removals (values from 0
  * bytes to chains of many blocks), at block sizes that give deep indexes,
  * each round read back from the file and compared record by record; the

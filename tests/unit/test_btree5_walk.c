@@ -1,5 +1,5 @@
 /*
- * test_btree5.c - BTreeDB5 read (core/fmt/btree5.c): databases built here
+ * test_btree5_walk.c - BTreeDB5 read (core/fmt/starbound/btree5_walk.c): databases built here
  * block by block (a root leaf; a three-level index over leaves whose data
  * straddles chains of blocks), walked in key order with every value read
  * back byte for byte; every malformed variant with its exact message; and

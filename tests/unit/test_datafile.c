@@ -1,5 +1,5 @@
 /*
- * test_datafile.c - the datafile format (core/fmt/datafile.c) through the
+ * test_datafile.c - the datafile format (core/fmt/teeworlds/datafile.c) through the
  * container interface, without FUSE.
  *
  * Datafiles are built in memory with the project's own writer

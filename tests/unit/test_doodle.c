@@ -1,5 +1,5 @@
 /*
- * test_doodle.c - the Sketchy Maze module (core/fmt/doodle.c) through the
+ * test_doodle.c - the Sketchy Maze module (core/fmt/sketchy/doodle.c) through the
  * container interface, without FUSE.
  *
  * Fixtures are built here, in C, from a small description (palette, chunks

@@ -1,6 +1,6 @@
 /*
- * test_doodle_codec.c - the Sketchy Maze codecs (core/fmt/doodle_codec.c)
- * and the PNG writer (core/fmt/png.c): byte vectors worked out by hand,
+ * test_doodle_codec.c - the Sketchy Maze codecs (core/fmt/sketchy/doodle_codec.c)
+ * and the PNG writer (core/codec/png.c): byte vectors worked out by hand,
  * every tolerance the decoders count, round trips over a few hundred
  * random grids (fixed seed), the text grid's exact layout and every parser
  * message, PNG sizes and pixels (decoded here with zlib, and by Python's

@@ -1,6 +1,6 @@
 /*
  * test_nbt.c - NBT, SNBT and the recording chunk decoder's pieces
- * (core/fmt/nbt.c, core/fmt/rcevents.c): the shortest decimal against the
+ * (core/fmt/recording/nbt.c, core/fmt/recording/rcevents.c): the shortest decimal against the
  * plain search (every precision tried in turn) for a million values; SNBT
  * written and parsed back, every refusal with its line, column and reason;
  * modified UTF-8 both ways; VarInts; a payload's ticks renumbered.

@@ -1,5 +1,5 @@
 /*
- * test_nhdiff.c - NetHack 4 payloads and save diffs (core/fmt/nhdiff.c):
+ * test_nhdiff.c - NetHack 4 payloads and save diffs (core/fmt/nethack/nhdiff.c):
  * vectors assembled by hand for every command of the three diff formats
  * (beta3's bit layout written out bit by bit, and more of it through a
  * small encoder that keeps its own MRU list), every error with its exact
@@ -44,7 +44,7 @@ static struct run apply(const uint8_t *base, size_t blen, const uint8_t *d, size
 	memset(&r, 0, sizeof r);
 	sv_buf_init(&r.out);
 	sv_err_clear(&r.err);
-	r.rc = nh_diff_apply(base, blen, d, n, max, &r.out, &r.res, &r.err);
+	r.rc = sv_nh_diff_apply(base, blen, d, n, max, &r.out, &r.res, &r.err);
 	return r;
 }
 
@@ -742,19 +742,19 @@ static void appending(void)
 	cmd(&e, EOF_CRC32, 0, 2, crc_of("AB"), NULL);
 	struct nh_diff_result res;
 	struct sv_err err;
-	T_INT(0, nh_diff_apply(ABC, 10, e.b, elen(&e), 2, &out, &res, &err));
+	T_INT(0, sv_nh_diff_apply(ABC, 10, e.b, elen(&e), 2, &out, &res, &err));
 	T_UINT(5, out.len);
 	T_MEM("preAB", out.p, 5);
 	T_OK(res.crc_checked);
-	T_INT(-EBADMSG, nh_diff_apply(ABC, 10, B(0x01, 0x43), MAX, &out, NULL, &err));
+	T_INT(-EBADMSG, sv_nh_diff_apply(ABC, 10, B(0x01, 0x43), MAX, &out, NULL, &err));
 	T_UINT(5, out.len);
 	sv_buf_fini(&out);
 
-	T_INT(NH_DIFF_BETA1, nh_diff_format(B(0x01)));
-	T_INT(NH_DIFF_BETA1, nh_diff_format(NULL, 0));
-	T_INT(NH_DIFF_BETA1, nh_diff_format(B(0x01, 0x41)));
-	T_INT(NH_DIFF_BETA2, nh_diff_format(B(0x01, 0x40)));
-	T_INT(NH_DIFF_BETA3, nh_diff_format(B(0x01, 0x43, 0x00)));
+	T_INT(NH_DIFF_BETA1, sv_nh_diff_format(B(0x01)));
+	T_INT(NH_DIFF_BETA1, sv_nh_diff_format(NULL, 0));
+	T_INT(NH_DIFF_BETA1, sv_nh_diff_format(B(0x01, 0x41)));
+	T_INT(NH_DIFF_BETA2, sv_nh_diff_format(B(0x01, 0x40)));
+	T_INT(NH_DIFF_BETA3, sv_nh_diff_format(B(0x01, 0x43, 0x00)));
 }
 
 /* ---- payloads ------------------------------------------------------------------- */
@@ -791,8 +791,8 @@ static void pay_ok(const char *p, const void *want, size_t wn, bool z, int line)
 	struct sv_err err;
 	sv_err_clear(&err);
 	bool c = !z;
-	int64_t size = nh_payload_size(p, strlen(p), &c);
-	int rc = nh_payload_decode(p, strlen(p), MAX, &out, &err);
+	int64_t size = sv_nh_payload_size(p, strlen(p), &c);
+	int rc = sv_nh_payload_decode(p, strlen(p), MAX, &out, &err);
 	if (!t_note(rc == 0 && size == (int64_t)wn && c == z && out.len == wn &&
 		    (!wn || !memcmp(out.p, want, wn))))
 		fprintf(stderr, "line %d: payload rc %d (%s) size %lld, %zu bytes\n", line, rc,
@@ -807,8 +807,8 @@ static void pay_bad(const char *p, uint64_t max, int code, const char *msg, bool
 	sv_buf_init(&out);
 	struct sv_err err;
 	sv_err_clear(&err);
-	int rc = nh_payload_decode(p, strlen(p), max, &out, &err);
-	int64_t size = nh_payload_size(p, strlen(p), NULL);
+	int rc = sv_nh_payload_decode(p, strlen(p), max, &out, &err);
+	int64_t size = sv_nh_payload_size(p, strlen(p), NULL);
 	if (!t_note(rc == code && !strcmp(err.msg, msg) && out.len == 0 &&
 		    (size >= 0) == sized))
 		fprintf(stderr, "line %d: payload \"%.40s\": rc %d, \"%s\", size %lld; "
@@ -838,7 +838,7 @@ static void payloads(void)
 	T_INT(Z_OK, compress2(z, &zn, raw, 3000, 9));
 	char *p = zpayload(3000, z, zn);
 	PAY_OK(p, raw, 3000, true);
-	T_UINT(3000, nh_payload_size(p, strlen(p), NULL));
+	T_UINT(3000, sv_nh_payload_size(p, strlen(p), NULL));
 	free(p);
 	p = zpayload(2990, z, zn);
 	PAY_BAD(p, MAX, -EBADMSG, "payload: stated length 2990 but the stream inflates to "
@@ -939,14 +939,14 @@ static void payloads(void)
 	sv_buf_init(&out);
 	sv_buf_add(&out, "x", 1);
 	struct sv_err err;
-	T_INT(0, nh_payload_decode("SGk=", 4, MAX, &out, &err));
-	T_INT(-EBADMSG, nh_payload_decode("SGk", 3, MAX, &out, &err));
+	T_INT(0, sv_nh_payload_decode("SGk=", 4, MAX, &out, &err));
+	T_INT(-EBADMSG, sv_nh_payload_decode("SGk", 3, MAX, &out, &err));
 	T_UINT(3, out.len);
 	T_MEM("xHi", out.p, 3);
 	zn = sizeof z;
 	compress2(z, &zn, raw, 100, 9);
 	p = zpayload(99, z, zn);
-	T_INT(-EBADMSG, nh_payload_decode(p, strlen(p), MAX, &out, &err));
+	T_INT(-EBADMSG, sv_nh_payload_decode(p, strlen(p), MAX, &out, &err));
 	T_UINT(3, out.len);
 	free(p);
 	sv_buf_fini(&out);
@@ -1017,8 +1017,8 @@ static void replay(const char *dir, const struct sample *s)
 		bool z;
 		if (n > 10 && l[0] == '*' && l[9] == ' ') {
 			cur.len = 0;
-			int64_t sz = nh_payload_size(l + 10, n - 10, &z);
-			int rc = nh_payload_decode(l + 10, n - 10, MAX, &cur, &err);
+			int64_t sz = sv_nh_payload_size(l + 10, n - 10, &z);
+			int rc = sv_nh_payload_decode(l + 10, n - 10, MAX, &cur, &err);
 			if (rc || sz != (int64_t)cur.len)
 				fails++, fprintf(stderr, "%s: backup: %s\n", s->file, err.msg);
 			backups++;
@@ -1026,13 +1026,13 @@ static void replay(const char *dir, const struct sample *s)
 			zbackup = z;
 		} else if (n >= 1 && l[0] == '~') {
 			d.len = 0;
-			int64_t sz = nh_payload_size(l + 1, n - 1, &z);
-			int rc = nh_payload_decode(l + 1, n - 1, MAX, &d, &err);
+			int64_t sz = sv_nh_payload_size(l + 1, n - 1, &z);
+			int rc = sv_nh_payload_decode(l + 1, n - 1, MAX, &d, &err);
 			if (rc || sz != (int64_t)d.len)
 				fails++, fprintf(stderr, "%s: diff %u: %s\n", s->file, diffs, err.msg);
 			next.len = 0;
 			struct nh_diff_result res;
-			rc = nh_diff_apply(cur.p, cur.len, d.p, d.len, MAX, &next, &res, &err);
+			rc = sv_nh_diff_apply(cur.p, cur.len, d.p, d.len, MAX, &next, &res, &err);
 			if (rc)
 				fails++, fprintf(stderr, "%s: diff %u: %s\n", s->file, diffs, err.msg);
 			zdiffs += z;

@@ -1,5 +1,5 @@
 /*
- * test_sbon.c - Starbound's VLQs, SBON and versioned JSON (core/fmt/sbon.c):
+ * test_sbon.c - Starbound's VLQs, SBON and versioned JSON (core/fmt/starbound/sbon.c):
  * hand-assembled bytes read to the JSON they hold and written back to the
  * same bytes, key order and doubles kept bit for bit, and every malformed
  * input refused with its exact message.

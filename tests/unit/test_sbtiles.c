@@ -1,5 +1,5 @@
 /*
- * test_sbtiles.c - Starbound tile sectors (core/fmt/sbtiles.c): sectors at
+ * test_sbtiles.c - Starbound tile sectors (core/fmt/starbound/sbtiles.c): sectors at
  * versions 416, 417 and 418 (with 39-byte root tiles) written here byte by
  * byte, read to every field, and written back to the same bytes; sectors a
  * byte short or long, and other versions, refused with their messages;

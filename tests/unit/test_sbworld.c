@@ -1,5 +1,5 @@
 /*
- * test_sbworld.c - the Starbound record views (core/fmt/sbworld.c): floats
+ * test_sbworld.c - the Starbound record views (core/fmt/starbound/sbworld.c): floats
  * as the shortest decimal that reads back; a sector of every version
  * through .tsv and back, field for field (the byte the game ignores below
  * 418 kept); the text grid's edits and its wide cells; every refusal with

@@ -1,5 +1,5 @@
 /*
- * test_zip.c - the zip reader and writer (core/fmt/zip.c), without FUSE.
+ * test_zip.c - the zip reader and writer (core/codec/zip.c), without FUSE.
  *
  * Zips are written to memory and to a file in a fresh temporary directory,
  * stored and deflated, with and without data descriptors, and read back

@@ -40,7 +40,7 @@
  * the kept state only; everything else changes under the container's write
  * lock (write, truncate, sync, refresh) and is read under its read lock.
  */
-#include "nethack.h"
+#include "nethack_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,92 +53,6 @@
 #include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#define BLOCK (1u << 20)        /* bytes read at a time while scanning */
-#define TBLOCK (64u << 10)      /* ... while making a piece of the transcript */
-#define HEAD 8192               /* bytes of a line kept while scanning */
-#define CK_EVERY 256            /* lines between transcript checkpoints */
-#define MAX_SMALL_LINE (1u << 20) /* a line other than a payload line */
-#define LINE1_LEN 31
-#define LINE2_LEN 79
-#define COUNT_OFF 12            /* the recovery count's 8 hex digits */
-#define LOCK_WAIT_NS 3000000000LL
-
-enum { KEY_LOG = 1, KEY_HEADER, KEY_TRANSCRIPT, KEY_SAVES, KEY_DIFFS, KEY_STATES };
-enum { T_SAVE = 1, T_DIFF = 2, T_STATE = 3 };
-#define ENT_KEY(t, i) ((uint64_t)(t) << 32 | (uint32_t)(i))
-
-/* A backup or diff line. */
-struct ent {
-	uint64_t off;     /* where the line starts */
-	uint64_t len;     /* without its newline */
-	uint64_t size;    /* its payload's decoded size, from the text */
-	uint32_t line;    /* 1-based line number */
-	uint32_t base;    /* the backup (ents index) its state starts from;
-			   * UINT32_MAX: none before it */
-	uint8_t backup;   /* 1 backup, 0 diff */
-	uint8_t bad;      /* its payload is not a payload */
-};
-
-/* The scan's running state at the start of a line. */
-struct ck {
-	uint64_t off;     /* file offset of the line */
-	uint64_t toff;    /* its transcript line's offset in the body part */
-	uint64_t time;    /* running time, microseconds since the epoch */
-	uint32_t line;
-};
-
-struct nh {
-	/* header (lines 1-3) */
-	char status[5];
-	uint32_t recovery;
-	char version[16];
-	char statusline[LINE2_LEN];
-	uint64_t start;          /* microseconds since the epoch */
-	unsigned mode;
-	char *name;              /* decoded player name (NUL added) */
-	size_t namelen;
-	char role[4], race[4], gender[4], align[4];
-	uint64_t hdr_end;        /* offset of line 4 */
-	struct sv_buf thead;     /* transcript lines of the header */
-	struct sv_buf json;      /* header.json */
-
-	/* body, scanned up to end */
-	uint64_t end;
-	uint32_t line;           /* lines scanned, the header's included */
-	uint64_t time;           /* running time after them */
-	uint64_t tbody;          /* transcript bytes of the body lines */
-	uint32_t kinds[16];      /* lines of each kind */
-	bool over;               /* a Q line was seen */
-	struct ent *ents;
-	size_t nents, capents;
-	uint32_t last_backup, first_backup; /* ents index, UINT32_MAX: none */
-	struct ck *ck;
-	size_t nck, capck;
-	uint64_t torn;           /* bytes after the last newline at the scan */
-
-	/* nodes */
-	uint32_t n_log, n_header, n_transcript, n_saves, n_diffs, n_states;
-
-	/* an append still waiting for its newline */
-	struct sv_buf partial;
-
-	/* the last state made */
-	pthread_mutex_t st_lock;
-	uint32_t st_ent;
-	struct sv_blob *st_blob;
-	/* the last state that could not be made (st_lock): line fail_ent did
-	 * not decode (fail_base UINT32_MAX: whatever came before it) or did
-	 * not apply to the state built from backup fail_base.  Every later
-	 * state on the same way fails the same, without decoding it again. */
-	uint32_t fail_ent, fail_base;
-	struct sv_err fail_err;
-};
-
-enum kind {
-	K_BACKUP, K_DIFF, K_COMMAND, K_TIME, K_GETPOS, K_GETDIR, K_KEY, K_YESNO,
-	K_MENU, K_OBJMENU, K_TEXT, K_BONES, K_GAMEOVER, K_BAD, K_NKINDS
-};
 
 static const char *const kind_names[K_NKINDS] = {
 	"backup", "diff", "command", "time", "getpos", "getdir", "key", "yesno",
@@ -154,7 +68,7 @@ static const char *const mode_names[4] = {"normal", "explore", "wizard", "set-se
 /* ---- small parsers ------------------------------------------------------------ */
 
 /* Parses exactly n hex digits (1..16); false if any is not one. */
-static bool parse_hex(const char *s, size_t n, uint64_t *out)
+bool sv_nh_parse_hex(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
 	if (!n || n > 16)
@@ -271,12 +185,6 @@ static void add_str(struct sv_buf *b, const char *s)
  * nothing useful).  *delta receives a time line's microseconds, *size a
  * backup's, diff's or bones file's decoded size (both 0 otherwise).
  */
-struct line_view {
-	const char *p;     /* the head of the line */
-	size_t n;          /* bytes of it here */
-	uint64_t full;     /* the whole line's length */
-	char tail[2];      /* its last two bytes (when full >= 2) */
-};
 
 static bool payload_size_of(const struct line_view *l, size_t at, uint64_t *size,
 			    bool *compressed)
@@ -313,7 +221,7 @@ static bool payload_size_of(const struct line_view *l, size_t at, uint64_t *size
 static int parse_b64_arg(const char *s, size_t n, struct sv_buf *out, const char **why)
 {
 	struct sv_err e;
-	if (nh_payload_decode(s, n, MAX_SMALL_LINE, out, &e)) {
+	if (sv_nh_payload_decode(s, n, MAX_SMALL_LINE, out, &e)) {
 		*why = "not base64";
 		return -1;
 	}
@@ -335,7 +243,7 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 	bool comp;
 	if (k == '*') {
 		uint64_t ptr;
-		if (l->full < 11 || n < 10 || !parse_hex(p + 1, 8, &ptr) || p[9] != ' ') {
+		if (l->full < 11 || n < 10 || !sv_nh_parse_hex(p + 1, 8, &ptr) || p[9] != ' ') {
 			*why = "a backup line is not \"*<8 hex digits> <payload>\"";
 			return K_BAD;
 		}
@@ -386,7 +294,7 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 	long v;
 	switch (k) {
 	case '+':
-		if (!parse_hex(p + 1, n - 1, delta)) {
+		if (!sv_nh_parse_hex(p + 1, n - 1, delta)) {
 			*why = "a time line is not +<hex digits>";
 			return K_BAD;
 		}
@@ -471,7 +379,7 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			size_t il = comma ? (size_t)(comma - p - (ptrdiff_t)i) : j - i;
 			uint64_t id;
 			long cnt = 0;
-			if (!parse_hex(p + i, il, &id) || id < 4 ||
+			if (!sv_nh_parse_hex(p + i, il, &id) || id < 4 ||
 			    (comma && (!parse_int(comma + 1, (size_t)(p + j - comma - 1), &cnt) ||
 				       cnt < 0))) {
 				*why = k == 'M' ? "a menu line is not M!, M or :-joined hex ids"
@@ -615,12 +523,6 @@ static unsigned digits(uint64_t v)
 /* The start of a transcript line: "000123 2026-...Z kind    ". */
 #define PREFIX_LEN(line) ((digits(line) < 6 ? 6 : digits(line)) + 37)
 
-/* Formats times, remembering the last second's date and time. */
-struct iso_cache {
-	uint64_t sec;
-	bool valid;
-	char text[28];
-};
 
 static const char *iso_cached(struct iso_cache *ic, uint64_t t)
 {
@@ -642,7 +544,7 @@ static const char *iso_cached(struct iso_cache *ic, uint64_t t)
  * first) the line itself.  content is scratch space.  *kind, *delta and
  * *size (may be NULL) are what parse_line says; *why a reason if it is bad.
  */
-static uint64_t transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
+uint64_t sv_nh_transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
 				struct sv_buf *out, struct sv_buf *content,
 				struct iso_cache *ic, enum kind *kind, uint64_t *delta,
 				uint64_t *size, const char **why)
@@ -698,7 +600,7 @@ static bool word3(const char *s, size_t n, char out[4])
 }
 
 /* Parses line 1 (exactly LINE1_LEN bytes with its newline). */
-static int parse_line1(const char *p, char status[5], uint32_t *count, char version[16],
+int sv_nh_parse_line1(const char *p, char status[5], uint32_t *count, char version[16],
 		       struct sv_err *err)
 {
 	uint64_t v;
@@ -707,7 +609,7 @@ static int parse_line1(const char *p, char status[5], uint32_t *count, char vers
 					      "in 31 bytes");
 	if (memcmp(p + 7, "save", 4) && memcmp(p + 7, "done", 4))
 		return header_fail(err, 1, 7, "the status is neither \"save\" nor \"done\"");
-	if (!parse_hex(p + COUNT_OFF, 8, &v))
+	if (!sv_nh_parse_hex(p + COUNT_OFF, 8, &v))
 		return header_fail(err, 1, COUNT_OFF, "the recovery count is not 8 hex digits");
 	for (int i = 21; i < 30; i++)
 		if ((uint8_t)p[i] <= 0x20 || (uint8_t)p[i] > 0x7e)
@@ -720,7 +622,7 @@ static int parse_line1(const char *p, char status[5], uint32_t *count, char vers
 	return 0;
 }
 
-static void make_header_views(struct nh *nh)
+void sv_nh_make_header_views(struct nh *nh)
 {
 	char ts[28];
 	iso_time(nh->start, ts);
@@ -789,7 +691,7 @@ static int parse_header(struct sv_container *c, struct nh *nh, struct sv_err *er
 	size_t n = (size_t)k;
 	if (n < LINE1_LEN)
 		return header_fail(err, 1, 0, "the file ends inside the header");
-	int rc = parse_line1(buf, nh->status, &nh->recovery, nh->version, err);
+	int rc = sv_nh_parse_line1(buf, nh->status, &nh->recovery, nh->version, err);
 	if (rc)
 		return rc;
 	if (n < LINE1_LEN + LINE2_LEN || buf[LINE1_LEN + LINE2_LEN - 1] != '\n')
@@ -827,7 +729,7 @@ static int parse_header(struct sv_container *c, struct nh *nh, struct sv_err *er
 	}
 	uint64_t start;
 	long zero, mode;
-	if (nf != 8 || nl[-1] == ' ' || !parse_hex(f[0], fl[0], &start))
+	if (nf != 8 || nl[-1] == ' ' || !sv_nh_parse_hex(f[0], fl[0], &start))
 		return header_fail(err, 3, o3, "not \"<start> 0 <mode> <name> <role> <race> "
 					       "<gender> <alignment>\"");
 	if (!parse_int(f[1], fl[1], &zero) || zero != 0 || !parse_int(f[2], fl[2], &mode) ||
@@ -861,7 +763,7 @@ static int parse_header(struct sv_container *c, struct nh *nh, struct sv_err *er
 	nh->start = start;
 	nh->mode = (unsigned)mode;
 	nh->hdr_end = (uint64_t)(nl - buf) + 1;
-	make_header_views(nh);
+	sv_nh_make_header_views(nh);
 	return 0;
 }
 
@@ -888,9 +790,8 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
  * when a short kind runs longer).  fn returns non-zero to stop.  *endp
  * receives the offset after the last complete line.
  */
-typedef int (*line_fn)(void *arg, uint64_t off, const struct line_view *l);
 
-static int each_line(int fd, uint64_t off, uint64_t limit, size_t block, line_fn fn,
+int sv_nh_each_line(int fd, uint64_t off, uint64_t limit, size_t block, line_fn fn,
 		     void *arg, uint64_t *endp, struct sv_err *err)
 {
 	uint8_t *blk = malloc(block);
@@ -996,7 +897,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	enum kind kind;
 	uint64_t delta, size;
 	const char *why;
-	uint64_t len = transcript_line(nh->line, nh->time, l, NULL, &s->content, NULL, &kind,
+	uint64_t len = sv_nh_transcript_line(nh->line, nh->time, l, NULL, &s->content, NULL, &kind,
 				       &delta, &size, &why);
 	nh->time += delta;
 	if (nh->time < delta)
@@ -1025,7 +926,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 				nh->first_backup = (uint32_t)nh->nents;
 			} else {
 				uint64_t ptr = 0;
-				parse_hex(l->p + 1, 8, &ptr);
+				sv_nh_parse_hex(l->p + 1, 8, &ptr);
 				if (ptr != nh->ents[nh->last_backup].off)
 					sv_warn(s->c, "nethack: line %u: the backup's number %08llx is "
 						"not the previous backup's offset %llu", nh->line,
@@ -1045,12 +946,12 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 }
 
 /* Scans the complete lines from nh->end on. */
-static int scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
+int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 		     struct sv_err *err)
 {
 	struct scan s = {c, nh, {0}, add_nodes, 0};
 	uint64_t end = nh->end;
-	int rc = each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s, &end,
+	int rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s, &end,
 			   err);
 	sv_buf_fini(&s.content);
 	if (!rc && s.err)
@@ -1069,7 +970,7 @@ static void check_first_pointer(struct sv_container *c, struct nh *nh)
 	struct ent *f = &nh->ents[nh->first_backup];
 	char hex[8];
 	uint64_t ptr;
-	if (pread(sv_container_fd(c), hex, 8, (off_t)f->off + 1) != 8 || !parse_hex(hex, 8, &ptr))
+	if (pread(sv_container_fd(c), hex, 8, (off_t)f->off + 1) != 8 || !sv_nh_parse_hex(hex, 8, &ptr))
 		return;
 	uint64_t latest = nh->ents[nh->last_backup].off;
 	if (ptr != latest)
@@ -1119,7 +1020,7 @@ static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i)
 	}
 }
 
-static int nh_expand(struct sv_container *c, uint32_t dir, struct sv_err *err)
+static int expand_nh(struct sv_container *c, uint32_t dir, struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
 	if (!nh)
@@ -1130,13 +1031,13 @@ static int nh_expand(struct sv_container *c, uint32_t dir, struct sv_err *err)
 	return 0;
 }
 
-static uint64_t log_size(const struct nh *nh)
+uint64_t sv_nh_log_size(const struct nh *nh)
 {
 	return nh->end + nh->partial.len;
 }
 
 /* Sets a fixed node's size and marks it changed. */
-static void touch(struct sv_container *c, uint32_t n, uint64_t size)
+void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size)
 {
 	struct sv_node *node = sv_node(c, n);
 	if (!node)
@@ -1145,20 +1046,20 @@ static void touch(struct sv_container *c, uint32_t n, uint64_t size)
 	sv_node_touch(c, n);
 }
 
-static void touch_all(struct sv_container *c, struct nh *nh)
+void sv_nh_touch_all(struct sv_container *c, struct nh *nh)
 {
-	touch(c, nh->n_log, log_size(nh));
-	touch(c, nh->n_transcript, nh->thead.len + nh->tbody);
+	sv_nh_touch(c, nh->n_log, sv_nh_log_size(nh));
+	sv_nh_touch(c, nh->n_transcript, nh->thead.len + nh->tbody);
 }
 
 /* ---- open, close, info ------------------------------------------------------------ */
 
-static int nh_probe(const uint8_t *head, size_t n)
+static int probe_nh(const uint8_t *head, size_t n)
 {
 	return n >= 7 && !memcmp(head, "NHGAME ", 7);
 }
 
-static void nh_free(struct nh *nh)
+static void free_nh(struct nh *nh)
 {
 	if (!nh)
 		return;
@@ -1173,15 +1074,15 @@ static void nh_free(struct nh *nh)
 	free(nh);
 }
 
-static void nh_close(struct sv_container *c)
+static void close_nh(struct sv_container *c)
 {
-	nh_free(sv_container_priv(c));
+	free_nh(sv_container_priv(c));
 	sv_container_set_priv(c, NULL);
 }
 
-static void install_signals(void);
+void sv_nh_install_signals(void);
 
-static int nh_open(struct sv_container *c, struct sv_err *err)
+static int open_nh(struct sv_container *c, struct sv_err *err)
 {
 	struct nh *nh = calloc(1, sizeof *nh);
 	if (!nh)
@@ -1189,14 +1090,14 @@ static int nh_open(struct sv_container *c, struct sv_err *err)
 	pthread_mutex_init(&nh->st_lock, NULL);
 	nh->last_backup = nh->first_backup = nh->st_ent = nh->fail_ent = UINT32_MAX;
 	sv_container_set_priv(c, nh);
-	install_signals();
+	sv_nh_install_signals();
 	int rc = parse_header(c, nh, err);
 	if (rc)
 		return rc;
 	nh->end = nh->hdr_end;
 	nh->line = 3;
 	nh->time = nh->start;
-	rc = scan_from(c, nh, false, err);
+	rc = sv_nh_scan_from(c, nh, false, err);
 	if (rc)
 		return rc;
 	check_first_pointer(c, nh);
@@ -1205,7 +1106,7 @@ static int nh_open(struct sv_container *c, struct sv_err *err)
 			"not shown", (unsigned long long)nh->torn);
 	/* After a rewind these three change even where their sizes do not. */
 	nh->n_log = sv_node_add(c, SV_ROOT, "log", SV_N_STREAM | SV_N_DIRECT | SV_N_DERIVED,
-				log_size(nh), KEY_LOG);
+				sv_nh_log_size(nh), KEY_LOG);
 	nh->n_header = sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED,
 				   nh->json.len, KEY_HEADER);
 	nh->n_transcript = sv_node_add(c, SV_ROOT, "transcript.txt",
@@ -1223,7 +1124,7 @@ static int nh_open(struct sv_container *c, struct sv_err *err)
 	return 0;
 }
 
-static void nh_info(struct sv_container *c, void *obj)
+static void info_nh(struct sv_container *c, void *obj)
 {
 	struct nh *nh = sv_container_priv(c);
 	json_t *o = obj;
@@ -1239,826 +1140,19 @@ static void nh_info(struct sv_container *c, void *obj)
 	json_object_set_new(o, "torn_bytes", json_integer((json_int_t)nh->torn));
 }
 
-/* ---- reading ---------------------------------------------------------------------- */
-
-/* Decodes the payload of entry e into out. */
-static int ent_payload(struct sv_container *c, const struct ent *e, struct sv_buf *out,
-		       struct sv_err *err)
-{
-	if (e->bad)
-		return sv_err_set(err, -EBADMSG, "line %u is malformed (see /.savefs/info)",
-				  e->line);
-	size_t skip = e->backup ? 10 : 1;
-	uint64_t max = sv_container_opts(c)->max_decode;
-	if (e->len > max * 2 + 64)
-		return sv_err_set(err, -EFBIG, "line %u: %llu bytes: more than the decode limit",
-				  e->line, (unsigned long long)e->len);
-	char *text = malloc((size_t)e->len);
-	if (!text)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	int rc = 0;
-	if (pread(sv_container_fd(c), text, (size_t)e->len, (off_t)e->off) != (ssize_t)e->len)
-		rc = sv_err_set(err, -EIO, "line %u: cannot read it", e->line);
-	struct sv_err pe;
-	sv_err_clear(&pe);
-	if (!rc && (rc = nh_payload_decode(text + skip, (size_t)e->len - skip, max, out, &pe)))
-		sv_err_set(err, rc, "line %u: %s", e->line, pe.msg);
-	free(text);
-	return rc;
-}
-
-static struct sv_blob *buf_blob(struct sv_buf *b)
-{
-	return sv_blob_dup(b->p ? b->p : (uint8_t *)"", b->len);
-}
-
-/* Applies the diff of entry j to cur, replacing it. */
-static int apply_ent(struct sv_container *c, const struct ent *e, struct sv_blob **cur,
-		     struct sv_err *err)
-{
-	struct sv_buf d, out;
-	sv_buf_init(&d);
-	sv_buf_init(&out);
-	int rc = ent_payload(c, e, &d, err);
-	struct sv_err de;
-	sv_err_clear(&de);
-	if (!rc && (rc = nh_diff_apply((*cur)->data, (*cur)->len, d.p, d.len,
-				       sv_container_opts(c)->max_decode, &out, NULL, &de)))
-		sv_err_set(err, rc, "line %u: %s", e->line, de.msg);
-	if (!rc) {
-		struct sv_blob *b = buf_blob(&out);
-		if (!b) {
-			rc = sv_err_set(err, -ENOMEM, "out of memory");
-		} else {
-			sv_blob_unref(*cur);
-			*cur = b;
-		}
-	}
-	sv_buf_fini(&d);
-	sv_buf_fini(&out);
-	return rc;
-}
-
-/* The save after entry k: from the kept state when it is on the way,
- * else from k's backup.  Keeps the result. */
-static int state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
-		    struct sv_err *err)
-{
-	if (k >= nh->nents)
-		return sv_err_set(err, -ENOENT, "no such line");
-	const struct ent *e = &nh->ents[k];
-	uint32_t b = e->base;
-	if (b == UINT32_MAX)
-		return sv_err_set(err, -EBADMSG, "line %u: a diff with no backup before it",
-				  e->line);
-	pthread_mutex_lock(&nh->st_lock);
-	struct sv_blob *cur = NULL;
-	uint32_t at;
-	int rc = 0;
-	if (nh->fail_ent != UINT32_MAX && nh->fail_ent >= b && nh->fail_ent <= k &&
-	    (nh->fail_base == UINT32_MAX || nh->fail_base == b)) {
-		*err = nh->fail_err;
-		pthread_mutex_unlock(&nh->st_lock);
-		return err->code;
-	}
-	if (nh->st_blob && nh->st_ent >= b && nh->st_ent <= k && nh->st_ent < nh->nents) {
-		cur = sv_blob_ref(nh->st_blob);
-		at = nh->st_ent;
-	} else {
-		struct sv_buf s;
-		sv_buf_init(&s);
-		rc = ent_payload(c, &nh->ents[b], &s, err);
-		if (!rc && !(cur = buf_blob(&s)))
-			rc = sv_err_set(err, -ENOMEM, "out of memory");
-		sv_buf_fini(&s);
-		at = b;
-	}
-	uint32_t j = at;
-	for (; !rc && j < k; j++)
-		rc = apply_ent(c, &nh->ents[j + 1], &cur, err);
-	if (rc && rc != -ENOMEM && rc != -EIO) {
-		/* Remembered: the line itself, or its diff on this way. */
-		bool own = j == b || nh->ents[j].bad;
-		nh->fail_ent = j;
-		nh->fail_base = own ? UINT32_MAX : b;
-		nh->fail_err = *err;
-		nh->fail_err.code = rc;
-	}
-	if (!rc) {
-		sv_blob_unref(nh->st_blob);
-		nh->st_blob = sv_blob_ref(cur);
-		nh->st_ent = k;
-		*out = cur;
-	} else {
-		sv_blob_unref(cur);
-	}
-	pthread_mutex_unlock(&nh->st_lock);
-	return rc;
-}
-
-static int nh_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
-		   struct sv_err *err)
-{
-	struct nh *nh = sv_container_priv(c);
-	struct sv_node *n = sv_node(c, node);
-	uint64_t key = n->key;
-	if (key == KEY_HEADER) {
-		*out = buf_blob(&nh->json);
-		return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
-	}
-	uint32_t t = (uint32_t)(key >> 32), i = (uint32_t)key;
-	if (i >= nh->nents)
-		return sv_err_set(err, -ENOENT, "no such line");
-	if (t == T_STATE)
-		return state_of(c, nh, i, out, err);
-	struct sv_buf b;
-	sv_buf_init(&b);
-	int rc = ent_payload(c, &nh->ents[i], &b, err);
-	if (!rc && !(*out = buf_blob(&b)))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	sv_buf_fini(&b);
-	return rc;
-}
-
-struct tgen {
-	char *dst;          /* the reader's buffer */
-	uint64_t want_off;  /* body offset of dst[0] */
-	size_t size, got;
-	uint64_t toff;      /* body offset of the next line */
-	uint64_t time;
-	uint32_t line;
-	struct sv_buf tl, content;
-	struct iso_cache ic;
-};
-
-static int tgen_line(void *arg, uint64_t off, const struct line_view *l)
-{
-	struct tgen *g = arg;
-	enum kind kind;
-	uint64_t delta;
-	const char *why;
-	g->line++;
-	transcript_line(g->line, g->time, l, &g->tl, &g->content, &g->ic, &kind, &delta, NULL,
-			&why);
-	g->time += delta;
-	if (g->time < delta)
-		g->time = UINT64_MAX;
-	uint64_t a = g->toff, z = a + g->tl.len;
-	uint64_t from = g->want_off + g->got;
-	if (z > from) {
-		size_t skip = (size_t)(from - a);
-		size_t k = g->tl.len - skip;
-		if (k > g->size - g->got)
-			k = g->size - g->got;
-		memcpy(g->dst + g->got, g->tl.p + skip, k);
-		g->got += k;
-	}
-	g->toff = z;
-	return g->got == g->size;
-}
-
-static int read_transcript(struct sv_container *c, struct nh *nh, uint64_t off, char *buf,
-			   size_t size, size_t *got, struct sv_err *err)
-{
-	uint64_t total = nh->thead.len + nh->tbody;
-	*got = 0;
-	if (off >= total || !size)
-		return 0;
-	if (size > total - off)
-		size = (size_t)(total - off);
-	if (off < nh->thead.len) {
-		size_t k = nh->thead.len - (size_t)off;
-		if (k > size)
-			k = size;
-		memcpy(buf, nh->thead.p + off, k);
-		*got = k;
-		if (k == size)
-			return 0;
-	}
-	uint64_t boff = off + *got - nh->thead.len;
-	/* The last checkpoint at or before boff. */
-	size_t lo = 0, hi = nh->nck;
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (nh->ck[mid].toff <= boff)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if (!nh->nck)
-		return 0;
-	struct ck *k = &nh->ck[lo];
-	struct tgen g = {buf + *got, boff, size - *got, 0, k->toff, k->time, k->line - 1,
-			 {0}, {0}, {0}};
-	uint64_t end;
-	/* A piece of the transcript needs at most CK_EVERY lines before it. */
-	int rc = each_line(sv_container_fd(c), k->off, nh->end, TBLOCK, tgen_line, &g, &end, err);
-	sv_buf_fini(&g.tl);
-	sv_buf_fini(&g.content);
-	*got += g.got;
-	return rc;
-}
-
-static int nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
-		   size_t size, size_t *got, struct sv_err *err)
-{
-	struct nh *nh = sv_container_priv(c);
-	uint64_t key = sv_node(c, node)->key;
-	*got = 0;
-	if (key == KEY_TRANSCRIPT)
-		return read_transcript(c, nh, off, buf, size, got, err);
-	if (key != KEY_LOG)
-		return sv_err_set(err, -EIO, "not a stream");
-	uint64_t total = log_size(nh);
-	if (off >= total)
-		return 0;
-	if (size > total - off)
-		size = (size_t)(total - off);
-	size_t from_file = off < nh->end ? (size_t)(nh->end - off < size ? nh->end - off : size) : 0;
-	size_t done = 0;
-	while (done < from_file) {
-		ssize_t k = pread(sv_container_fd(c), (char *)buf + done, from_file - done,
-				  (off_t)(off + done));
-		if (k <= 0)
-			return sv_err_set(err, -EIO, "cannot read byte %llu",
-					  (unsigned long long)(off + done));
-		done += (size_t)k;
-	}
-	if (done < size) {
-		/* The unfinished line of an append in progress. */
-		uint64_t p = off + done - nh->end;
-		memcpy((char *)buf + done, nh->partial.p + p, size - done);
-		done = size;
-	}
-	*got = done;
-	return 0;
-}
-
-/* ---- locking (the game's rules; see files.c in the engine) ------------------------- */
-
-/*
- * A running game holds a read lock on its log for its whole life.  A
- * writer asks the holders of conflicting locks to let go with
- * SIGRTMIN+0/+1 (sigqueue), each holder answers SIGRTMIN+4 once it has,
- * and the writer sends SIGRTMIN+2/+3 when it is done so that they lock
- * again.  savefs holds a lock only while it appends, so when asked it
- * answers at once (the asker retries until the append is over), and it
- * counts the answers to its own requests.
- */
-static volatile sig_atomic_t acks;
-
-static void on_rt(int sig, siginfo_t *si, void *ctx)
-{
-	(void)ctx;
-	int k = sig - SIGRTMIN;
-	if ((k == 0 || k == 1) && si && si->si_code == SI_QUEUE)
-		sigqueue(si->si_pid, SIGRTMIN + 4, (union sigval){.sival_int = 0});
-	else if (k == 4)
-		acks = acks + 1;
-}
-
-static pthread_once_t signals_once = PTHREAD_ONCE_INIT;
-
-static void install_once(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_rt;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (int k = 0; k <= 4; k++) {
-		struct sigaction old;
-		/* Leave a handler someone else installed alone. */
-		if (!sigaction(SIGRTMIN + k, NULL, &old) && old.sa_handler == SIG_DFL)
-			sigaction(SIGRTMIN + k, &sa, NULL);
-	}
-}
-
-static void install_signals(void)
-{
-	pthread_once(&signals_once, install_once);
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-struct locked {
-	pid_t asked[16];
-	int nasked;
-};
-
-/* Takes the whole file's write lock, asking holders to let go. */
-static int lock_log(int fd, struct locked *lk, struct sv_err *err)
-{
-	int64_t deadline = now_ns() + LOCK_WAIT_NS;
-	lk->nasked = 0;
-	for (;;) {
-		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-		if (!fcntl(fd, F_SETLK, &fl))
-			return 0;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EACCES)
-			return sv_err_set(err, -errno, "cannot lock it: %s", strerror(errno));
-		struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-		if (fcntl(fd, F_GETLK, &q))
-			return sv_err_set(err, -errno, "cannot lock it: %s", strerror(errno));
-		if (q.l_type == F_UNLCK)
-			continue;
-		if (now_ns() > deadline) {
-			if (q.l_pid <= 0) /* an open file description's lock: no owner */
-				return sv_err_set(err, -EBUSY, "another program holds a lock on it "
-						  "and did not let go within 3 seconds: nothing "
-						  "appended");
-			return sv_err_set(err, -EBUSY, "process %d holds a lock on it and did "
-					  "not let go within 3 seconds: nothing appended",
-					  (int)q.l_pid);
-		}
-		if (q.l_type != F_RDLCK || q.l_pid <= 0) {
-			/* Not a game's read lock: a holder that does not know the
-			 * game's signals (they would kill it) is waited for. */
-			nanosleep(&(struct timespec){0, 10000000}, NULL);
-			continue;
-		}
-		bool known = false;
-		for (int i = 0; i < lk->nasked; i++)
-			known |= lk->asked[i] == q.l_pid;
-		if (!known && lk->nasked < 16)
-			lk->asked[lk->nasked++] = q.l_pid;
-		sig_atomic_t before = acks;
-		sigqueue(q.l_pid, q.l_pid < getpid() ? SIGRTMIN + 0 : SIGRTMIN + 1,
-			 (union sigval){.sival_int = 0});
-		/* Wait for the answer, a little. */
-		for (int i = 0; i < 100 && acks == before; i++)
-			nanosleep(&(struct timespec){0, 1000000}, NULL);
-	}
-}
-
-static void unlock_log(int fd, struct locked *lk)
-{
-	struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET};
-	fcntl(fd, F_SETLK, &fl);
-	for (int i = 0; i < lk->nasked; i++)
-		sigqueue(lk->asked[i], lk->asked[i] < getpid() ? SIGRTMIN + 2 : SIGRTMIN + 3,
-			 (union sigval){.sival_int = 0});
-	lk->nasked = 0;
-}
-
-/*
- * The game's recovery, under the lock: the recovery count in line 1 goes
- * up by one and the file is cut at `at` (a line start), synced.  *count
- * receives the new count.  what names the operation in an error.
- */
-static int recover_to(int fd, uint64_t at, uint32_t *count, const char *what,
-		      struct sv_err *err)
-{
-	char line1[LINE1_LEN], status[5], version[16], hex[9];
-	struct sv_err e;
-	if (pread(fd, line1, LINE1_LEN, 0) != LINE1_LEN ||
-	    parse_line1(line1, status, count, version, &e))
-		return sv_err_set(err, -EIO, "its first line cannot be read");
-	snprintf(hex, sizeof hex, "%08x", ++*count);
-	if (pwrite(fd, hex, 8, COUNT_OFF) != 8 || ftruncate(fd, (off_t)at) || fdatasync(fd))
-		return sv_err_set(err, -EIO, "%s: %s", what, strerror(errno));
-	return 0;
-}
-
-/* Under the lock: a file that does not end with a newline is recovered
- * (count + 1, cut at its last newline), as the game would. */
-static int recover_tail(int fd, struct nh *nh, uint64_t *size, bool *recovered,
-			struct sv_err *err)
-{
-	*recovered = false;
-	if (*size <= nh->end)
-		return 0;
-	char last;
-	if (pread(fd, &last, 1, (off_t)*size - 1) != 1)
-		return sv_err_set(err, -EIO, "cannot read its end");
-	if (last == '\n')
-		return 0;
-	/* Find the last newline. */
-	uint64_t at = *size;
-	char blk[4096];
-	while (at > 0) {
-		size_t n = at < sizeof blk ? (size_t)at : sizeof blk;
-		if (pread(fd, blk, n, (off_t)(at - n)) != (ssize_t)n)
-			return sv_err_set(err, -EIO, "cannot read it");
-		const char *nl = memrchr(blk, '\n', n);
-		if (nl) {
-			at = at - n + (uint64_t)(nl - blk) + 1;
-			break;
-		}
-		at -= n;
-	}
-	uint32_t count;
-	int rc = recover_to(fd, at, &count, "recovering its unfinished end", err);
-	if (rc)
-		return rc;
-	*size = at;
-	*recovered = true;
-	return 0;
-}
-
-/* ---- appending ---------------------------------------------------------------------- */
-
-/*
- * Checks lines p[0..n) (each ending in '\n') as the next lines of the log:
- * each parses as its kind, payloads decode, a diff applies to the state
- * before it with its CRC, a backup's number is the previous backup's
- * offset.  *state is the state before them (NULL: none yet) and receives
- * the state after them.
- */
-static int check_lines(struct sv_container *c, struct nh *nh, const char *p, size_t n,
-		       struct sv_blob **state, uint64_t *backup_off, struct sv_err *err)
-{
-	struct sv_buf tl, dec, out;
-	sv_buf_init(&tl);
-	sv_buf_init(&dec);
-	sv_buf_init(&out);
-	int rc = 0;
-	uint64_t max = sv_container_opts(c)->max_decode;
-	uint32_t line = nh->line;
-	bool over = nh->over;
-	uint64_t at = nh->end;
-	for (size_t i = 0; i < n && !rc;) {
-		const char *nl = memchr(p + i, '\n', n - i);
-		size_t len = (size_t)(nl - (p + i));
-		const char *s = p + i;
-		line++;
-		struct line_view l = {s, len, len, {len >= 2 ? s[len - 2] : 0, len ? s[len - 1] : 0}};
-		enum kind kind;
-		uint64_t delta;
-		const char *why;
-		if (over) {
-			rc = sv_err_set(err, -EINVAL, "line %u: the game is over (a Q line): "
-					"nothing can follow it", line);
-			break;
-		}
-		transcript_line(line, 0, &l, NULL, &tl, NULL, &kind, &delta, NULL, &why);
-		if (kind == K_BAD) {
-			rc = sv_err_set(err, -EINVAL, "line %u: %s", line, why);
-			break;
-		}
-		for (size_t j = 0; j < len; j++)
-			if ((uint8_t)s[j] < 0x20 || (uint8_t)s[j] > 0x7e) {
-				rc = sv_err_set(err, -EINVAL, "line %u: a control or non-ASCII "
-						"byte", line);
-				break;
-			}
-		if (rc)
-			break;
-		if (kind == K_GAMEOVER)
-			over = true;
-		struct sv_err pe;
-		sv_err_clear(&pe);
-		if (kind == K_BACKUP || kind == K_DIFF || (kind == K_BONES && len > 2)) {
-			size_t skip = kind == K_BACKUP ? 10 : 1;
-			dec.len = 0;
-			rc = nh_payload_decode(s + skip, len - skip, max, &dec, &pe);
-			if (rc) {
-				rc = sv_err_set(err, -EINVAL, "line %u: %s", line, pe.msg);
-				break;
-			}
-		}
-		if (kind == K_BACKUP) {
-			uint64_t ptr = 0;
-			parse_hex(s + 1, 8, &ptr);
-			uint64_t want = *backup_off == UINT64_MAX ? at : *backup_off;
-			if (ptr != want) {
-				rc = sv_err_set(err, -EINVAL, "line %u: a backup's number must be "
-						"the offset of the previous backup, %08llx, not %08llx",
-						line, (unsigned long long)want, (unsigned long long)ptr);
-				break;
-			}
-			struct sv_blob *b = buf_blob(&dec);
-			if (!b) {
-				rc = sv_err_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			sv_blob_unref(*state);
-			*state = b;
-			*backup_off = at;
-		} else if (kind == K_DIFF) {
-			if (!*state) {
-				rc = sv_err_set(err, -EINVAL, "line %u: a diff with no backup "
-						"before it", line);
-				break;
-			}
-			out.len = 0;
-			struct nh_diff_result res;
-			rc = nh_diff_apply((*state)->data, (*state)->len, dec.p, dec.len, max, &out,
-					   &res, &pe);
-			if (rc) {
-				rc = sv_err_set(err, -EINVAL, "line %u: the diff does not apply "
-						"to the last save: %s", line, pe.msg);
-				break;
-			}
-			struct sv_blob *b = buf_blob(&out);
-			if (!b) {
-				rc = sv_err_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			sv_blob_unref(*state);
-			*state = b;
-		}
-		at += len + 1;
-		i += len + 1;
-	}
-	sv_buf_fini(&tl);
-	sv_buf_fini(&dec);
-	sv_buf_fini(&out);
-	return rc;
-}
-
-/*
- * Writes p[0..n) at the file's real end, where `end` is believed to be
- * (lock held).  The kernel appends (RWF_APPEND), so a program that writes
- * without the lock is never written over.  If it wrote in the instant
- * since the size was checked, the lines land after its bytes: whole lines
- * after whole lines are kept (*moved is set: the state after them is not
- * the one checked), but lines glued to another program's unfinished line
- * are refused (EBUSY; the rescan shows what is there).  Nothing is ever
- * cut off, as that could cut another program's bytes.
- */
-static int append_at_end(struct sv_container *c, int fd, uint64_t end, const char *p,
-			 size_t n, bool *moved, struct sv_err *err)
-{
-	struct iovec iov = {(void *)p, n};
-	bool appended = true;
-	*moved = false;
-	ssize_t k = pwritev2(fd, &iov, 1, -1, RWF_APPEND);
-	if (k < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
-		appended = false; /* a kernel without RWF_APPEND */
-		k = pwrite(fd, p, n, (off_t)end);
-	}
-	if (k != (ssize_t)n)
-		return sv_err_set(err, -EIO, "appending: %s",
-				  k < 0 ? strerror(errno) : "short write");
-	off_t after = appended ? lseek(fd, 0, SEEK_CUR) : (off_t)(end + n);
-	if (after == (off_t)(end + n))
-		return 0;
-	char before = 0;
-	if (after < (off_t)n || pread(fd, &before, 1, after - (off_t)n - 1) != 1 || before != '\n')
-		return sv_err_set(err, -EBUSY, "another program appended an unfinished line "
-				  "at the same moment, without the game's lock: these lines "
-				  "follow it (see the transcript)");
-	sv_log(c, "another program appended at the same moment, without the game's "
-	       "lock: these lines follow its lines");
-	*moved = true;
-	return 0;
-}
-
-/* Appends whole lines p[0..n) after checking them; the tree follows. */
-static int append_lines(struct sv_container *c, struct nh *nh, const char *p, size_t n,
-			struct sv_err *err)
-{
-	struct sv_blob *state = NULL;
-	int rc = 0;
-	if (nh->nents) {
-		rc = state_of(c, nh, (uint32_t)nh->nents - 1, &state, err);
-		if (rc) {
-			rc = sv_err_set(err, -EINVAL, "the last save cannot be made (%s): "
-					"nothing can be appended", err->msg);
-			goto out;
-		}
-	}
-	uint64_t backup_off = nh->last_backup == UINT32_MAX ? UINT64_MAX
-							   : nh->ents[nh->last_backup].off;
-	uint64_t new_backup = backup_off;
-	rc = check_lines(c, nh, p, n, &state, &new_backup, err);
-	if (rc)
-		goto out;
-	int fd = sv_container_fd(c);
-	struct locked lk;
-	rc = lock_log(fd, &lk, err);
-	if (rc)
-		goto out;
-	struct stat st;
-	uint64_t size = 0;
-	bool recovered = false;
-	if (fstat(fd, &st))
-		rc = sv_err_set(err, -EIO, "%s", strerror(errno));
-	else
-		size = (uint64_t)st.st_size;
-	if (!rc)
-		rc = recover_tail(fd, nh, &size, &recovered, err);
-	if (!rc && size != nh->end)
-		rc = sv_err_set(err, -EBUSY, "another program wrote to it since it was "
-				"read (%llu bytes, not %llu): nothing appended; the tree now shows "
-				"its lines", (unsigned long long)size, (unsigned long long)nh->end);
-	bool moved = false;
-	if (!rc)
-		rc = append_at_end(c, fd, nh->end, p, n, &moved, err);
-	if (!rc && !moved && new_backup != backup_off && nh->first_backup != UINT32_MAX) {
-		/* The first backup's number points at the latest backup. */
-		char hex[9];
-		snprintf(hex, sizeof hex, "%08llx", (unsigned long long)new_backup);
-		if (pwrite(fd, hex, 8, (off_t)nh->ents[nh->first_backup].off + 1) != 8)
-			sv_log(c, "cannot update the first backup's number: %s",
-			       strerror(errno));
-	}
-	if (!rc && fdatasync(fd))
-		rc = sv_err_set(err, -EIO, "fdatasync: %s", strerror(errno));
-	unlock_log(fd, &lk);
-	if (recovered) {
-		/* Our own recovery: the count went up by one, nothing else. */
-		nh->recovery++;
-		make_header_views(nh);
-		touch(c, nh->n_header, nh->json.len);
-		sv_log(c, "recovered an unfinished end before appending "
-		       "(recovery count now %u)", nh->recovery);
-	}
-	if (rc == -EBUSY) {
-		struct sv_err e;
-		scan_from(c, nh, true, &e);
-		touch_all(c, nh);
-		goto out;
-	}
-	if (rc)
-		goto out;
-	uint32_t first_new = (uint32_t)nh->nents;
-	rc = scan_from(c, nh, true, err);
-	if (!rc && nh->nents > first_new && state && !moved) {
-		/* Keep the state the check made: the next append starts there. */
-		pthread_mutex_lock(&nh->st_lock);
-		sv_blob_unref(nh->st_blob);
-		nh->st_blob = sv_blob_ref(state);
-		nh->st_ent = (uint32_t)nh->nents - 1;
-		pthread_mutex_unlock(&nh->st_lock);
-	}
-	touch_all(c, nh);
-out:
-	sv_blob_unref(state);
-	return rc;
-}
-
-static int nh_write(struct sv_container *c, uint32_t node, uint64_t off, const uint8_t *p,
-		    size_t n, struct sv_err *err)
-{
-	struct nh *nh = sv_container_priv(c);
-	if (node != nh->n_log)
-		return sv_err_set(err, -EPERM, "this file is a read-only view");
-	uint64_t at = log_size(nh);
-	if (off == SV_AT_END)
-		off = at;
-	if (off != at)
-		return sv_err_set(err, -EINVAL, "lines can only be appended: a write at "
-				  "byte %llu, not at its end (byte %llu)", (unsigned long long)off,
-				  (unsigned long long)at);
-	if (!n)
-		return 0;
-	if (nh->partial.len + n > MAX_SMALL_LINE * 64ull || nh->partial.len + n < n) {
-		nh->partial.len = 0;
-		touch(c, nh->n_log, log_size(nh));
-		return sv_err_set(err, -EFBIG, "a line that long cannot be appended");
-	}
-	const uint8_t *nl = memrchr(p, '\n', n);
-	if (!nl) {
-		if (sv_buf_add(&nh->partial, p, n))
-			return sv_err_set(err, -ENOMEM, "out of memory");
-		touch(c, nh->n_log, log_size(nh));
-		return 0;
-	}
-	size_t whole = (size_t)(nl - p) + 1;
-	struct sv_buf lines;
-	sv_buf_init(&lines);
-	int rc = 0;
-	if (sv_buf_add(&lines, nh->partial.p ? nh->partial.p : (uint8_t *)"", nh->partial.len) ||
-	    sv_buf_add(&lines, p, whole)) {
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	nh->partial.len = 0;
-	rc = append_lines(c, nh, (const char *)lines.p, lines.len, err);
-	if (!rc && whole < n && sv_buf_add(&nh->partial, p + whole, n - whole))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	touch(c, nh->n_log, log_size(nh));
-out:
-	sv_buf_fini(&lines);
-	return rc;
-}
-
-static int nh_sync(struct sv_container *c, uint32_t node, struct sv_err *err)
-{
-	struct nh *nh = sv_container_priv(c);
-	if (node != nh->n_log || !nh->partial.len)
-		return 0;
-	size_t n = nh->partial.len;
-	nh->partial.len = 0;
-	touch(c, nh->n_log, log_size(nh));
-	return sv_err_set(err, -EINVAL, "%zu bytes without a newline at the end: only "
-			  "whole lines are appended, these were not", n);
-}
-
-/* Rewinds: truncating the log to the start of a body line is the game's
- * recovery (count + 1, the file cut there). */
-static int nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
-		       struct sv_err *err)
-{
-	struct nh *nh = sv_container_priv(c);
-	if (node != nh->n_log)
-		return sv_err_set(err, -EPERM, "this file is a read-only view");
-	if (size == log_size(nh))
-		return 0;
-	if (size == nh->end) {
-		nh->partial.len = 0; /* the unfinished line goes */
-		touch(c, nh->n_log, log_size(nh));
-		return 0;
-	}
-	int fd = sv_container_fd(c);
-	char before = 0;
-	uint64_t keep = nh->first_backup == UINT32_MAX ? nh->hdr_end
-						       : nh->ents[nh->first_backup].off +
-							 nh->ents[nh->first_backup].len + 1;
-	if (size > nh->end || size < keep || pread(fd, &before, 1, (off_t)size - 1) != 1 ||
-	    before != '\n')
-		return sv_err_set(err, -EINVAL, "%llu is not the start of a line after the "
-				  "first backup (byte %llu on): a log can only be rewound to the "
-				  "start of one of its lines", (unsigned long long)size,
-				  (unsigned long long)keep);
-	struct locked lk;
-	int rc = lock_log(fd, &lk, err);
-	if (rc)
-		return rc;
-	struct stat st;
-	uint32_t count = 0;
-	if (fstat(fd, &st))
-		rc = sv_err_set(err, -EIO, "%s", strerror(errno));
-	else if ((uint64_t)st.st_size != nh->end + nh->torn)
-		rc = sv_err_set(err, -EBUSY, "another program wrote to it since it was "
-				"read: not rewound");
-	else
-		rc = recover_to(fd, size, &count, "rewinding", err);
-	unlock_log(fd, &lk);
-	if (rc)
-		return rc;
-	sv_log(c, "rewound to byte %llu (recovery count now %u)", (unsigned long long)size,
-	       count);
-	return 1;
-}
-
-/* Another program changed the log: a new recovery count means start over;
- * new lines are scanned; a rewritten status line is shown. */
-static int nh_refresh(struct sv_container *c, struct sv_err *err)
-{
-	struct nh *nh = sv_container_priv(c);
-	int fd = sv_container_fd(c);
-	char head[LINE1_LEN + LINE2_LEN];
-	char status[5], version[16];
-	uint32_t count;
-	struct sv_err e;
-	if (pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
-	    parse_line1(head, status, &count, version, &e))
-		return 1;
-	struct stat st;
-	if (fstat(fd, &st))
-		return sv_err_set(err, -EIO, "%s", strerror(errno));
-	if (count != nh->recovery || (uint64_t)st.st_size < nh->end)
-		return 1;
-	bool header = strcmp(status, nh->status) ||
-		      memcmp(head + LINE1_LEN, nh->statusline, LINE2_LEN - 1);
-	if (header) {
-		memcpy(nh->status, status, 5);
-		if (head[LINE1_LEN + LINE2_LEN - 1] == '\n') {
-			memcpy(nh->statusline, head + LINE1_LEN, LINE2_LEN - 1);
-			for (int i = 0; i < LINE2_LEN - 1; i++)
-				if ((uint8_t)nh->statusline[i] < 0x20 || (uint8_t)nh->statusline[i] > 0x7e)
-					nh->statusline[i] = '?';
-		}
-		make_header_views(nh);
-		touch(c, nh->n_header, nh->json.len);
-	}
-	uint64_t end = nh->end;
-	int rc = scan_from(c, nh, true, err);
-	if (rc)
-		return rc;
-	if (nh->end != end && nh->partial.len) {
-		sv_log(c, "another program appended lines: the unfinished line written "
-		       "here (%zu bytes) was dropped", nh->partial.len);
-		nh->partial.len = 0;
-	}
-	if (nh->end != end || header)
-		touch_all(c, nh);
-	return 0;
-}
-
 const struct sv_format sv_fmt_nethack = {
 	.name = "nethack",
 	.description = "NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0",
 	.commit_file = SV_COMMIT_APPEND,
-	.probe = nh_probe,
-	.open = nh_open,
-	.close = nh_close,
-	.load = nh_load,
-	.info = nh_info,
-	.expand = nh_expand,
-	.read = nh_read,
-	.write = nh_write,
-	.truncate = nh_truncate,
-	.sync = nh_sync,
-	.refresh = nh_refresh,
+	.probe = probe_nh,
+	.open = open_nh,
+	.close = close_nh,
+	.load = sv_nh_load,
+	.info = info_nh,
+	.expand = expand_nh,
+	.read = sv_nh_read,
+	.write = sv_nh_write,
+	.truncate = sv_nh_truncate,
+	.sync = sv_nh_sync,
+	.refresh = sv_nh_refresh,
 };

@@ -1,7 +1,7 @@
 /*
  * nethack.h - the pieces of the NetHack 4 game log format (.nhgame) that
  * stand alone: payload decoding and the three save-diff formats.  The log
- * itself (lines, tree, appends) is core/fmt/nethack.c.  Facts:
+ * itself (lines, tree, appends) is core/fmt/nethack/nethack.c.  Facts:
  * ../shared/formats/nethack4.md.
  */
 #ifndef SV_NETHACK_H
@@ -17,19 +17,19 @@
 /*
  * A payload is standard base64 of the raw bytes, or "$<len>$" followed by
  * base64 of a zlib stream that inflates to exactly <len> bytes.
- * nh_payload_size: the decoded size from the text alone (no decoding):
+ * sv_nh_payload_size: the decoded size from the text alone (no decoding):
  * the stated length of a compressed payload, else the base64 size; -1 if
  * the text is not a payload (bad base64 length or characters, a bad
  * "$len$" prefix).  *compressed says which form it is.
  */
-int64_t nh_payload_size(const char *p, size_t n, bool *compressed);
+int64_t sv_nh_payload_size(const char *p, size_t n, bool *compressed);
 /*
  * Decodes a payload, appending the bytes to out.  Refuses (-EBADMSG with
  * a reason) anything that is not a payload, a zlib stream that is corrupt
  * or does not inflate to exactly its stated length, and (-EFBIG) a decoded
  * size above max.
  */
-int nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *out,
+int sv_nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *out,
 		      struct sv_err *err);
 
 /* ---- save diffs (nhdiff.c) ---------------------------------------------------- */
@@ -41,7 +41,7 @@ enum nh_diff_format {
 };
 
 /* The format of a decoded diff, from its first bytes. */
-enum nh_diff_format nh_diff_format(const uint8_t *d, size_t n);
+enum nh_diff_format sv_nh_diff_format(const uint8_t *d, size_t n);
 
 struct nh_diff_result {
 	enum nh_diff_format format;
@@ -60,7 +60,7 @@ struct nh_diff_result {
  * end of the previous save (pos 990 of 1000)").  An output above max fails
  * with -EFBIG.  res may be NULL.
  */
-int nh_diff_apply(const uint8_t *base, size_t blen, const uint8_t *d, size_t n,
+int sv_nh_diff_apply(const uint8_t *base, size_t blen, const uint8_t *d, size_t n,
 		  uint64_t max, struct sv_buf *out, struct nh_diff_result *res,
 		  struct sv_err *err);
 

@@ -121,7 +121,7 @@ static int dollar_prefix(const char *p, size_t n, uint64_t *len, size_t *skip,
 	return 0;
 }
 
-int64_t nh_payload_size(const char *p, size_t n, bool *compressed)
+int64_t sv_nh_payload_size(const char *p, size_t n, bool *compressed)
 {
 	bool z = n && p[0] == '$';
 	if (compressed)
@@ -199,7 +199,7 @@ done:
 	return rc;
 }
 
-int nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *out,
+int sv_nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *out,
 		      struct sv_err *err)
 {
 	size_t start = out->len;
@@ -663,7 +663,7 @@ static int beta3(struct st *s, uint32_t *cmds, bool *crc_ok)
 
 /* ---- entry points --------------------------------------------------------------- */
 
-enum nh_diff_format nh_diff_format(const uint8_t *d, size_t n)
+enum nh_diff_format sv_nh_diff_format(const uint8_t *d, size_t n)
 {
 	if (n >= 2 && d[0] == 0x01 && d[1] == 0x43)
 		return NH_DIFF_BETA3;
@@ -672,7 +672,7 @@ enum nh_diff_format nh_diff_format(const uint8_t *d, size_t n)
 	return NH_DIFF_BETA1;
 }
 
-int nh_diff_apply(const uint8_t *base, size_t blen, const uint8_t *d, size_t n,
+int sv_nh_diff_apply(const uint8_t *base, size_t blen, const uint8_t *d, size_t n,
 		  uint64_t max, struct sv_buf *out, struct nh_diff_result *res,
 		  struct sv_err *err)
 {
@@ -680,7 +680,7 @@ int nh_diff_apply(const uint8_t *base, size_t blen, const uint8_t *d, size_t n,
 		.base = base, .blen = blen, .d = d, .n = n, .pos = 0, .out = out,
 		.o0 = out->len, .max = max, .at = 0, .err = err,
 	};
-	struct nh_diff_result r = {nh_diff_format(d, n), false, 0};
+	struct nh_diff_result r = {sv_nh_diff_format(d, n), false, 0};
 	int rc;
 	switch (r.format) {
 	case NH_DIFF_BETA3:

@@ -448,15 +448,15 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 
 /* The magic and the one format version there is (i16 at byte 4): a
  * recording of another version is not claimed. */
-static int probe(const uint8_t *h, size_t n)
+static int probe_rec(const uint8_t *h, size_t n)
 {
 	return n >= 6 && !memcmp(h, "HCRP", 4) && h[4] == 0 && h[5] == 4;
 }
 
-static int probe_dir(struct sv_container *c)
+static int probe_dir_rec(struct sv_container *c)
 {
 	uint8_t h[6];
-	return !sv_member_pread(c, PREAMBLE, 0, h, 6, NULL) && probe(h, 6);
+	return !sv_member_pread(c, PREAMBLE, 0, h, 6, NULL) && probe_rec(h, 6);
 }
 
 static int table_of(struct sv_container *c, int *table, struct sv_err *err)
@@ -520,7 +520,7 @@ static int open_rec(struct sv_container *c, struct sv_err *err)
 /* Read again (a new preamble, or after a commit): what is known of chunks
  * stored where they were (their text's length, that they warned) is kept,
  * so a recording that grows decodes only its new chunks for the timeline. */
-static int rebuild(struct sv_container *c, struct sv_err *err)
+static int rebuild_rec(struct sv_container *c, struct sv_err *err)
 {
 	struct rec *old = sv_container_priv(c);
 	sv_container_set_priv(c, NULL);
@@ -876,7 +876,7 @@ static int state_at(struct sv_container *c, struct rec *r, uint64_t tick, struct
 	return rc;
 }
 
-static int load(struct sv_container *c, uint32_t node, struct sv_blob **out,
+static int load_rec(struct sv_container *c, uint32_t node, struct sv_blob **out,
 		struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
@@ -922,7 +922,7 @@ static int load(struct sv_container *c, uint32_t node, struct sv_blob **out,
 }
 
 /* Any tick opens by name under at/: "<digits>.json". */
-static int lookup(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
+static int lookup_rec(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	if (dir != r->at_dir)
@@ -971,7 +971,7 @@ static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t 
 	return 0;
 }
 
-static int size(struct sv_container *c, uint32_t node, uint64_t *out, struct sv_err *err)
+static int size_rec(struct sv_container *c, uint32_t node, uint64_t *out, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	uint64_t key = sv_node(c, node)->key;
@@ -1110,7 +1110,7 @@ static int read_compact(struct sv_container *c, struct rec *r, uint64_t off, uin
 	return 0;
 }
 
-static int read_stream(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
+static int read_rec(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
 		       size_t want, size_t *got, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
@@ -1130,7 +1130,7 @@ static int read_stream(struct sv_container *c, uint32_t node, uint64_t off, void
 }
 
 /* A new preamble, or `finished`, in a segmented recording: read again. */
-static int refresh(struct sv_container *c, struct sv_err *err)
+static int refresh_rec(struct sv_container *c, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	(void)err;
@@ -1147,7 +1147,7 @@ static int refresh(struct sv_container *c, struct sv_err *err)
 	return 1;
 }
 
-static void info(struct sv_container *c, void *obj)
+static void info_rec(struct sv_container *c, void *obj)
 {
 	struct rec *r = sv_container_priv(c);
 	json_t *o = obj;
@@ -1203,7 +1203,7 @@ static int new_meta(struct sv_container *c, struct rec *r, struct sv_buf *out,
 	return rc;
 }
 
-static int check(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
+static int check_rec(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
 		 struct sv_err *err)
 {
 	if (KIND(sv_node(c, node)->key) != K_SNBT)
@@ -1292,7 +1292,7 @@ static void touch_all(struct sv_container *c, const struct rec *r)
 /* A compacted file: written whole (chunks copied as stored, or, when the
  * first chunk goes, each one's ticks renumbered and compressed again at
  * the compactor's level). */
-static int commit_file(struct sv_container *c, int fd, struct sv_err *err)
+static int commit_file_rec(struct sv_container *c, int fd, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	struct sv_buf meta, head;
@@ -1382,7 +1382,7 @@ static int commit_file(struct sv_container *c, int fd, struct sv_err *err)
 
 /* A segmented recording: a new preamble by rename, as the recorder commits;
  * segments stay as they are. */
-static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
+static int commit_dir_rec(struct sv_container *c, int fd, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	(void)fd;
@@ -1412,27 +1412,27 @@ static int commit_dir(struct sv_container *c, int fd, struct sv_err *err)
 }
 
 /* -o events=builtin|parkour: the host's event table. */
-static const char *const rec_options[] = {"events", NULL};
+static const char *const options_rec[] = {"events", NULL};
 
 const struct sv_format sv_fmt_recording = {
 	.name = "recording",
 	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
 	.commit_file = SV_COMMIT_REWRITE,
 	.commit_dir = SV_COMMIT_MEMBERS,
-	.options = rec_options,
-	.probe = probe,
-	.probe_dir = probe_dir,
+	.options = options_rec,
+	.probe = probe_rec,
+	.probe_dir = probe_dir_rec,
 	.open = open_rec,
 	.close = close_rec,
-	.load = load,
-	.info = info,
-	.lookup = lookup,
-	.size = size,
-	.read = read_stream,
-	.refresh = refresh,
-	.check = check,
+	.load = load_rec,
+	.info = info_rec,
+	.lookup = lookup_rec,
+	.size = size_rec,
+	.read = read_rec,
+	.refresh = refresh_rec,
+	.check = check_rec,
 	.unlink = unlink_rec,
-	.commit = commit_file,
-	.commit_in_place = commit_dir,
-	.rebuild = rebuild,
+	.commit = commit_file_rec,
+	.commit_in_place = commit_dir_rec,
+	.rebuild = rebuild_rec,
 };

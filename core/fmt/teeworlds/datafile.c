@@ -61,7 +61,7 @@ static const char *const map_types[] = {
 	"version", "info", "image", "envelope", "group", "layer", "envpoints", "sound",
 };
 
-static int probe(const uint8_t *h, size_t n)
+static int probe_df(const uint8_t *h, size_t n)
 {
 	return n >= 8 && (!memcmp(h, "DATA", 4) || !memcmp(h, "ATAD", 4));
 }
@@ -1047,7 +1047,7 @@ const struct sv_format sv_fmt_datafile = {
 	.name = "datafile",
 	.description = "Teeworlds/DDNet map datafile (.map), versions 3 and 4",
 	.commit_file = SV_COMMIT_REWRITE,
-	.probe = probe,
+	.probe = probe_df,
 	.open = open_df,
 	.close = close_df,
 	.load = load_df,

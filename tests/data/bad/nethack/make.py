@@ -28,7 +28,7 @@ The output depends only on this script.  For each variant NAME:
                      transcript), or the log holds nothing
   NAME.expect  (with "reads OK") the exact bytes PATH reads: the
                transcript, rendered here from the notes at the top of
-               core/fmt/nethack.c (one line per log line: number, time,
+               core/fmt/nethack/nethack.c (one line per log line: number, time,
                kind, content), or the log up to its last newline, or a
                state made by a diff
 
@@ -239,7 +239,7 @@ class Log:
         return self.data[:self.data.rfind(b'\n') + 1]
 
 
-# ---- the transcript (core/fmt/nethack.c: transcript_line) ----------------------
+# ---- the transcript (core/fmt/nethack/nethack.c: transcript_line) ----------------------
 
 DIRS = ['W', 'NW', 'N', 'NE', 'E', 'SE', 'S', 'SW', 'up', 'down', 'self']
 MODES = ['normal', 'explore', 'wizard', 'set-seed']

@@ -1,0 +1,162 @@
+/*
+ * nethack_priv.h - what the NetHack 4 format's files share: the log as
+ * scanned (its entries, transcript checkpoints, the header), line kinds,
+ * node keys, and the helpers one file offers the others.  nethack.c
+ * scans the log and builds the tree, nethack_read.c makes files as they
+ * are read, nethack_append.c takes writes the game's way.
+ */
+#ifndef SV_NETHACK_PRIV_H
+#define SV_NETHACK_PRIV_H
+
+#include "nethack.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define BLOCK (1u << 20)        /* bytes read at a time while scanning */
+#define TBLOCK (64u << 10)      /* ... while making a piece of the transcript */
+#define HEAD 8192               /* bytes of a line kept while scanning */
+#define CK_EVERY 256            /* lines between transcript checkpoints */
+#define MAX_SMALL_LINE (1u << 20) /* a line other than a payload line */
+#define LINE1_LEN 31
+#define LINE2_LEN 79
+#define COUNT_OFF 12            /* the recovery count's 8 hex digits */
+#define LOCK_WAIT_NS 3000000000LL
+
+enum { KEY_LOG = 1, KEY_HEADER, KEY_TRANSCRIPT, KEY_SAVES, KEY_DIFFS, KEY_STATES };
+enum { T_SAVE = 1, T_DIFF = 2, T_STATE = 3 };
+#define ENT_KEY(t, i) ((uint64_t)(t) << 32 | (uint32_t)(i))
+
+/* A backup or diff line. */
+struct ent {
+	uint64_t off;     /* where the line starts */
+	uint64_t len;     /* without its newline */
+	uint64_t size;    /* its payload's decoded size, from the text */
+	uint32_t line;    /* 1-based line number */
+	uint32_t base;    /* the backup (ents index) its state starts from;
+			   * UINT32_MAX: none before it */
+	uint8_t backup;   /* 1 backup, 0 diff */
+	uint8_t bad;      /* its payload is not a payload */
+};
+
+/* The scan's running state at the start of a line. */
+struct ck {
+	uint64_t off;     /* file offset of the line */
+	uint64_t toff;    /* its transcript line's offset in the body part */
+	uint64_t time;    /* running time, microseconds since the epoch */
+	uint32_t line;
+};
+
+struct nh {
+	/* header (lines 1-3) */
+	char status[5];
+	uint32_t recovery;
+	char version[16];
+	char statusline[LINE2_LEN];
+	uint64_t start;          /* microseconds since the epoch */
+	unsigned mode;
+	char *name;              /* decoded player name (NUL added) */
+	size_t namelen;
+	char role[4], race[4], gender[4], align[4];
+	uint64_t hdr_end;        /* offset of line 4 */
+	struct sv_buf thead;     /* transcript lines of the header */
+	struct sv_buf json;      /* header.json */
+
+	/* body, scanned up to end */
+	uint64_t end;
+	uint32_t line;           /* lines scanned, the header's included */
+	uint64_t time;           /* running time after them */
+	uint64_t tbody;          /* transcript bytes of the body lines */
+	uint32_t kinds[16];      /* lines of each kind */
+	bool over;               /* a Q line was seen */
+	struct ent *ents;
+	size_t nents, capents;
+	uint32_t last_backup, first_backup; /* ents index, UINT32_MAX: none */
+	struct ck *ck;
+	size_t nck, capck;
+	uint64_t torn;           /* bytes after the last newline at the scan */
+
+	/* nodes */
+	uint32_t n_log, n_header, n_transcript, n_saves, n_diffs, n_states;
+
+	/* an append still waiting for its newline */
+	struct sv_buf partial;
+
+	/* the last state made */
+	pthread_mutex_t st_lock;
+	uint32_t st_ent;
+	struct sv_blob *st_blob;
+	/* the last state that could not be made (st_lock): line fail_ent did
+	 * not decode (fail_base UINT32_MAX: whatever came before it) or did
+	 * not apply to the state built from backup fail_base.  Every later
+	 * state on the same way fails the same, without decoding it again. */
+	uint32_t fail_ent, fail_base;
+	struct sv_err fail_err;
+};
+
+enum kind {
+	K_BACKUP, K_DIFF, K_COMMAND, K_TIME, K_GETPOS, K_GETDIR, K_KEY, K_YESNO,
+	K_MENU, K_OBJMENU, K_TEXT, K_BONES, K_GAMEOVER, K_BAD, K_NKINDS
+};
+
+/* A body line as the scanner sees it: its head, and its length and last
+ * two bytes (a payload line is judged by those). */
+struct line_view {
+	const char *p;     /* the head of the line */
+	size_t n;          /* bytes of it here */
+	uint64_t full;     /* the whole line's length */
+	char tail[2];      /* its last two bytes (when full >= 2) */
+};
+
+/* Formats times, remembering the last second's date and time. */
+struct iso_cache {
+	uint64_t sec;
+	bool valid;
+	char text[28];
+};
+
+/* Called for each line of the log by sv_nh_each_line. */
+typedef int (*line_fn)(void *arg, uint64_t off, const struct line_view *l);
+
+/* ---- shared between the format's files ---- */
+
+struct sv_blob *sv_nh_buf_blob(struct sv_buf *b);
+int sv_nh_each_line(int fd, uint64_t off, uint64_t limit, size_t block, line_fn fn,
+		     void *arg, uint64_t *endp, struct sv_err *err);
+void sv_nh_install_signals(void);
+uint64_t sv_nh_log_size(const struct nh *nh);
+void sv_nh_make_header_views(struct nh *nh);
+int sv_nh_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
+		   struct sv_err *err);
+int sv_nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
+		   size_t size, size_t *got, struct sv_err *err);
+int sv_nh_refresh(struct sv_container *c, struct sv_err *err);
+int sv_nh_sync(struct sv_container *c, uint32_t node, struct sv_err *err);
+int sv_nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
+		       struct sv_err *err);
+int sv_nh_write(struct sv_container *c, uint32_t node, uint64_t off, const uint8_t *p,
+		    size_t n, struct sv_err *err);
+bool sv_nh_parse_hex(const char *s, size_t n, uint64_t *out);
+int sv_nh_parse_line1(const char *p, char status[5], uint32_t *count, char version[16],
+		       struct sv_err *err);
+int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
+		     struct sv_err *err);
+int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
+		    struct sv_err *err);
+void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size);
+void sv_nh_touch_all(struct sv_container *c, struct nh *nh);
+uint64_t sv_nh_transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
+				struct sv_buf *out, struct sv_buf *content,
+				struct iso_cache *ic, enum kind *kind, uint64_t *delta,
+				uint64_t *size, const char **why);
+
+#endif
