@@ -21,6 +21,7 @@
  */
 #include "format.h"
 #include "t.h"
+#include "tree.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -337,44 +338,25 @@ static struct sv_container *open_as(const char *path, const struct sv_format *f)
 	return c;
 }
 
-static uint32_t node(struct sv_container *c, const char *path)
+static void die(const char *what)
 {
-	uint32_t n = SV_NONE;
-	T_INT(0, sv_resolve(c, path, &n));
-	return n;
+	perror(what);
+	exit(1);
 }
 
 /* The node's content as the core serves it (static buffer). */
-static const char *content(struct sv_container *c, const char *path)
+static const char *value(struct sv_container *c, const char *path)
 {
 	static char b[4096];
-	struct sv_blob *blob = NULL;
-	struct sv_err err;
-	b[0] = '\0';
-	if (!sv_content(c, node(c, path), &blob, &err)) {
-		snprintf(b, sizeof b, "%.*s", (int)blob->len, (const char *)blob->data);
-		sv_blob_unref(blob);
-	}
+	char *t = text_of(c, path, NULL);
+	snprintf(b, sizeof b, "%s", t);
+	free(t);
 	return b;
-}
-
-/* The last line of the container's log. */
-static const char *last_log(struct sv_container *c)
-{
-	static char b[4096];
-	snprintf(b, sizeof b, "%s", content(c, ".savefs/log"));
-	size_t n = strlen(b);
-	while (n && b[n - 1] == '\n')
-		b[--n] = '\0';
-	char *nl = strrchr(b, '\n');
-	return nl ? nl + 1 : b;
 }
 
 static int edit(struct sv_container *c, const char *path, const char *text, struct sv_err *err)
 {
-	uint32_t n = node(c, path);
-	int rc = sv_truncate(c, n, 0, err);
-	return rc ? rc : sv_write(c, n, 0, text, strlen(text), err);
+	return put_text(c, path, text, strlen(text), err);
 }
 
 static struct stat stat_of(const char *path)
@@ -399,14 +381,14 @@ static void file_kind(const struct sv_format *f, bool new_inode)
 	struct sv_err err;
 	T_INT(f == &kv_rewrite ? SV_COMMIT_REWRITE : SV_COMMIT_IN_PLACE,
 	      sv_container_commit_kind(c));
-	T_STR("1", content(c, "a"));
+	T_STR("1", value(c, "a"));
 
 	/* An edit lands; the tree serves it; identical bytes commit nothing. */
 	struct stat before = stat_of(path);
 	T_INT(0, edit(c, "a", "one", &err));
 	T_INT(0, sv_commit(c, NULL, NULL, &err));
 	T_STR("a=one\nb=2\n", slurp(path));
-	T_STR("one", content(c, "a"));
+	T_STR("one", value(c, "a"));
 	struct stat after = stat_of(path);
 	T_OK(new_inode ? after.st_ino != before.st_ino : after.st_ino == before.st_ino);
 	T_INT(0, edit(c, "b", "2", &err));
@@ -415,15 +397,15 @@ static void file_kind(const struct sv_format *f, bool new_inode)
 	T_STR("a=one\nb=2\n", slurp(path));
 
 	/* A refusal: EINVAL with the reason, nothing written, the edit gone. */
-	uint32_t b = node(c, "b");
+	uint32_t b = node_of(c, "b");
 	uint32_t drops = sv_drops(c, b);
 	T_INT(0, edit(c, "b", "no!", &err));
 	T_INT(-EINVAL, sv_commit(c, NULL, NULL, &err));
 	T_HAS(err.msg, "kv: a value may not hold '!'");
 	T_STR("a=one\nb=2\n", slurp(path));
-	T_STR("2", content(c, "b"));
+	T_STR("2", value(c, "b"));
 	T_UINT(drops + 1, sv_drops(c, b));
-	T_HAS(last_log(c), "b: kv: a value may not hold '!'");
+	T_OK(log_has(c, "b: kv: a value may not hold '!'"));
 
 	/* A failed write: the error, the container as it was, the edit gone
 	 * (no temporary file left beside a rewritten one). */
@@ -433,14 +415,14 @@ static void file_kind(const struct sv_format *f, bool new_inode)
 	T_HAS(err.msg, "no space left");
 	if (f == &kv_rewrite) {
 		T_STR("a=one\nb=2\n", slurp(path));
-		T_STR("one", content(c, "a"));
+		T_STR("one", value(c, "a"));
 	} else {
 		/* In place, half of the new bytes landed (the fake is not
 		 * crash-safe, a game's writer is): the core read the file
 		 * again, so the tree shows what it holds, not a mix. */
 		T_STR("a=uno\nb=2\n", slurp(path));
-		T_STR("uno", content(c, "a"));
-		T_HAS(content(c, ".savefs/log"), "was read again after the failed commit");
+		T_STR("uno", value(c, "a"));
+		T_OK(log_has(c, "was read again after the failed commit"));
 	}
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -497,10 +479,10 @@ static void append_kind(void)
 		return;
 	struct sv_err err;
 	T_INT(SV_COMMIT_APPEND, sv_container_commit_kind(c));
-	uint32_t n = node(c, "log");
+	uint32_t n = node_of(c, "log");
 	T_INT(0, sv_write(c, n, 4, "two\n", 4, &err));
 	T_STR("one\ntwo\n", slurp(path));
-	T_STR("one\ntwo\n", content(c, "log"));
+	T_STR("one\ntwo\n", value(c, "log"));
 	struct sv_stat st;
 	T_INT(0, sv_stat(c, n, &st));
 	T_UINT(8, st.size);
@@ -509,7 +491,7 @@ static void append_kind(void)
 	T_STR("kv: a log takes writes at its end only", err.msg);
 	T_INT(-EINVAL, sv_write(c, n, 8, "no!\n", 4, &err));
 	T_STR("one\ntwo\n", slurp(path));
-	T_HAS(last_log(c), "refused log: kv: a value may not hold '!'");
+	T_OK(log_has(c, "refused log: kv: a value may not hold '!'"));
 	/* A failed write is undone. */
 	fail_write = true;
 	T_INT(-EIO, sv_write(c, n, 8, "three\n", 6, &err));
@@ -543,7 +525,7 @@ static void members_kind(void)
 	struct sv_err err;
 	T_OK(sv_container_is_dir(c));
 	T_INT(SV_COMMIT_MEMBERS, sv_container_commit_kind(c));
-	T_STR("2", content(c, "b"));
+	T_STR("2", value(c, "b"));
 	/* A directory has no bytes of its own. */
 	uint8_t x;
 	T_INT(-EBADMSG, sv_container_pread(c, 0, &x, 1, &err));
@@ -557,7 +539,7 @@ static void members_kind(void)
 	T_STR("one", slurp(p));
 	snprintf(p, sizeof p, "%s/b", d);
 	T_UINT((uint64_t)b0.st_ino, (uint64_t)stat_of(p).st_ino);
-	T_STR("one", content(c, "a"));
+	T_STR("one", value(c, "a"));
 	/* A refusal. */
 	T_INT(0, edit(c, "b", "no!", &err));
 	T_INT(-EINVAL, sv_commit(c, NULL, NULL, &err));
@@ -567,7 +549,7 @@ static void members_kind(void)
 	fail_write = true;
 	T_INT(-EIO, sv_commit(c, NULL, NULL, &err));
 	T_STR("2", slurp(p));
-	T_STR("2", content(c, "b"));
+	T_STR("2", value(c, "b"));
 	/* Another writer replaced the member since it was read: the swap is
 	 * undone, their file stays. */
 	T_INT(0, edit(c, "b", "mine", &err));
@@ -636,12 +618,12 @@ static void memory_and_flags(void)
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "z", SV_N_REMOVABLE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "w", SV_N_DIR | SV_N_STREAM, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "v", 1u << 30, 0, 0));
-	T_HAS(last_log(c), "the format declared \"v\" with flags 0x40000000 that do not go "
-			   "together: left out");
+	T_OK(log_has(c, "the format declared \"v\" with flags 0x40000000 that do not go "
+			"together: left out"));
 	T_OK(sv_node_add(c, SV_ROOT, "u", SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0, 0) != SV_NONE);
 	/* The core's state of a node, as a format reads it. */
-	T_UINT(SV_S_META, sv_node_state(c, node(c, ".savefs/info")));
-	T_UINT(0, sv_node_state(c, node(c, "a")));
+	T_UINT(SV_S_META, sv_node_state(c, node_of(c, ".savefs/info")));
+	T_UINT(0, sv_node_state(c, node_of(c, "a")));
 	T_UINT(0, sv_node_state(c, 999999));
 	sv_container_free(c);
 }

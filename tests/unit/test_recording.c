@@ -9,6 +9,7 @@
  */
 #include "format.h"
 #include "t.h"
+#include "tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,69 +20,15 @@
 
 static char dir[] = "/tmp/savefs-test-recording-XXXXXX";
 
-static struct sv_container *open_rc(const char *path)
+static void die(const char *what)
 {
-	struct sv_opts o;
-	sv_opts_init(&o);
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	int rc = sv_container_open(path, &o, &c, &err);
-	if (rc)
-		fprintf(stderr, "  (open %s: %s)\n", path, err.msg);
-	T_INT(0, rc);
-	return c;
-}
-
-static uint32_t node(struct sv_container *c, const char *path)
-{
-	uint32_t n = SV_NONE;
-	T_INT(0, sv_resolve(c, path, &n));
-	return n;
-}
-
-/* The node's bytes as a new buffer (the caller frees it), *len its size. */
-static char *bytes(struct sv_container *c, const char *path, size_t *len)
-{
-	struct sv_blob *b = NULL;
-	struct sv_err err;
-	*len = 0;
-	if (sv_content(c, node(c, path), &b, &err)) {
-		fprintf(stderr, "  (%s: %s)\n", path, err.msg);
-		return calloc(1, 1);
-	}
-	char *p = malloc(b->len + 1);
-	memcpy(p, b->data, b->len);
-	p[b->len] = '\0';
-	*len = b->len;
-	sv_blob_unref(b);
-	return p;
-}
-
-struct names {
-	char s[1024];
-};
-
-static int add_name(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
-{
-	struct names *n = arg;
-	size_t k = strlen(n->s);
-	snprintf(n->s + k, sizeof n->s - k, "%s%s%s", k ? " " : "", name, st->dir ? "/" : "");
-	return 0;
-}
-
-static const char *listing(struct sv_container *c, const char *path)
-{
-	static struct names n;
-	n.s[0] = '\0';
-	T_INT(0, sv_readdir(c, node(c, path), 0, add_name, &n));
-	return n.s;
+	perror(what);
+	exit(1);
 }
 
 static void metadata_edit(struct sv_container *c, const char *text, struct sv_err *err, int want)
 {
-	uint32_t n = node(c, "metadata.snbt");
-	T_INT(0, sv_truncate(c, n, 0, err));
-	T_INT(0, sv_write(c, n, 0, text, strlen(text), err));
+	T_INT(0, put_text(c, "metadata.snbt", text, strlen(text), err));
 	int rc = sv_commit(c, NULL, NULL, err);
 	if (rc != want)
 		fprintf(stderr, "  (commit: %s)\n", err->msg);
@@ -111,7 +58,7 @@ int main(void)
 		 "'%s' segmented '%s' -n 250 -s 3 --quiet", mk, file, mk, seg);
 	T_INT(0, system(cmd));
 
-	struct sv_container *f = open_rc(file), *d = open_rc(seg);
+	struct sv_container *f = open_path(file), *d = open_path(seg);
 	if (!f || !d)
 		return t_done();
 	struct sv_err err;
@@ -126,10 +73,10 @@ int main(void)
 	T_STR("000000.bin 000000.txt 000001.bin 000001.txt 000002.bin 000002.txt",
 	      listing(f, "chunks"));
 	size_t n;
-	char *meta = bytes(f, "metadata.snbt", &n);
+	char *meta = text_of(f, "metadata.snbt", &n);
 	T_STR("{\n    map: \"mkrecording\"\n}\n", meta);
 	free(meta);
-	char *idx = bytes(f, "index.tsv", &n);
+	char *idx = text_of(f, "index.tsv", &n);
 	T_HAS(idx, "000001\t100\t100\tyes\t-\t");
 	free(idx);
 	/* The same run, compacted and live: the same chunks, the same text. */
@@ -137,29 +84,29 @@ int main(void)
 					    "chunks/000002.bin", "timeline.txt"};
 	for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
 		size_t a, b;
-		char *x = bytes(f, views[i], &a), *y = bytes(d, views[i], &b);
+		char *x = text_of(f, views[i], &a), *y = text_of(d, views[i], &b);
 		T_UINT(a, b);
 		T_OK(a > 0 && a == b && !memcmp(x, y, a));
 		free(x);
 		free(y);
 	}
-	char *txt = bytes(f, "chunks/000001.txt", &n);
+	char *txt = text_of(f, "chunks/000001.txt", &n);
 	T_OK(!strncmp(txt, "100\ttick\t", 9));
 	free(txt);
 	/* The compacted file a live recording shows is a recording of the
 	 * same run (its chunks compressed at another level). */
 	size_t csz;
-	char *whole = bytes(d, "compacted.hcrp", &csz);
+	char *whole = text_of(d, "compacted.hcrp", &csz);
 	char from_live[400];
 	snprintf(from_live, sizeof from_live, "%s/from-live.hcrp", dir);
 	int fd = open(from_live, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	T_INT((ssize_t)csz, write(fd, whole, csz));
 	close(fd);
 	free(whole);
-	struct sv_container *l = open_rc(from_live);
+	struct sv_container *l = open_path(from_live);
 	if (l) {
 		size_t a, b;
-		char *x = bytes(f, "chunks/000002.txt", &a), *y = bytes(l, "chunks/000002.txt", &b);
+		char *x = text_of(f, "chunks/000002.txt", &a), *y = text_of(l, "chunks/000002.txt", &b);
 		T_OK(a > 0 && a == b && !memcmp(x, y, a));
 		free(x);
 		free(y);
@@ -168,15 +115,15 @@ int main(void)
 
 	/* A metadata edit: the compacted file is written anew. */
 	size_t b0len;
-	char *b0 = bytes(f, "chunks/000000.bin", &b0len);
+	char *b0 = text_of(f, "chunks/000000.bin", &b0len);
 	ino_t before = ino(file);
 	metadata_edit(f, "{map: \"edited\"}", &err, 0);
 	T_OK(ino(file) != before);
-	meta = bytes(f, "metadata.snbt", &n);
+	meta = text_of(f, "metadata.snbt", &n);
 	T_STR("{\n    map: \"edited\"\n}\n", meta);
 	free(meta);
 	size_t b1len;
-	char *b1 = bytes(f, "chunks/000000.bin", &b1len);
+	char *b1 = text_of(f, "chunks/000000.bin", &b1len);
 	T_OK(b0len == b1len && !memcmp(b0, b1, b0len));
 	free(b0);
 	free(b1);
@@ -184,13 +131,13 @@ int main(void)
 	before = ino(file);
 	metadata_edit(f, "{map: ", &err, -EINVAL);
 	T_UINT((uint64_t)before, (uint64_t)ino(file));
-	meta = bytes(f, "metadata.snbt", &n);
+	meta = text_of(f, "metadata.snbt", &n);
 	T_STR("{\n    map: \"edited\"\n}\n", meta);
 	free(meta);
 	sv_container_free(f);
-	f = open_rc(file);
+	f = open_path(file);
 	if (f) {
-		meta = bytes(f, "metadata.snbt", &n);
+		meta = text_of(f, "metadata.snbt", &n);
 		T_STR("{\n    map: \"edited\"\n}\n", meta);
 		free(meta);
 		sv_container_free(f);
@@ -204,7 +151,7 @@ int main(void)
 	metadata_edit(d, "{map: \"live\"}", &err, 0);
 	T_OK(ino(pre) != pre0);
 	T_UINT((uint64_t)seg0, (uint64_t)ino(s0));
-	meta = bytes(d, "metadata.snbt", &n);
+	meta = text_of(d, "metadata.snbt", &n);
 	T_STR("{\n    map: \"live\"\n}\n", meta);
 	free(meta);
 	sv_container_free(d);

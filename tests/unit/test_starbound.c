@@ -10,6 +10,7 @@
  */
 #include "format.h"
 #include "t.h"
+#include "tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,50 +21,17 @@
 
 static char dir[] = "/tmp/savefs-test-starbound-XXXXXX";
 
-static struct sv_container *open_sb(const char *path)
+static void die(const char *what)
 {
-	struct sv_opts o;
-	sv_opts_init(&o);
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	int rc = sv_container_open(path, &o, &c, &err);
-	if (rc)
-		fprintf(stderr, "  (open %s: %s)\n", path, err.msg);
-	T_INT(0, rc);
-	return c;
+	perror(what);
+	exit(1);
 }
 
-static uint32_t node(struct sv_container *c, const char *path)
-{
-	uint32_t n = SV_NONE;
-	T_INT(0, sv_resolve(c, path, &n));
-	return n;
-}
-
-static char *bytes(struct sv_container *c, const char *path, size_t *len)
-{
-	struct sv_blob *b = NULL;
-	struct sv_err err;
-	*len = 0;
-	if (sv_content(c, node(c, path), &b, &err)) {
-		fprintf(stderr, "  (%s: %s)\n", path, err.msg);
-		return calloc(1, 1);
-	}
-	char *p = malloc(b->len + 1);
-	memcpy(p, b->data, b->len);
-	p[b->len] = '\0';
-	*len = b->len;
-	sv_blob_unref(b);
-	return p;
-}
-
+/* Replaces path's content and commits. */
 static int put(struct sv_container *c, const char *path, const char *p, size_t n,
 	       struct sv_err *err)
 {
-	uint32_t i = node(c, path);
-	int rc = sv_truncate(c, i, 0, err);
-	if (!rc)
-		rc = sv_write(c, i, 0, p, n, err);
+	int rc = put_text(c, path, p, n, err);
 	return rc ? rc : sv_commit(c, NULL, NULL, err);
 }
 
@@ -97,7 +65,7 @@ static int counted(void *arg, const char *name, const struct sv_stat *s, uint64_
 static uint64_t count_kids(struct sv_container *c, const char *path)
 {
 	uint64_t n = 0;
-	T_INT(0, sv_readdir(c, node(c, path), 0, counted, &n));
+	list_dir(c, path, counted, &n);
 	return n;
 }
 
@@ -114,7 +82,7 @@ int main(void)
 	snprintf(world, sizeof world, "%s/w.world", dir);
 	snprintf(cmd, sizeof cmd, "'%s' world '%s' -s 2 -e 2 -S 5", mk, world);
 	T_INT(0, system(cmd));
-	struct sv_container *c = open_sb(world);
+	struct sv_container *c = open_path(world);
 	if (!c)
 		return t_done();
 	struct sv_err err;
@@ -124,9 +92,9 @@ int main(void)
 	T_UINT(6, count_kids(c, "world/tiles"));
 	T_UINT(2, count_kids(c, "world/entities"));
 	size_t n;
-	char *ent = bytes(c, "world/entities/0,0.json", &n);
+	char *ent = text_of(c, "world/entities/0,0.json", &n);
 	T_HAS(ent, "\"description\": \"a chest\"");
-	char *tsv = bytes(c, "world/tiles/0,0.tsv", &n);
+	char *tsv = text_of(c, "world/tiles/0,0.tsv", &n);
 	T_HAS(tsv, "# version 416 generation 0\n0\t0\t9\t0\t2\t");
 	struct stat st0 = stat_of(world);
 
@@ -148,7 +116,7 @@ int main(void)
 		fprintf(stderr, "  (commit: %s)\n", err.msg);
 	T_INT(0, rc);
 	T_UINT((uint64_t)st0.st_ino, (uint64_t)stat_of(world).st_ino);
-	char *got = bytes(c, "world/tiles/0,0.tsv", &n);
+	char *got = text_of(c, "world/tiles/0,0.tsv", &n);
 	T_STR(tsv2, got);
 	free(got);
 
@@ -168,7 +136,7 @@ int main(void)
 	char *ent3 = replace(ent2, "a box", "a crate");
 	T_INT(-EBUSY, put(c, "world/entities/0,0.json", ent3, strlen(ent3), &err));
 	T_HAS(err.msg, "was changed by another program since it was read");
-	got = bytes(c, "world/entities/0,0.json", &n);
+	got = text_of(c, "world/entities/0,0.json", &n);
 	T_HAS(got, "\"description\": \"a box\"");
 	free(got);
 	/* Read again as that program left it: its record, then ours. */
@@ -176,12 +144,12 @@ int main(void)
 	T_INT(0, put(c, "world/entities/0,0.json", ent3, strlen(ent3), &err));
 	sv_container_free(c);
 
-	c = open_sb(world);
+	c = open_path(world);
 	if (c) {
-		got = bytes(c, "world/entities/0,0.json", &n);
+		got = text_of(c, "world/entities/0,0.json", &n);
 		T_HAS(got, "\"description\": \"a crate\"");
 		free(got);
-		got = bytes(c, "world/tiles/0,0.tsv", &n);
+		got = text_of(c, "world/tiles/0,0.tsv", &n);
 		T_STR(tsv2, got);
 		free(got);
 		sv_container_free(c);

@@ -74,6 +74,13 @@ static inline struct sv_container *open_file_opts(const char *path, const struct
 	return c;
 }
 
+static inline struct sv_container *open_path(const char *path)
+{
+	struct sv_opts o;
+	sv_opts_init(&o);
+	return open_file_opts(path, &o);
+}
+
 static inline uint32_t node_of(struct sv_container *c, const char *path)
 {
 	uint32_t n = SV_NONE;
@@ -114,6 +121,53 @@ static inline struct sv_blob *content(struct sv_container *c, const char *path)
 		fprintf(stderr, "  (reading %s: %s)\n", path, err.msg);
 	T_INT(0, rc);
 	return b;
+}
+
+/* The content of path as a new NUL-terminated string (the caller frees
+ * it; "" and a failed check if unreadable), *len its size if len. */
+static inline char *text_of(struct sv_container *c, const char *path, size_t *len)
+{
+	struct sv_blob *b = content(c, path);
+	size_t n = b ? b->len : 0;
+	char *s = malloc(n + 1);
+	if (!s)
+		die("malloc");
+	if (n)
+		memcpy(s, b->data, n);
+	s[n] = '\0';
+	if (len)
+		*len = n;
+	sv_blob_unref(b);
+	return s;
+}
+
+/* Replaces the content of path with p[0..n) (a pending edit): 0 or the
+ * error of the truncate or the write. */
+static inline int put_text(struct sv_container *c, const char *path, const void *p, size_t n,
+			   struct sv_err *err)
+{
+	uint32_t i = node_of(c, path);
+	int rc = sv_truncate(c, i, 0, err);
+	return rc ? rc : sv_write(c, i, 0, p, n, err);
+}
+
+/* The names in dir, in listing order, separated by spaces (directories
+ * with a '/'), in a static buffer. */
+static inline int listing_add(void *arg, const char *name, const struct sv_stat *st,
+			      uint64_t next)
+{
+	char *s = arg;
+	size_t k = strlen(s);
+	snprintf(s + k, 2048 - k, "%s%s%s", k ? " " : "", name, st->dir ? "/" : "");
+	return 0;
+}
+
+static inline const char *listing(struct sv_container *c, const char *dir)
+{
+	static char s[2048];
+	s[0] = '\0';
+	list_dir(c, dir, listing_add, s);
+	return s;
 }
 
 /* Checks that path holds exactly p[0..len). */
