@@ -1,7 +1,9 @@
 /*
- * commit.c - the commit: pending edits are validated by the format, a
- * complete new container is written beside the old one, fsynced and renamed
- * over it, and the index is read again (every node is marked stale, the
+ * commit.c - the commit: pending edits are validated by the format, then
+ * land as the container's commit kind says (a complete new container that
+ * its source puts in place, or the format's own writes in place or to
+ * members), under the source's lock and the guard's identity checks; then
+ * the index is read again (every node is marked stale, the
  * format's open() finds each again by (parent, name) through sv_node_add(),
  * and nodes not found are removed, so node numbers survive commits).  Also
  * the changes made outside commits: direct writes and a followed container.

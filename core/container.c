@@ -1,6 +1,7 @@
 /*
- * container.c - the format registry, opening a container (sniffing its format,
- * reading its index through the format) and closing it.
+ * container.c - the format registry, opening a container (its source
+ * opened, its format sniffed or given, its index read through the format,
+ * the commit kind fixed for its layout) and closing it.
  */
 #include "internal.h"
 

@@ -1,7 +1,7 @@
 /*
  * nodes.c - the node table: an array indexed by node number, never shrunk,
  * so numbers are stable; node 0 is the root.  Names are found through a
- * chained hash of (parent, name) threaded through sv_node.hnext.  Names
+ * chained hash of (parent, name) threaded through sv_inode.hnext.  Names
  * from containers are made valid and unique here.
  */
 #include "internal.h"

@@ -1,6 +1,7 @@
 /*
  * util.c - errors with reasons, growable buffers, reference-counted blobs,
- * size parsing, and the I/O and zlib helpers the formats share.
+ * size parsing, file names, messages' characters, and the I/O and zlib
+ * helpers the formats share (helpers.h).
  */
 #include "savefs.h"
 

@@ -1,5 +1,5 @@
 /*
- * zip.c - the zip reader and writer that doodle containers are stored in
+ * zip.c - the zip reader and writer (Sketchy Maze drawings are zips)
  * (PKWARE APPNOTE.TXT 6.3; the subset Go's archive/zip, Python's zipfile
  * and the game write: stored and deflate, zip64, data descriptors).
  *
