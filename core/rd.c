@@ -25,7 +25,7 @@ void sv_rd_init_at(struct sv_rd *r, const void *p, size_t len, size_t off)
 	sv_rd_seek(r, off);
 }
 
-static void fail_end(struct sv_rd *r)
+void sv_rd_fail_end(struct sv_rd *r)
 {
 	if (!r->bad) {
 		r->bad = true;
@@ -48,10 +48,6 @@ void sv_rd_fail(struct sv_rd *r, const char *why)
 	sv_rd_fail_at(r, r->off, why);
 }
 
-size_t sv_rd_left(const struct sv_rd *r)
-{
-	return r->bad ? 0 : r->len - r->off;
-}
 
 void sv_rd_seek(struct sv_rd *r, size_t off)
 {
@@ -66,25 +62,7 @@ void sv_rd_seek(struct sv_rd *r, size_t off)
 	r->off = off;
 }
 
-bool sv_rd_need(struct sv_rd *r, size_t n)
-{
-	if (r->bad)
-		return false;
-	if (r->len - r->off < n) {
-		fail_end(r);
-		return false;
-	}
-	return true;
-}
 
-const uint8_t *sv_rd_bytes(struct sv_rd *r, size_t n)
-{
-	if (!sv_rd_need(r, n))
-		return NULL;
-	const uint8_t *p = r->p + r->off;
-	r->off += n;
-	return p;
-}
 
 void sv_rd_copy(struct sv_rd *r, void *out, size_t n)
 {
@@ -95,68 +73,14 @@ void sv_rd_copy(struct sv_rd *r, void *out, size_t n)
 		memset(out, 0, n);
 }
 
-uint8_t sv_rd_u8(struct sv_rd *r)
-{
-	const uint8_t *p = sv_rd_bytes(r, 1);
-	return p ? p[0] : 0;
-}
 
-static uint64_t le(struct sv_rd *r, unsigned width)
-{
-	const uint8_t *p = sv_rd_bytes(r, width);
-	uint64_t v = 0;
-	for (unsigned i = 0; p && i < width; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
 
-uint16_t sv_rd_u16le(struct sv_rd *r) { return (uint16_t)le(r, 2); }
-uint32_t sv_rd_u32le(struct sv_rd *r) { return (uint32_t)le(r, 4); }
-uint64_t sv_rd_u64le(struct sv_rd *r) { return le(r, 8); }
 
-int32_t sv_rd_i32le(struct sv_rd *r)
-{
-	uint32_t v = sv_rd_u32le(r);
-	int32_t s;
-	memcpy(&s, &v, sizeof s);
-	return s;
-}
 
-uint64_t sv_rd_be(struct sv_rd *r, unsigned width)
-{
-	const uint8_t *p = width <= 8 ? sv_rd_bytes(r, width) : NULL;
-	return p ? sv_get_be(p, width) : 0;
-}
 
-int64_t sv_rd_sbe(struct sv_rd *r, unsigned width)
-{
-	uint64_t u = sv_rd_be(r, width);
-	if (width && width < 8 && (u >> (8 * width - 1)))
-		u |= ~0ull << (8 * width);
-	int64_t s;
-	memcpy(&s, &u, sizeof s);
-	return s;
-}
 
-uint16_t sv_rd_u16be(struct sv_rd *r) { return (uint16_t)sv_rd_be(r, 2); }
-uint32_t sv_rd_u32be(struct sv_rd *r) { return (uint32_t)sv_rd_be(r, 4); }
-uint64_t sv_rd_u64be(struct sv_rd *r) { return sv_rd_be(r, 8); }
 
-float sv_rd_f32be(struct sv_rd *r)
-{
-	uint32_t u = sv_rd_u32be(r);
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
 
-double sv_rd_f64be(struct sv_rd *r)
-{
-	uint64_t u = sv_rd_u64be(r);
-	double d;
-	memcpy(&d, &u, sizeof d);
-	return d;
-}
 
 uint64_t sv_rd_leb(struct sv_rd *r, unsigned max)
 {

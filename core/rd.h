@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct sv_rd {
 	const uint8_t *p;
@@ -49,37 +50,112 @@ void sv_rd_init_at(struct sv_rd *r, const void *p, size_t len, size_t off);
 /* True if every read so far was in bounds. */
 static inline bool sv_rd_ok(const struct sv_rd *r) { return !r->bad; }
 /* Bytes left after the current offset (0 once failed). */
-size_t sv_rd_left(const struct sv_rd *r);
+static inline size_t sv_rd_left(const struct sv_rd *r) { return r->bad ? 0 : r->len - r->off; }
 /* Moves to an absolute offset; fails (sticky) past the end. */
 void sv_rd_seek(struct sv_rd *r, size_t off);
+/* The bytes ran out here (the slow path of the reads below; nothing if
+ * the reader failed before). */
+void sv_rd_fail_end(struct sv_rd *r);
 /* True if n more bytes are there; else fails (sticky, ended) here,
  * without moving: for a record whose parts are read after one check. */
-bool sv_rd_need(struct sv_rd *r, size_t n);
+static inline bool sv_rd_need(struct sv_rd *r, size_t n)
+{
+	if (__builtin_expect(!r->bad && r->len - r->off >= n, 1))
+		return true;
+	sv_rd_fail_end(r);
+	return false;
+}
 /* Fails here with a reason (a value the format refuses); the first
  * failure is the one kept. */
 void sv_rd_fail(struct sv_rd *r, const char *why);
 /* The same at an earlier offset (the start of the value). */
 void sv_rd_fail_at(struct sv_rd *r, size_t at, const char *why);
-/* Returns a pointer to the next n bytes and advances, or NULL (sticky). */
-const uint8_t *sv_rd_bytes(struct sv_rd *r, size_t n);
+/* Returns a pointer to the next n bytes and advances, or NULL (sticky).
+ * The bytes may then be parsed with sv_get_be and friends: the one check
+ * covers them (libarchive's read-ahead and consume). */
+static inline const uint8_t *sv_rd_bytes(struct sv_rd *r, size_t n)
+{
+	if (!sv_rd_need(r, n))
+		return NULL;
+	const uint8_t *p = r->p + r->off;
+	r->off += n;
+	return p;
+}
 /* Copies the next n bytes into out (zeroes on failure). */
 void sv_rd_copy(struct sv_rd *r, void *out, size_t n);
 
-uint8_t sv_rd_u8(struct sv_rd *r);
-uint16_t sv_rd_u16le(struct sv_rd *r);
-uint32_t sv_rd_u32le(struct sv_rd *r);
-int32_t sv_rd_i32le(struct sv_rd *r);
-uint64_t sv_rd_u64le(struct sv_rd *r);
-uint16_t sv_rd_u16be(struct sv_rd *r);
-uint32_t sv_rd_u32be(struct sv_rd *r);
-uint64_t sv_rd_u64be(struct sv_rd *r);
+/* Reads a big-endian integer of width bytes from memory a check already
+ * covers (sv_rd_bytes, a block read whole, a key of known size). */
+static inline uint64_t sv_get_be(const uint8_t *p, unsigned width)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < width; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+/* The same, little-endian. */
+static inline uint64_t sv_get_le(const uint8_t *p, unsigned width)
+{
+	uint64_t v = 0;
+	for (unsigned i = width; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static inline uint8_t sv_rd_u8(struct sv_rd *r)
+{
+	const uint8_t *p = sv_rd_bytes(r, 1);
+	return p ? p[0] : 0;
+}
 /* A big-endian unsigned integer of width bytes (1 to 8). */
-uint64_t sv_rd_be(struct sv_rd *r, unsigned width);
-/* The same, sign-extended from its width. */
-int64_t sv_rd_sbe(struct sv_rd *r, unsigned width);
+static inline uint64_t sv_rd_be(struct sv_rd *r, unsigned width)
+{
+	const uint8_t *p = width <= 8 ? sv_rd_bytes(r, width) : NULL;
+	return p ? sv_get_be(p, width) : 0;
+}
+static inline uint64_t sv_rd_le(struct sv_rd *r, unsigned width)
+{
+	const uint8_t *p = width <= 8 ? sv_rd_bytes(r, width) : NULL;
+	return p ? sv_get_le(p, width) : 0;
+}
+static inline uint16_t sv_rd_u16le(struct sv_rd *r) { return (uint16_t)sv_rd_le(r, 2); }
+static inline uint32_t sv_rd_u32le(struct sv_rd *r) { return (uint32_t)sv_rd_le(r, 4); }
+static inline uint64_t sv_rd_u64le(struct sv_rd *r) { return sv_rd_le(r, 8); }
+static inline uint16_t sv_rd_u16be(struct sv_rd *r) { return (uint16_t)sv_rd_be(r, 2); }
+static inline uint32_t sv_rd_u32be(struct sv_rd *r) { return (uint32_t)sv_rd_be(r, 4); }
+static inline uint64_t sv_rd_u64be(struct sv_rd *r) { return sv_rd_be(r, 8); }
+static inline int32_t sv_rd_i32le(struct sv_rd *r)
+{
+	uint32_t v = sv_rd_u32le(r);
+	int32_t s;
+	memcpy(&s, &v, sizeof s);
+	return s;
+}
+/* sv_rd_be, sign-extended from its width. */
+static inline int64_t sv_rd_sbe(struct sv_rd *r, unsigned width)
+{
+	uint64_t u = sv_rd_be(r, width);
+	if (width && width < 8 && (u >> (8 * width - 1)))
+		u |= ~0ull << (8 * width);
+	int64_t s;
+	memcpy(&s, &u, sizeof s);
+	return s;
+}
 /* IEEE floats stored big-endian. */
-float sv_rd_f32be(struct sv_rd *r);
-double sv_rd_f64be(struct sv_rd *r);
+static inline float sv_rd_f32be(struct sv_rd *r)
+{
+	uint32_t u = sv_rd_u32be(r);
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+static inline double sv_rd_f64be(struct sv_rd *r)
+{
+	uint64_t u = sv_rd_u64be(r);
+	double d;
+	memcpy(&d, &u, sizeof d);
+	return d;
+}
 
 /* LEB128 of at most max bytes (1 to 10); more fails with "a varint
  * longer than MAX bytes" at its start. */
@@ -126,14 +202,4 @@ static inline void sv_put_be(uint8_t *p, uint64_t v, unsigned width)
 	for (unsigned i = 0; i < width; i++)
 		p[i] = (uint8_t)(v >> (8 * (width - 1 - i)));
 }
-/* Reads a big-endian integer of width bytes from memory the caller has
- * checked already (a block read whole, a key of known size). */
-static inline uint64_t sv_get_be(const uint8_t *p, unsigned width)
-{
-	uint64_t v = 0;
-	for (unsigned i = 0; i < width; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 #endif

@@ -13,14 +13,24 @@
 #include <errno.h>
 #include <string.h>
 
-/* One side of a tile: material, hue, colour, mod, mod hue (7 bytes). */
-static void side(struct sv_rd *q, struct sv_sb_side *s)
+/* A tile's fields, parsed from bytes one check covered (sv_rd_bytes). */
+static float f32_at(const uint8_t *p)
 {
-	s->material = sv_rd_u16be(q);
-	s->hue = sv_rd_u8(q);
-	s->colour = sv_rd_u8(q);
-	s->mod = sv_rd_u16be(q);
-	s->mod_hue = sv_rd_u8(q);
+	uint32_t u = (uint32_t)sv_get_be(p, 4);
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* One side of a tile: material, hue, colour, mod, mod hue (7 bytes). */
+static const uint8_t *side(const uint8_t *p, struct sv_sb_side *s)
+{
+	s->material = (uint16_t)sv_get_be(p, 2);
+	s->hue = p[2];
+	s->colour = p[3];
+	s->mod = (uint16_t)sv_get_be(p + 4, 2);
+	s->mod_hue = p[6];
+	return p + 7;
 }
 
 int sv_sb_sector_read(const uint8_t *p, size_t n, struct sv_sb_sector *s, struct sv_err *err)
@@ -38,27 +48,29 @@ int sv_sb_sector_read(const uint8_t *p, size_t n, struct sv_sb_sector *s, struct
 	for (int i = 0; i < SV_SB_TILES; i++) {
 		struct sv_sb_tile *t = &s->t[i];
 		size_t at = r.off;
-		if (!sv_rd_need(&r, fixed + 1))
+		const uint8_t *q = sv_rd_bytes(&r, fixed + 1);
+		if (!q)
 			return sv_err_set(err, -EBADMSG, "sector: tile %d (byte %zu): the sector ends "
 					  "early", i, at);
 		memset(t, 0, sizeof *t);
-		side(&r, &t->fg);
-		side(&r, &t->bg);
-		t->liquid = sv_rd_u8(&r);
-		t->level = sv_rd_f32be(&r);
-		t->pressure = sv_rd_f32be(&r);
-		t->source = sv_rd_u8(&r) != 0;
-		t->collision = sv_rd_u8(&r);
-		t->dungeon = sv_rd_u16be(&r);
-		t->biome = sv_rd_u8(&r);
-		t->env_biome = sv_rd_u8(&r);
+		q = side(q, &t->fg);
+		q = side(q, &t->bg);
+		t->liquid = q[0];
+		t->level = f32_at(q + 1);
+		t->pressure = f32_at(q + 5);
+		t->source = q[9] != 0;
+		t->collision = q[10];
+		t->dungeon = (uint16_t)sv_get_be(q + 11, 2);
+		t->biome = q[13];
+		t->env_biome = q[14];
+		q += 15;
 		if (s->version >= 417)
-			t->transition = sv_rd_u8(&r) != 0;
+			t->transition = *q++ != 0;
 		if (s->version < 418) {
-			t->ignored = sv_rd_u8(&r);
+			t->ignored = *q;
 			continue;
 		}
-		t->has_root = sv_rd_u8(&r) != 0;
+		t->has_root = *q != 0;
 		if (t->has_root) {
 			t->root_x = (int32_t)sv_rd_u32be(&r);
 			t->root_y = (int32_t)sv_rd_u32be(&r);
