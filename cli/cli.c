@@ -110,12 +110,11 @@ void sv_cli_open_error(const char *path, int rc, const struct sv_err *err)
 		fprintf(stderr, "savefs: %s: %s\n", path, msg);
 }
 
-static int open_container(const char *path, struct sv_opts *o,
-			  struct sv_container **c)
+static int open_tree(const char *path, struct sv_opts *o, struct sv_tree **t)
 {
 	struct sv_err err;
 	sv_err_clear(&err);
-	int rc = sv_container_open(path, o, c, &err);
+	int rc = sv_tree_open(path, o, t, &err);
 	if (rc) {
 		sv_cli_open_error(path, rc, &err);
 		return sv_cli_open_exit(rc);
@@ -126,7 +125,7 @@ static int open_container(const char *path, struct sv_opts *o,
 /* ---- ls ---------------------------------------------------------------- */
 
 struct ls_ctx {
-	struct sv_container *c;
+	struct sv_tree *t;
 	bool lng, rec, all;
 	const char *prefix;
 	int status;
@@ -140,8 +139,8 @@ static void mode_str(const struct sv_stat *st, char *out)
 	out[10] = '\0';
 }
 
-static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix);
-static void path_error(struct sv_container *c, const char *path, int rc);
+static int ls_dir(struct ls_ctx *x, sv_id dir, const char *prefix);
+static void path_error(struct sv_tree *t, const char *path, int rc);
 
 struct ls_ent {
 	char *name;
@@ -180,15 +179,15 @@ static void ls_free(struct ls_list *l)
 	free(l->v);
 }
 
-static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
+static int ls_dir(struct ls_ctx *x, sv_id dir, const char *prefix)
 {
 	struct ls_list l = {0};
-	int rc = sv_readdir(x->c, dir, 0, ls_collect, &l);
+	int rc = sv_tree_readdir(x->t, dir, 0, ls_collect, &l);
 	if (rc) {
 		char shown[4096];
 		snprintf(shown, sizeof shown, "%s",
 			 *prefix ? prefix : x->prefix && *x->prefix ? x->prefix : ".");
-		path_error(x->c, shown, rc);
+		path_error(x->t, shown, rc);
 		x->status = SV_EXIT_PATH;
 	}
 	for (size_t i = 0; i < l.n; i++) {
@@ -201,7 +200,7 @@ static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
 			break;
 		snprintf(path, plen, "%s%s", prefix, e->name);
 		if (x->lng && e->st.unsized)
-			sv_stat(x->c, e->st.node, &e->st);
+			sv_tree_stat(x->t, e->st.id, &e->st);
 		if (x->lng) {
 			char m[11];
 			mode_str(&e->st, m);
@@ -214,7 +213,7 @@ static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
 		}
 		if (x->rec && e->st.dir) {
 			snprintf(path, plen, "%s%s/", prefix, e->name);
-			ls_dir(x, e->st.node, path);
+			ls_dir(x, e->st.id, path);
 		}
 		free(path);
 	}
@@ -225,7 +224,7 @@ static int ls_dir(struct ls_ctx *x, uint32_t dir, const char *prefix)
 /* ---- extract ----------------------------------------------------------- */
 
 struct ex_ctx {
-	struct sv_container *c;
+	struct sv_tree *t;
 	bool progress;
 	uint64_t files, total_files, bytes;
 	int status;
@@ -248,14 +247,14 @@ static void ex_progress(struct ex_ctx *x, bool final)
 	fflush(stderr);
 }
 
-static uint64_t count_files(struct sv_container *c, uint32_t dir)
+static uint64_t count_files(struct sv_tree *t, sv_id dir)
 {
 	struct ls_list l = {0};
 	uint64_t n = 0;
-	sv_readdir(c, dir, 0, ls_collect, &l);
+	sv_tree_readdir(t, dir, 0, ls_collect, &l);
 	for (size_t i = 0; i < l.n; i++) {
 		if (strcmp(l.v[i].name, ".savefs"))
-			n += l.v[i].st.dir ? count_files(c, l.v[i].st.node) : 1;
+			n += l.v[i].st.dir ? count_files(t, l.v[i].st.id) : 1;
 	}
 	ls_free(&l);
 	return n;
@@ -264,7 +263,7 @@ static uint64_t count_files(struct sv_container *c, uint32_t dir)
 /* Copies stream node n (a log, a timeline, a big chunk's text: files that
  * may be larger than memory) to fd piece by piece.  0, or -errno with the
  * reason in err. */
-static int copy_stream(struct sv_container *c, uint32_t n, int fd, uint64_t *bytes,
+static int copy_stream(struct sv_tree *t, sv_id n, int fd, uint64_t *bytes,
 		       struct sv_err *err)
 {
 	enum { PIECE = 1 << 20 };
@@ -274,7 +273,7 @@ static int copy_stream(struct sv_container *c, uint32_t n, int fd, uint64_t *byt
 	int rc = 0;
 	for (uint64_t off = 0;;) {
 		size_t got = 0;
-		rc = sv_read(c, n, off, buf, PIECE, &got, err);
+		rc = sv_tree_read(t, n, off, buf, PIECE, &got, err);
 		if (rc || !got)
 			break;
 		if (sv_write_all(fd, buf, got)) {
@@ -293,8 +292,8 @@ static int copy_stream(struct sv_container *c, uint32_t n, int fd, uint64_t *byt
  * file already there (a link someone left in the target directory, a hard
  * link to a file elsewhere) is replaced, never written through.
  */
-static int write_file(const char *path, const struct sv_blob *b, struct sv_container *c,
-		      uint32_t stream, uint64_t *bytes, struct sv_err *err)
+static int write_file(const char *path, const struct sv_blob *b, struct sv_tree *t,
+		      sv_id stream, uint64_t *bytes, struct sv_err *err)
 {
 	size_t n = strlen(path) + 16;
 	char *tmp = malloc(n);
@@ -316,7 +315,7 @@ static int write_file(const char *path, const struct sv_blob *b, struct sv_conta
 		rc = sv_write_all(fd, b->data, b->len);
 		*bytes += b->len;
 	} else if (!rc) {
-		rc = copy_stream(c, stream, fd, bytes, err);
+		rc = copy_stream(t, stream, fd, bytes, err);
 	}
 	if (close(fd) && !rc)
 		rc = -errno;
@@ -349,13 +348,15 @@ static bool dir_empty(const char *dir)
 	return empty;
 }
 
-static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *rel)
+static void ex_dir(struct ex_ctx *x, sv_id dir, const char *out, const char *rel)
 {
 	struct ls_list l = {0};
-	sv_readdir(x->c, dir, 0, ls_collect, &l);
+	sv_tree_readdir(x->t, dir, 0, ls_collect, &l);
 	for (size_t i = 0; i < l.n; i++) {
 		struct ls_ent *e = &l.v[i];
-		if (!strcmp(e->name, ".savefs") && dir == SV_ROOT)
+		/* A container's own files (and, in a folder, its raw bytes)
+		 * are not its tree. */
+		if (!strcmp(e->name, ".savefs") && e->st.dir)
 			continue;
 		size_t plen = strlen(out) + strlen(e->name) + 2;
 		size_t rlen = strlen(rel) + strlen(e->name) + 2;
@@ -377,7 +378,7 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 							: strerror(errno));
 				x->status = SV_EXIT_FAIL;
 			} else {
-				ex_dir(x, e->st.node, path, rpath);
+				ex_dir(x, e->st.id, path, rpath);
 				set_time(path, &e->st); /* after its files went in */
 			}
 		} else {
@@ -385,9 +386,9 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
 			struct sv_err err;
 			sv_err_clear(&err);
 			/* A stream goes piece by piece, straight to its file. */
-			int rc = e->st.stream ? 0 : sv_content(x->c, e->st.node, &b, &err);
+			int rc = e->st.stream ? 0 : sv_tree_content(x->t, e->st.id, &b, &err);
 			if (!rc && e->st.stream) {
-				rc = write_file(path, NULL, x->c, e->st.node, &x->bytes, &err);
+				rc = write_file(path, NULL, x->t, e->st.id, &x->bytes, &err);
 				if (rc && err.msg[0]) {
 					fprintf(stderr, "savefs: %s: %s\n", rpath, err.msg);
 					if (x->status == SV_EXIT_OK)
@@ -426,7 +427,7 @@ static void ex_dir(struct ex_ctx *x, uint32_t dir, const char *out, const char *
  * with SUFFIX) under DIR in-process, for scripts/bench ------------------ */
 
 struct bi_ctx {
-	struct sv_container *c;
+	struct sv_tree *t;
 	const char *suffix; /* only files whose names end so, or NULL */
 	uint64_t files, bytes;
 	int status;
@@ -440,18 +441,18 @@ static bool bi_wanted(const struct bi_ctx *x, const char *name)
 	return n >= k && !memcmp(name + n - k, x->suffix, k);
 }
 
-static void bi_dir(struct bi_ctx *x, uint32_t dir)
+static void bi_dir(struct bi_ctx *x, sv_id dir)
 {
 	struct ls_list l = {0};
-	sv_readdir(x->c, dir, 0, ls_collect, &l);
+	sv_tree_readdir(x->t, dir, 0, ls_collect, &l);
 	for (size_t i = 0; i < l.n; i++) {
 		struct ls_ent *e = &l.v[i];
 		if (e->st.dir) {
 			if (strcmp(e->name, ".savefs"))
-				bi_dir(x, e->st.node);
+				bi_dir(x, e->st.id);
 		} else if (bi_wanted(x, e->name)) {
 			struct sv_blob *b;
-			if (sv_content(x->c, e->st.node, &b, NULL)) {
+			if (sv_tree_content(x->t, e->st.id, &b, NULL)) {
 				x->status = SV_EXIT_PATH;
 			} else {
 				x->files++;
@@ -473,13 +474,13 @@ static int usage_error(const char *msg)
 
 /* The reason for an EIO the core logged: the last line of /.savefs/log,
  * without its time stamp; "" if there is none. */
-static void logged_reason(struct sv_container *c, char *out, size_t size)
+static void logged_reason(struct sv_tree *t, char *out, size_t size)
 {
-	uint32_t n;
+	sv_id n;
 	struct sv_blob *b = NULL;
 	struct sv_err err;
 	out[0] = '\0';
-	if (sv_resolve(c, ".savefs/log", &n) || sv_content(c, n, &b, &err))
+	if (sv_tree_resolve(t, ".savefs/log", &n) || sv_tree_content(t, n, &b, &err))
 		return;
 	size_t end = b->len;
 	while (end && b->data[end - 1] == '\n')
@@ -494,11 +495,11 @@ static void logged_reason(struct sv_container *c, char *out, size_t size)
 	sv_blob_unref(b);
 }
 
-static void path_error(struct sv_container *c, const char *path, int rc)
+static void path_error(struct sv_tree *t, const char *path, int rc)
 {
 	char why[SV_ERR_MAX];
 	if (rc == -EIO)
-		logged_reason(c, why, sizeof why);
+		logged_reason(t, why, sizeof why);
 	else
 		why[0] = '\0';
 	if (why[0])
@@ -507,11 +508,11 @@ static void path_error(struct sv_container *c, const char *path, int rc)
 		fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
 }
 
-static int resolve_or_fail(struct sv_container *c, const char *path, uint32_t *n)
+static int resolve_or_fail(struct sv_tree *t, const char *path, sv_id *n)
 {
-	int rc = sv_resolve(c, path, n);
+	int rc = sv_tree_resolve(t, path, n);
 	if (rc) {
-		path_error(c, path, rc);
+		path_error(t, path, rc);
 		return SV_EXIT_PATH;
 	}
 	return SV_EXIT_OK;
@@ -590,19 +591,19 @@ int sv_cli_main(int argc, char **argv)
 		o.cache_cap = 1 << 20;
 		o.readahead = 0;
 	}
-	struct sv_container *c = NULL;
-	int status = open_container(argv[argi], &o, &c);
+	struct sv_tree *t = NULL;
+	int status = open_tree(argv[argi], &o, &t);
 	free(format_opts); /* the container has its own copy */
 	if (status)
 		return status;
 	const char *path = nargs >= 2 ? argv[argi + 1] : "";
-	uint32_t n;
+	sv_id n;
 	if (!strcmp(verb, "ls")) {
-		status = resolve_or_fail(c, path, &n);
+		status = resolve_or_fail(t, path, &n);
 		if (!status) {
-			lx.c = c;
+			lx.t = t;
 			struct sv_stat st;
-			sv_stat(c, n, &st);
+			sv_tree_stat(t, n, &st);
 			if (!st.dir) {
 				printf("%s\n", path);
 			} else {
@@ -612,18 +613,18 @@ int sv_cli_main(int argc, char **argv)
 			}
 		}
 	} else if (!strcmp(verb, "cat")) {
-		status = resolve_or_fail(c, path, &n);
+		status = resolve_or_fail(t, path, &n);
 		struct sv_blob *b = NULL;
 		struct sv_err err;
 		sv_err_clear(&err);
 		struct sv_stat st = {0};
-		int rc = status ? 0 : sv_stat(c, n, &st);
+		int rc = status ? 0 : sv_tree_stat(t, n, &st);
 		uint64_t bytes = 0;
 		/* A stream piece by piece, never held whole. */
 		if (!status && !rc && st.stream && !st.dir)
-			rc = copy_stream(c, n, STDOUT_FILENO, &bytes, &err);
+			rc = copy_stream(t, n, STDOUT_FILENO, &bytes, &err);
 		else if (!status && !rc)
-			rc = sv_content(c, n, &b, &err);
+			rc = sv_tree_content(t, n, &b, &err);
 		if (rc) {
 			fprintf(stderr, "savefs: %s: %s\n", path, rc == -EISDIR ? "is a directory"
 				: (err.msg[0] ? err.msg : strerror(-rc)));
@@ -645,24 +646,26 @@ int sv_cli_main(int argc, char **argv)
 				"directory, or over what is there with --force\n", out);
 			status = SV_EXIT_FAIL;
 		} else {
-			struct ex_ctx x = {.c = c, .progress = isatty(STDERR_FILENO)};
+			struct ex_ctx x = {.t = t, .progress = isatty(STDERR_FILENO)};
 			if (x.progress)
-				x.total_files = count_files(c, SV_ROOT);
-			ex_dir(&x, SV_ROOT, out, "");
+				x.total_files = count_files(t, SV_TREE_ROOT);
+			ex_dir(&x, SV_TREE_ROOT, out, "");
 			ex_progress(&x, true);
 			status = x.status;
 		}
 	} else if (!strcmp(verb, "info")) {
 		struct sv_blob *b = NULL;
-		count_files(c, SV_ROOT); /* every lazy directory listed: all counted */
-		if (!sv_resolve(c, ".savefs/info", &n) && !sv_content(c, n, &b, NULL))
+		struct sv_err err;
+		if (sv_tree_container(t))
+			count_files(t, SV_TREE_ROOT); /* every lazy directory listed: all counted */
+		if (!sv_tree_info(t, &b, &err))
 			fwrite(b->data, 1, b->len, stdout);
 		sv_blob_unref(b);
 	} else {
-		status = resolve_or_fail(c, path, &n);
+		status = resolve_or_fail(t, path, &n);
 		if (!status) {
 			struct timespec t0, t1;
-			struct bi_ctx x = {.c = c, .suffix = nargs == 3 ? argv[argi + 2] : NULL};
+			struct bi_ctx x = {.t = t, .suffix = nargs == 3 ? argv[argi + 2] : NULL};
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 			bi_dir(&x, n);
 			clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -672,6 +675,6 @@ int sv_cli_main(int argc, char **argv)
 			status = x.status;
 		}
 	}
-	sv_container_free(c);
+	sv_tree_free(t);
 	return status;
 }

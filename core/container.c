@@ -120,6 +120,47 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	return c;
 }
 
+const struct sv_format *sv_sniff(const char *path, int *why)
+{
+	struct sv_source *src = NULL;
+	struct sv_err err;
+	int ro = 0;
+	*why = sv_source_open(path, true, &src, &ro, &err);
+	if (*why)
+		return NULL;
+	/* Only the source is filled in: a probe reads bytes and members. */
+	struct sv_container probe;
+	memset(&probe, 0, sizeof probe);
+	probe.src = src;
+	const struct sv_format *fmt = NULL;
+	if (sv_container_is_dir(&probe)) {
+		for (size_t i = 0; sv_formats[i] && !fmt; i++)
+			if (sv_formats[i]->probe_dir && sv_formats[i]->probe_dir(&probe))
+				fmt = sv_formats[i];
+	} else if (S_ISREG(src->st.st_mode)) {
+		uint8_t head[64];
+		size_t k = (uint64_t)src->st.st_size < sizeof head ? (size_t)src->st.st_size
+								    : sizeof head;
+		if (!sv_container_pread(&probe, 0, head, k, &err))
+			for (size_t i = 0; sv_formats[i] && !fmt; i++)
+				if (sv_formats[i]->probe(head, k))
+					fmt = sv_formats[i];
+	}
+	sv_source_free(src);
+	return fmt;
+}
+
+bool sv_container_idle(struct sv_container *c)
+{
+	bool idle = true;
+	pthread_rwlock_rdlock(&c->lock);
+	for (uint32_t i = 0; idle && i < c->nnodes; i++)
+		idle = !__atomic_load_n(&c->nodes[i].opens, __ATOMIC_ACQUIRE) &&
+		       !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN));
+	pthread_rwlock_unlock(&c->lock);
+	return idle;
+}
+
 /* The source's log lines go to the container's log. */
 static void source_log(void *arg, const char *line)
 {

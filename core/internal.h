@@ -25,6 +25,8 @@
  *             changed), direct writes and a followed container
  *   edit.c    pending edits: write, truncate, create, unlink, rename
  *   container.c  the format registry, opening, sniffing, closing
+ *   tree/     what a client opens at a location: tree.c (a container, or
+ *             a folder), folder.c (a save folder of containers)
  *
  * Locking: `lock` is a read-write lock.  Lookups, stats, reads and the
  * formats' load() run under the read lock; anything that changes the node
@@ -306,6 +308,14 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n);
 void sv_pf_settle(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
 void sv_pf_stop(struct sv_container *c);
+
+/* ---- container.c ---- */
+/* The format that claims what is at path by its content (a file's first
+ * bytes, a directory's members), opening nothing but its source; NULL if
+ * none (then *why is 0, or the -errno that kept it from being looked at). */
+const struct sv_format *sv_sniff(const char *path, int *why);
+/* True if no file of c is open and no edit pending (it may be closed). */
+bool sv_container_idle(struct sv_container *c);
 
 /* ---- commit.c (write lock held) ---- */
 /* A write or truncation of node i goes to the format at once. */

@@ -28,6 +28,7 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 	const struct sv_inode *n = &c->nodes[i];
 	memset(st, 0, sizeof *st);
 	st->node = i;
+	st->id = i;
 	st->dir = n->flags & SV_N_DIR;
 	st->writable = writable(c, n);
 	st->volatile_ = n->flags & SV_N_META;

@@ -45,6 +45,8 @@ struct sv_opts {
 			       * (default 8; 0 = off) */
 	bool upgrade;         /* a commit writes the format's newest container
 			       * version (formats that have several) */
+	unsigned max_open;    /* a save folder: containers held open at once
+			       * (default 16); idle ones close past it */
 	const char *format_opts; /* the formats' own options, "key=value,..."
 				  * (keys a format lists in its `options`:
 				  * events=builtin for recordings); NULL: none */
@@ -119,7 +121,9 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err);
 /* ---- for clients (fs/ and the command line); all thread-safe ------------ */
 
 struct sv_stat {
-	uint32_t node;
+	uint32_t node;  /* in its container */
+	uint64_t id;    /* in its tree (sv_tree_*): the node itself for a
+			 * container's own tree */
 	bool dir;
 	bool writable;  /* a write would not be refused up front */
 	bool volatile_; /* content may change without an edit (meta files) */
@@ -254,5 +258,49 @@ uint32_t sv_drops(struct sv_container *c, uint32_t n);
 uint64_t sv_container_name_steps(const struct sv_container *c);
 /* Cache statistics of this container. */
 void sv_container_cache_stats(struct sv_container *c, struct sv_cache_stats *st);
+
+
+/* ---- trees: what a client opens at a location --------------------------- */
+
+/*
+ * A tree is what a location shows: a container (a file, a recording
+ * directory), or a save folder, a directory that is not itself a
+ * container.  A folder's tree is the directory as it is, read afresh at
+ * each look (entries added, removed or replaced appear as they are); an
+ * entry a format claims by its content (its first bytes, or a directory's
+ * members), never by its name, shows as a directory holding that
+ * container's tree, opened on its first use and closed again when idle
+ * past opts->max_open (least recently used first); its raw bytes are
+ * NAME/.savefs/container.  Entries no format claims pass through: a file
+ * reads as the file (a stream), a directory as the directory.
+ *
+ * Node ids are 64-bit and stable while the tree is open; the root is
+ * SV_TREE_ROOT.  In a container's own tree an id is its node number.  The
+ * calls are those of a container, thread-safe, with the same errors.
+ */
+struct sv_tree;
+typedef uint64_t sv_id;
+#define SV_TREE_ROOT 0ull
+
+/* Opens the location at path as a container, or as a folder if it is a
+ * directory no format claims.  Errors as sv_container_open. */
+int sv_tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **out,
+		 struct sv_err *err);
+void sv_tree_free(struct sv_tree *t);
+/* The container the tree is, or NULL for a folder. */
+struct sv_container *sv_tree_container(struct sv_tree *t);
+int sv_tree_lookup(struct sv_tree *t, sv_id dir, const char *name, sv_id *out);
+int sv_tree_resolve(struct sv_tree *t, const char *path, sv_id *out);
+/* Fills st (st->id is n). */
+int sv_tree_stat(struct sv_tree *t, sv_id n, struct sv_stat *st);
+/* As sv_readdir; each stat's id is the child's id in the tree. */
+int sv_tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg);
+int sv_tree_content(struct sv_tree *t, sv_id n, struct sv_blob **out, struct sv_err *err);
+int sv_tree_read(struct sv_tree *t, sv_id n, uint64_t off, void *buf, size_t size,
+		 size_t *got, struct sv_err *err);
+/* A summary as JSON (a new blob): a container's /.savefs/info; for a
+ * folder, its containers per format, what no format claimed, and each
+ * container's format and warnings (every container is opened). */
+int sv_tree_info(struct sv_tree *t, struct sv_blob **out, struct sv_err *err);
 
 #endif

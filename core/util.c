@@ -137,6 +137,7 @@ void sv_opts_init(struct sv_opts *o)
 	o->max_decode = SV_DEFAULT_MAX_DECODE;
 	o->max_edit = SV_DEFAULT_MAX_EDIT;
 	o->readahead = 8;
+	o->max_open = 16;
 }
 
 int sv_parse_size(const char *s, uint64_t *out)

@@ -311,9 +311,10 @@ expect_eq "info: a segmented recording's size is its files' total" \
 # ---- refusals ----------------------------------------------------------
 mkdir -p "$TMP/notrec"
 echo hello > "$TMP/notrec/readme"
-expect_exit "a directory that is no recording" 4 \
-	"savefs: $TMP/notrec: is a directory, and not one savefs knows (see --formats)" \
-	"$SAVEFS" info "$TMP/notrec"
+expect_eq "a directory that is no recording is a folder, its file unclaimed" \
+	'0 ["readme"]' "$(sv info "$TMP/notrec" | python3 -c 'import json, sys
+j = json.load(sys.stdin)
+print(j["containers"], json.dumps(j["unclaimed"]))')"
 for v in 3 5; do
 	cp "$COMP" "$TMP/v$v.hcrp"
 	printf "\\x00\\x0$v" | dd of="$TMP/v$v.hcrp" bs=1 seek=4 conv=notrunc 2> /dev/null

@@ -26,7 +26,7 @@ def layers(core):
             continue
         names = re.findall(r"\b([a-z0-9_]+\.c|[a-z]+/)", body)
         head = body.split()[0]
-        if re.match(r"^[a-z0-9_]+\.c$", head) or head in ("helpers", "sources"):
+        if re.match(r"^([a-z0-9_]+\.c|[a-z]+/)$", head) or head in ("helpers", "sources"):
             order.append(names)
         elif order:
             order[-1].extend(names)
@@ -51,7 +51,7 @@ def main():
     core = sys.argv[1]
     table = layers(core)
     files = []
-    for d in ("", "source", "codec"):
+    for d in ("", "source", "codec", "tree"):
         for f in sorted(os.listdir(os.path.join(core, d) if d else core)):
             if f.endswith(".c"):
                 files.append(os.path.join(d, f) if d else f)

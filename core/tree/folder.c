@@ -1,0 +1,864 @@
+/*
+ * folder.c - a save folder: a directory that is not itself a container,
+ * shown as it is, with every entry a format claims by its content shown as
+ * a directory holding that container's tree (savefs.h, "trees").
+ *
+ * Ids: an entry of the folder's own (a real directory, a file that passes
+ * through, a claimed entry, a container's raw bytes) is its index in the
+ * entry table, below 2^32; a node of a container is (slot + 1) << 32 | its
+ * node number, except the container's root, which is its claimed entry.
+ * A container's raw bytes are NAME/.savefs/container: a file beside the
+ * container's own /.savefs/ files, the same for every format.
+ *
+ * The folder is looked at afresh: a listing reads the real directory, and
+ * each look at an entry (lookup, stat, listing) compares its identity
+ * (device, inode, size, mtime) with the one its kind was judged on; a
+ * changed entry is judged again (its first bytes sniffed once per
+ * identity), and a container whose file changed is closed, to be read
+ * again whole at its next use.  Containers open on their first use and
+ * close, least recently used first, when more than opts->max_open are open
+ * and idle (no open file, no pending edit).
+ *
+ * Locking: `lock` guards the tables; a container's calls run outside it
+ * (the container has its own locks), and so do the callers' callbacks.
+ */
+#include "tree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+enum { E_DIR, E_FILE, E_BOX, E_RAW };
+
+struct entry {
+	char *rel;          /* owned: its path in the folder ("" the root) */
+	const char *name;   /* its last part (in rel) */
+	uint32_t parent;    /* an entry */
+	int kind;
+	bool judged;
+	bool in_raw;        /* inside a container's raw form: never claimed */
+	struct stat st;     /* what its kind was judged on */
+	const struct sv_format *fmt; /* E_BOX: the format that claims it */
+	uint32_t slot;      /* E_BOX, E_RAW: its container's slot + 1 */
+	uint32_t raw;       /* E_BOX: its E_RAW entry, 0 until looked up */
+	uint32_t hnext;     /* the next entry in its hash chain, or SV_NONE */
+};
+
+struct slot {
+	struct sv_container *c; /* NULL while closed */
+	uint32_t box;           /* its entry */
+	uint32_t meta;          /* its /.savefs node (SV_NONE if none) */
+	uint64_t used;          /* when last used (the clock) */
+	int err;                /* its last open's failure, or 0 */
+	char why[SV_ERR_MAX];
+};
+
+struct sv_folder {
+	pthread_mutex_t lock;
+	char *path;             /* owned: the folder, real path */
+	int dfd;
+	struct sv_opts opts;
+	char *format_opts;      /* owned: opts.format_opts */
+	struct entry *e;
+	uint32_t ne, cape;
+	uint32_t *htab;         /* hash heads (SV_NONE: empty), hsize a power of 2 */
+	uint32_t hsize;
+	struct slot *s;
+	uint32_t ns, caps;
+	uint64_t clock;
+	unsigned nopen;
+};
+
+/* Files up to this size that a probe claims are opened when first seen. */
+#define CONFIRM_AT_ONCE (256u << 10)
+
+#define SLOT_ID(slot, node) ((sv_id)((uint64_t)(slot) + 1) << 32 | (uint32_t)(node))
+
+/* ---- the entry table (lock held) -------------------------------------------- */
+
+static uint32_t hash_of(const char *rel)
+{
+	return (uint32_t)XXH3_64bits(rel, strlen(rel));
+}
+
+static int grow_hash(struct sv_folder *f)
+{
+	uint32_t size = f->hsize ? f->hsize * 2 : 256;
+	uint32_t *h = malloc(size * sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	memset(h, 0xff, size * sizeof *h);
+	for (uint32_t i = 0; i < f->ne; i++) {
+		if (f->e[i].kind == E_RAW)
+			continue;
+		uint32_t b = hash_of(f->e[i].rel) & (size - 1);
+		f->e[i].hnext = h[b];
+		h[b] = i;
+	}
+	free(f->htab);
+	f->htab = h;
+	f->hsize = size;
+	return 0;
+}
+
+static uint32_t find_entry(struct sv_folder *f, const char *rel)
+{
+	for (uint32_t i = f->htab[hash_of(rel) & (f->hsize - 1)]; i != SV_NONE; i = f->e[i].hnext)
+		if (!strcmp(f->e[i].rel, rel))
+			return i;
+	return SV_NONE;
+}
+
+/* Adds an entry (found by its path unless it is a raw one, whose path is
+ * its box's). */
+static uint32_t add_entry(struct sv_folder *f, uint32_t parent, char *rel, int kind)
+{
+	if (f->ne == f->cape) {
+		uint32_t cap = f->cape ? f->cape * 2 : 64;
+		struct entry *e = realloc(f->e, cap * sizeof *e);
+		if (!e)
+			return SV_NONE;
+		f->e = e;
+		f->cape = cap;
+	}
+	if (f->ne >= f->hsize / 2 && grow_hash(f))
+		return SV_NONE;
+	uint32_t i = f->ne++;
+	struct entry *e = &f->e[i];
+	memset(e, 0, sizeof *e);
+	e->rel = rel;
+	const char *slash = strrchr(rel, '/');
+	e->name = slash ? slash + 1 : rel;
+	e->parent = parent;
+	e->kind = kind;
+	e->hnext = SV_NONE;
+	if (kind != E_RAW) {
+		uint32_t b = hash_of(rel) & (f->hsize - 1);
+		e->hnext = f->htab[b];
+		f->htab[b] = i;
+	}
+	return i;
+}
+
+/* The real path of entry i (a new string). */
+static char *full_path(struct sv_folder *f, uint32_t i)
+{
+	const char *rel = f->e[i].rel;
+	size_t n = strlen(f->path) + strlen(rel) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s%s%s", f->path, *rel ? "/" : "", rel);
+	return p;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
+			 uint32_t *slot, struct sv_err *err);
+
+static void close_slot(struct sv_folder *f, uint32_t s)
+{
+	if (f->s[s].c) {
+		sv_container_free(f->s[s].c);
+		f->s[s].c = NULL;
+		f->nopen--;
+	}
+	f->s[s].err = 0;
+}
+
+/*
+ * Looks at entry i as it is now: 0, or -ENOENT if it is gone.  A new
+ * identity is judged again: a directory or a regular file a format claims
+ * is a box (its container, if open, closed: it is read again at its next
+ * use), else it passes through.
+ */
+static int judge(struct sv_folder *f, uint32_t i)
+{
+	struct entry *e = &f->e[i];
+	if (e->kind == E_RAW)
+		return judge(f, e->parent);
+	struct stat st;
+	if (fstatat(f->dfd, *e->rel ? e->rel : ".", &st, 0))
+		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
+	if (e->judged && same_file(&st, &e->st))
+		return 0;
+	int kind = S_ISDIR(st.st_mode) ? E_DIR : E_FILE;
+	const struct sv_format *fmt = NULL;
+	if (i != 0 && !e->in_raw && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+		char *p = full_path(f, i);
+		int why = 0;
+		fmt = p ? sv_sniff(p, &why) : NULL;
+		free(p);
+	}
+	if (fmt)
+		kind = E_BOX;
+	if (e->slot && (kind != E_BOX || e->judged))
+		close_slot(f, e->slot - 1);
+	e->kind = kind;
+	e->fmt = fmt;
+	e->st = st;
+	e->judged = true;
+	/* A small file its first bytes claim is opened at once: a probe
+	 * sees the first bytes only, and a zip of text files or a JSON
+	 * object that is no drawing is told apart by its open. */
+	if (kind == E_BOX && S_ISREG(st.st_mode) && st.st_size <= CONFIRM_AT_ONCE) {
+		struct sv_container *c;
+		uint32_t slot;
+		struct sv_err err;
+		box_container(f, i, &c, &slot, &err);
+	}
+	return 0;
+}
+
+/* Entry `name` of directory entry dir, looked at now: its index, or
+ * SV_NONE with *rc. */
+static uint32_t child(struct sv_folder *f, uint32_t dir, const char *name, int *rc)
+{
+	*rc = 0;
+	if (!sv_name_ok(name) || strchr(name, '/')) {
+		*rc = -ENOENT;
+		return SV_NONE;
+	}
+	const char *base = f->e[dir].rel;
+	size_t n = strlen(base) + strlen(name) + 2;
+	char *rel = malloc(n);
+	if (!rel) {
+		*rc = -ENOMEM;
+		return SV_NONE;
+	}
+	snprintf(rel, n, "%s%s%s", base, *base ? "/" : "", name);
+	uint32_t i = find_entry(f, rel);
+	if (i == SV_NONE) {
+		i = add_entry(f, dir, rel, E_FILE);
+		if (i == SV_NONE) {
+			free(rel);
+			*rc = -ENOMEM;
+			return SV_NONE;
+		}
+		f->e[i].in_raw = f->e[dir].kind == E_RAW || f->e[dir].in_raw;
+	} else {
+		free(rel);
+	}
+	*rc = judge(f, i);
+	return *rc ? SV_NONE : i;
+}
+
+/* True if entry i lists as the real directory: a directory no format
+ * claims, or the raw form of a container that is a directory. */
+static bool real_dir(const struct sv_folder *f, uint32_t i)
+{
+	const struct entry *e = &f->e[i];
+	return e->kind == E_DIR || (e->kind == E_RAW && S_ISDIR(f->e[e->parent].st.st_mode));
+}
+
+/* ---- containers (lock held) ----------------------------------------------------- */
+
+/* The container of box entry i, opened if it is not: 0 and *out (its
+ * slot in *slot), or -errno with the reason. */
+static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
+			 uint32_t *slot, struct sv_err *err)
+{
+	struct entry *e = &f->e[i];
+	if (!e->slot) {
+		if (f->ns == f->caps) {
+			uint32_t cap = f->caps ? f->caps * 2 : 16;
+			struct slot *s = realloc(f->s, cap * sizeof *s);
+			if (!s)
+				return sv_err_set(err, -ENOMEM, "out of memory");
+			f->s = s;
+			f->caps = cap;
+		}
+		memset(&f->s[f->ns], 0, sizeof *f->s);
+		f->s[f->ns].box = i;
+		e->slot = ++f->ns;
+	}
+	uint32_t s = e->slot - 1;
+	struct slot *sl = &f->s[s];
+	sl->used = ++f->clock;
+	*slot = s;
+	if (sl->c) {
+		*out = sl->c;
+		return 0;
+	}
+	/* Room first: the least recently used idle ones go. */
+	while (f->opts.max_open && f->nopen >= f->opts.max_open) {
+		uint32_t lru = SV_NONE;
+		for (uint32_t k = 0; k < f->ns; k++)
+			if (f->s[k].c && k != s && sv_container_idle(f->s[k].c) &&
+			    (lru == SV_NONE || f->s[k].used < f->s[lru].used))
+				lru = k;
+		if (lru == SV_NONE)
+			break; /* all busy: one more than the cap, for now */
+		close_slot(f, lru);
+	}
+	char *p = full_path(f, i);
+	if (!p)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	struct sv_opts o = f->opts;
+	o.format = e->fmt->name;
+	int rc = sv_container_open(p, &o, &sl->c, err);
+	free(p);
+	if (rc == -EMEDIUMTYPE) {
+		/* Its format's open says it is not one of its containers: it
+		 * passes through. */
+		e = &f->e[i];
+		e->kind = E_FILE;
+		e->fmt = NULL;
+		return rc;
+	}
+	if (rc) {
+		sl->err = rc;
+		snprintf(sl->why, sizeof sl->why, "%s", err->msg);
+		return rc;
+	}
+	f->nopen++;
+	uint32_t meta;
+	sl->meta = sv_resolve(sl->c, ".savefs", &meta) ? SV_NONE : meta;
+	*out = sl->c;
+	return 0;
+}
+
+/* The container and node an id names, for a node of a container (its
+ * root: its box). */
+static int node_container(struct sv_folder *f, sv_id id, struct sv_container **c,
+			  uint32_t *node, uint32_t *slot)
+{
+	uint64_t s = (id >> 32) - 1;
+	if (s >= f->ns || !f->s[s].c)
+		return -ESTALE;
+	f->s[s].used = ++f->clock;
+	*c = f->s[s].c;
+	*node = (uint32_t)id;
+	*slot = (uint32_t)s;
+	return 0;
+}
+
+/* ---- the calls ---------------------------------------------------------------- */
+
+int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folder **out,
+		   struct sv_err *err)
+{
+	*out = NULL;
+	struct sv_folder *f = calloc(1, sizeof *f);
+	if (!f)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&f->lock, NULL);
+	f->dfd = -1;
+	f->opts = *opts;
+	f->opts.format = NULL;
+	f->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
+	f->opts.format_opts = f->format_opts;
+	int rc = 0;
+	f->path = realpath(path, NULL);
+	if (!f->path)
+		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	if (!rc && (f->dfd = open(f->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	char *root = rc ? NULL : strdup("");
+	if (!rc && (!root || grow_hash(f) || add_entry(f, 0, root, E_DIR) != 0)) {
+		free(root);
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = judge(f, 0) ? sv_err_set(err, -EIO, "%s: cannot be looked at", path) : 0;
+	if (rc) {
+		sv_folder_free(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+void sv_folder_free(struct sv_folder *f)
+{
+	if (!f)
+		return;
+	for (uint32_t s = 0; s < f->ns; s++)
+		close_slot(f, s);
+	for (uint32_t i = 0; i < f->ne; i++)
+		free(f->e[i].rel);
+	free(f->e);
+	free(f->s);
+	free(f->htab);
+	if (f->dfd >= 0)
+		close(f->dfd);
+	free(f->path);
+	free(f->format_opts);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *out)
+{
+	struct sv_err err;
+	int rc = 0;
+	pthread_mutex_lock(&f->lock);
+	if (dir >> 32) {
+		struct sv_container *c;
+		uint32_t node, slot, n;
+		rc = node_container(f, dir, &c, &node, &slot);
+		uint32_t meta = rc ? SV_NONE : f->s[slot].meta;
+		uint32_t box = rc ? 0 : f->s[slot].box;
+		pthread_mutex_unlock(&f->lock);
+		if (!rc)
+			rc = sv_lookup(c, node, name, &n);
+		if (!rc) {
+			*out = SLOT_ID(slot, n);
+			return 0;
+		}
+		if (rc != -ENOENT || node != meta || strcmp(name, "container"))
+			return rc;
+		/* NAME/.savefs/container: the raw bytes. */
+		pthread_mutex_lock(&f->lock);
+		struct entry *b = &f->e[box];
+		if (!b->raw) {
+			char *rel = strdup(b->rel);
+			uint32_t r = rel ? add_entry(f, box, rel, E_RAW) : SV_NONE;
+			if (r == SV_NONE) {
+				free(rel);
+				rc = -ENOMEM;
+			} else {
+				f->e[r].judged = true;
+				f->e[box].raw = r; /* the table may have moved: not b */
+				rc = 0;
+			}
+		} else {
+			rc = 0;
+		}
+		if (!rc)
+			*out = f->e[box].raw;
+		pthread_mutex_unlock(&f->lock);
+		return rc;
+	}
+	uint32_t d = (uint32_t)dir;
+	if (d >= f->ne) {
+		rc = -ENOENT;
+	} else if ((rc = judge(f, d))) {
+		/* gone */
+	} else if (real_dir(f, d)) {
+		uint32_t i = child(f, d, name, &rc);
+		if (i != SV_NONE)
+			*out = i;
+	} else if (f->e[d].kind == E_BOX) {
+		struct sv_container *c;
+		uint32_t slot, n;
+		rc = box_container(f, d, &c, &slot, &err);
+		pthread_mutex_unlock(&f->lock);
+		if (rc)
+			return rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
+		rc = sv_lookup(c, SV_ROOT, name, &n);
+		if (!rc)
+			*out = SLOT_ID(slot, n);
+		return rc;
+	} else {
+		rc = -ENOTDIR;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+/* The stat of a real file (or directory) as the tree shows it. */
+static void real_stat(const struct stat *s, sv_id id, bool dir, struct sv_stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->id = id;
+	st->node = (uint32_t)id;
+	st->dir = dir;
+	st->mode = dir ? (S_IFDIR | (s->st_mode & 0777) | ((s->st_mode & 0444) >> 2))
+		       : (S_IFREG | (s->st_mode & 0777));
+	st->uid = s->st_uid;
+	st->gid = s->st_gid;
+	st->nlink = dir ? 2 : 1;
+	st->size = dir ? 0 : (uint64_t)s->st_size;
+	st->stream = !dir;
+	st->mtime = s->st_mtim;
+	st->atime = s->st_atim;
+}
+
+int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
+{
+	if (n >> 32) {
+		struct sv_container *c;
+		uint32_t node, slot;
+		pthread_mutex_lock(&f->lock);
+		int rc = node_container(f, n, &c, &node, &slot);
+		pthread_mutex_unlock(&f->lock);
+		if (!rc)
+			rc = sv_stat(c, node, st);
+		if (!rc)
+			st->id = n;
+		return rc;
+	}
+	pthread_mutex_lock(&f->lock);
+	uint32_t i = (uint32_t)n;
+	int rc = i < f->ne ? judge(f, i) : -ENOENT;
+	if (!rc) {
+		const struct entry *e = &f->e[i];
+		if (e->kind == E_RAW) {
+			/* The box's file, read-only (a directory container's raw
+			 * form is the directory itself, beside the folder). */
+			const struct entry *b = &f->e[e->parent];
+			real_stat(&b->st, n, S_ISDIR(b->st.st_mode), st);
+			st->mode &= ~0222u;
+		} else {
+			real_stat(&e->st, n, e->kind == E_DIR || e->kind == E_BOX, st);
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+struct name_list {
+	char **v;
+	size_t n, cap;
+};
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in real directory entry d, sorted (bytewise, as savefs lists
+ * names). */
+static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
+{
+	int fd = openat(f->dfd, *f->e[d].rel ? f->e[d].rel : ".", O_RDONLY | O_DIRECTORY |
+			O_CLOEXEC);
+	DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+	if (!dir) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	struct dirent *de;
+	int rc = 0;
+	while (!rc && (de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? l->cap * 2 : 32;
+			char **v = realloc(l->v, cap * sizeof *v);
+			if (!v) {
+				rc = -ENOMEM;
+				break;
+			}
+			l->v = v;
+			l->cap = cap;
+		}
+		if (!(l->v[l->n] = strdup(de->d_name)))
+			rc = -ENOMEM;
+		else
+			l->n++;
+	}
+	closedir(dir);
+	qsort(l->v, l->n, sizeof *l->v, by_name);
+	return rc;
+}
+
+static void names_free(struct name_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
+/* A container's listing passed on with the tree's ids. */
+struct relay {
+	sv_dir_fn fn;
+	void *arg;
+	uint32_t slot;
+	uint64_t last;      /* the position after the last entry passed */
+	bool stopped;
+};
+
+static int relay_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct relay *r = arg;
+	struct sv_stat s = *st;
+	s.id = SLOT_ID(r->slot, st->node);
+	r->last = next;
+	int rc = r->fn(r->arg, name, &s, next);
+	r->stopped = rc != 0;
+	return rc;
+}
+
+int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg)
+{
+	struct sv_err err;
+	struct sv_container *c = NULL;
+	uint32_t node = SV_ROOT, slot = 0, meta = SV_NONE;
+	pthread_mutex_lock(&f->lock);
+	int rc = 0;
+	if (dir >> 32) {
+		rc = node_container(f, dir, &c, &node, &slot);
+		if (!rc)
+			meta = f->s[slot].meta;
+	} else if ((uint32_t)dir >= f->ne) {
+		rc = -ENOENT;
+	} else if (!(rc = judge(f, (uint32_t)dir))) {
+		uint32_t d = (uint32_t)dir;
+		if (f->e[d].kind == E_BOX) {
+			rc = box_container(f, d, &c, &slot, &err);
+			if (rc)
+				rc = rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
+			meta = rc ? SV_NONE : f->s[slot].meta;
+		} else if (!real_dir(f, d)) {
+			rc = -ENOTDIR;
+		}
+	}
+	if (rc || c) {
+		pthread_mutex_unlock(&f->lock);
+		if (rc)
+			return rc;
+		struct relay r = {fn, arg, slot, from, false};
+		rc = sv_readdir(c, node, from, relay_one, &r);
+		if (rc || r.stopped || node != meta)
+			return rc;
+		/* NAME/.savefs/container, after the container's own files. */
+		sv_id raw;
+		struct sv_stat st;
+		if (sv_folder_lookup(f, SLOT_ID(slot, meta), "container", &raw) ||
+		    sv_folder_stat(f, raw, &st))
+			return 0;
+		uint64_t pos = r.last > from ? r.last : from;
+		fn(arg, "container", &st, pos + 1);
+		return 0;
+	}
+	/* A real directory: its entries as they are now. */
+	uint32_t d = (uint32_t)dir;
+	struct name_list l = {0};
+	rc = real_names(f, d, &l);
+	struct item {
+		char *name;
+		struct sv_stat st;
+		uint64_t next;
+	} *items = rc ? NULL : calloc(l.n ? l.n : 1, sizeof *items);
+	size_t k = 0;
+	if (!rc && !items)
+		rc = -ENOMEM;
+	for (size_t i = from; !rc && i < l.n; i++) {
+		int e;
+		uint32_t ci = child(f, d, l.v[i], &e);
+		if (ci == SV_NONE)
+			continue; /* gone since the listing, or not a name savefs shows */
+		const struct entry *ce = &f->e[ci];
+		real_stat(&ce->st, ci, ce->kind == E_DIR || ce->kind == E_BOX, &items[k].st);
+		items[k].next = i + 1;
+		items[k].name = l.v[i];
+		k++;
+	}
+	pthread_mutex_unlock(&f->lock);
+	for (size_t j = 0; !rc && j < k; j++) {
+		if (fn(arg, items[j].name, &items[j].st, items[j].next))
+			break;
+	}
+	free(items);
+	names_free(&l);
+	return rc;
+}
+
+/* Reads a real file's bytes: n at off (short at its end). */
+static int real_read(struct sv_folder *f, uint32_t i, uint64_t off, void *buf, size_t size,
+		     size_t *got, struct sv_err *err)
+{
+	const char *rel = f->e[i].rel;
+	int fd = openat(f->dfd, rel, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sv_err_set(err, errno == ENOENT ? -ENOENT : -EIO, "%s: %s", rel,
+				  strerror(errno));
+	*got = 0;
+	int rc = 0;
+	while (*got < size) {
+		ssize_t k = pread(fd, (uint8_t *)buf + *got, size - *got, (off_t)(off + *got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			rc = sv_err_set(err, -EIO, "%s: %s", rel, strerror(errno));
+			break;
+		}
+		if (!k)
+			break;
+		*got += (size_t)k;
+	}
+	close(fd);
+	return rc;
+}
+
+/* The real file behind entry n (a file that passes through, or a raw
+ * container), or SV_NONE with the error. */
+static uint32_t real_file(struct sv_folder *f, sv_id n, int *rc)
+{
+	uint32_t i = (uint32_t)n;
+	*rc = i < f->ne ? judge(f, i) : -ENOENT;
+	if (*rc)
+		return SV_NONE;
+	int kind = f->e[i].kind;
+	if (kind == E_RAW && !real_dir(f, i))
+		return f->e[i].parent;
+	if (kind != E_FILE) {
+		*rc = -EISDIR;
+		return SV_NONE;
+	}
+	return i;
+}
+
+int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t size,
+		   size_t *got, struct sv_err *err)
+{
+	if (n >> 32) {
+		struct sv_container *c;
+		uint32_t node, slot;
+		pthread_mutex_lock(&f->lock);
+		int rc = node_container(f, n, &c, &node, &slot);
+		pthread_mutex_unlock(&f->lock);
+		return rc ? sv_err_set(err, rc, "a container closed under its reader")
+			  : sv_read(c, node, off, buf, size, got, err);
+	}
+	pthread_mutex_lock(&f->lock);
+	int rc;
+	uint32_t i = real_file(f, n, &rc);
+	pthread_mutex_unlock(&f->lock);
+	if (i == SV_NONE)
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	return real_read(f, i, off, buf, size, got, err);
+}
+
+int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct sv_err *err)
+{
+	*out = NULL;
+	if (n >> 32) {
+		struct sv_container *c;
+		uint32_t node, slot;
+		pthread_mutex_lock(&f->lock);
+		int rc = node_container(f, n, &c, &node, &slot);
+		pthread_mutex_unlock(&f->lock);
+		return rc ? sv_err_set(err, rc, "a container closed under its reader")
+			  : sv_content(c, node, out, err);
+	}
+	pthread_mutex_lock(&f->lock);
+	int rc;
+	uint32_t i = real_file(f, n, &rc);
+	uint64_t size = i == SV_NONE ? 0 : (uint64_t)f->e[i].st.st_size;
+	pthread_mutex_unlock(&f->lock);
+	if (i == SV_NONE)
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	if (size > f->opts.max_decode)
+		return sv_err_set(err, -EFBIG, "%llu bytes, more than -o maxdecode: read it in "
+				  "pieces", (unsigned long long)size);
+	struct sv_blob *b = sv_blob_new((size_t)size);
+	if (!b)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	size_t got = 0;
+	rc = real_read(f, i, 0, b->data, (size_t)size, &got, err);
+	if (!rc && got != size)
+		rc = sv_err_set(err, -EIO, "%s changed while it was read", f->e[i].rel);
+	if (rc) {
+		sv_blob_unref(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+/* ---- info ------------------------------------------------------------------------ */
+
+struct census {
+	struct sv_folder *f;
+	json_t *per_format, *containers, *unclaimed;
+	uint64_t ncontainers;
+};
+
+static int walk_dir(struct census *cs, uint32_t d);
+
+static int census_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct census *cs = arg;
+	struct sv_folder *f = cs->f;
+	pthread_mutex_lock(&f->lock);
+	uint32_t i = (uint32_t)st->id;
+	int kind = f->e[i].kind;
+	const struct sv_format *fmt = f->e[i].fmt;
+	char *rel = strdup(f->e[i].rel);
+	pthread_mutex_unlock(&f->lock);
+	if (!rel)
+		return 1;
+	if (kind == E_DIR) {
+		walk_dir(cs, i);
+	} else if (kind == E_FILE) {
+		json_array_append_new(cs->unclaimed, json_string(rel));
+	} else if (kind == E_BOX) {
+		json_t *one = json_object();
+		json_object_set_new(one, "path", json_string(rel));
+		json_object_set_new(one, "format", json_string(fmt->name));
+		json_t *n = json_object_get(cs->per_format, fmt->name);
+		json_object_set_new(cs->per_format, fmt->name,
+				    json_integer(n ? json_integer_value(n) + 1 : 1));
+		struct sv_err err;
+		struct sv_container *c;
+		uint32_t slot, meta;
+		pthread_mutex_lock(&f->lock);
+		int rc = box_container(f, i, &c, &slot, &err);
+		pthread_mutex_unlock(&f->lock);
+		struct sv_blob *b = NULL;
+		if (rc) {
+			json_object_set_new(one, "error", json_string(err.msg));
+		} else if (!sv_resolve(c, ".savefs/info", &meta) && !sv_content(c, meta, &b, &err)) {
+			json_t *info = json_loadb((const char *)b->data, b->len, 0, NULL);
+			json_t *w = json_object_get(info, "warnings");
+			json_object_set(one, "warnings", w ? w : json_array());
+			json_decref(info);
+		}
+		sv_blob_unref(b);
+		json_array_append_new(cs->containers, one);
+		cs->ncontainers++;
+	}
+	free(rel);
+	return 0;
+}
+
+static int walk_dir(struct census *cs, uint32_t d)
+{
+	return sv_folder_readdir(cs->f, d, 0, census_one, cs);
+}
+
+int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err)
+{
+	struct census cs = {f, json_object(), json_array(), json_array(), 0};
+	json_t *o = json_object();
+	int rc = cs.per_format && cs.containers && cs.unclaimed && o ? 0 : -ENOMEM;
+	if (!rc)
+		rc = walk_dir(&cs, 0);
+	if (!rc) {
+		json_object_set_new(o, "folder", json_string(f->path));
+		json_object_set_new(o, "containers", json_integer((json_int_t)cs.ncontainers));
+		json_object_set(o, "per_format", cs.per_format);
+		json_object_set(o, "unclaimed", cs.unclaimed);
+		json_object_set(o, "each", cs.containers);
+	}
+	json_decref(cs.per_format);
+	json_decref(cs.containers);
+	json_decref(cs.unclaimed);
+	char *s = rc ? NULL : json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s)
+		return sv_err_set(err, rc ? rc : -ENOMEM, "the folder could not be listed");
+	size_t n = strlen(s);
+	*out = sv_blob_new(n + 1);
+	if (*out) {
+		memcpy((*out)->data, s, n);
+		(*out)->data[n] = '\n';
+	}
+	free(s);
+	return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+}

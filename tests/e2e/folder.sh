@@ -1,0 +1,101 @@
+#!/bin/bash
+# folder.sh - save folders on the command line: a generated Starbound
+# storage/ (two worlds, a .bak copy of one, a player, a plain JSON
+# metadata file), a maps folder and a recordings folder (a compacted file
+# and a live directory).  `savefs ls/cat/extract/info FOLDER` show the
+# folder as it is, each container claimed by its content as a directory
+# holding its tree (the same bytes as the container opened alone), its raw
+# bytes at NAME/.savefs/container, and everything else passing through;
+# `grep -r` over an extract finds which world holds a named chest.
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+for t in "$MKSBDB" "$MKDATAFILE" "$MKRECORDING"; do
+	[ -x "$t" ] || die "$t is not an executable (build first)"
+done
+need_python
+
+F=$TMP/saves
+mkdir -p "$F/storage/universe" "$F/storage/player" "$F/maps/sub" "$F/recs" "$F/empty"
+"$MKSBDB" world "$F/storage/universe/a.world" -s 2 -e 2 -S 5 > /dev/null || die mksbdb
+"$MKSBDB" world "$F/storage/universe/b.world" -s 2 -e 2 -S 7 > /dev/null || die mksbdb
+# One record only b.world holds (committed as the game would).
+"$MKSBDB" put "$F/storage/universe/b.world" 0900000000 'the chest named Mjolnir' || die mksbdb
+cp "$F/storage/universe/a.world" "$F/storage/universe/a.world.bak"
+"$MKSBDB" sbvj01 "$F/storage/player/p1.player" > /dev/null || die mksbdb
+printf '{"a": 1}\n' > "$F/storage/metadata"
+printf 'not a map\n' > "$F/maps/readme.txt"
+"$MKDATAFILE" map "$F/maps/one.map" > /dev/null || die mkdatafile
+"$MKDATAFILE" map "$F/maps/sub/two.map" --flavour tw07 > /dev/null 2>&1 ||
+	"$MKDATAFILE" map "$F/maps/sub/two.map" > /dev/null || die mkdatafile
+"$MKRECORDING" compacted "$F/recs/run.hcrp" -n 150 --quiet || die mkrecording
+"$MKRECORDING" segmented "$F/recs/live" -n 150 --quiet || die mkrecording
+
+# ---- the folder as it is, containers as directories --------------------
+expect_eq "the top level" "empty maps recs storage" "$(sv ls "$F" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "a world, its .bak copy and the other world are containers (claimed by content)" \
+	"d a.world/|d a.world.bak/|d b.world/" \
+	"$(sv ls -l "$F" storage/universe | awk '{ print substr($1, 1, 1), $3 }' | tr '\n' '|' | sed 's/|$//')"
+expect_eq "a plain JSON file and a text file pass through" \
+	"-rw-r--r-- 9 metadata|-rw-r--r-- 10 readme.txt" \
+	"$( (sv ls -l "$F" storage; sv ls -l "$F" maps) | grep -v '^d' | awk '{ print $1, $2, $3 }' | tr '\n' '|' | sed 's/|$//')"
+expect_eq "a recording directory and a compacted recording are containers" "live run.hcrp" \
+	"$(sv ls -l "$F" recs | awk '/^d/ { print $3 }' | tr -d / | tr '\n' ' ' | sed 's/ $//')"
+
+# Each container's tree is the one it shows alone.
+for c in storage/universe/a.world storage/player/p1.player maps/one.map maps/sub/two.map \
+	recs/run.hcrp recs/live; do
+	expect_same_text "$c: the tree in the folder is the container's own" \
+		<(sv ls -R "$F/$c") <(sv ls -R "$F" "$c" | sed "s|^$c/||")
+done
+expect_same_file "a world's entity sector through the folder" \
+	<(sv cat "$F/storage/universe/b.world" world/entities/0,0.json) \
+	<(sv cat "$F" storage/universe/b.world/world/entities/0,0.json)
+expect_same_file "a map's settings through the folder" \
+	<(sv cat "$F/maps/one.map" map/info.json) <(sv cat "$F" maps/one.map/map/info.json)
+expect_same_file "a live recording's chunk text through the folder" \
+	<(sv cat "$F/recs/live" chunks/000001.txt) <(sv cat "$F" recs/live/chunks/000001.txt)
+
+# ---- raw bytes: NAME/.savefs/container --------------------------------------
+expect_eq "a container's /.savefs/ holds its info, its log and its raw form" "info log container" \
+	"$(sv ls -a "$F" storage/universe/a.world/.savefs | tr '\n' ' ' | sed 's/ $//')"
+for c in storage/universe/a.world maps/sub/two.map recs/run.hcrp storage/player/p1.player; do
+	expect_same_file "$c/.savefs/container is the file" "$F/$c" <(sv cat "$F" "$c/.savefs/container")
+done
+expect_eq "a recording directory's raw form is its directory, nothing in it claimed" \
+	"$(cd "$F/recs/live" && ls -l | awk 'NR > 1 { print substr($1, 1, 1), $5, $9 }')" \
+	"$(sv ls -l "$F" recs/live/.savefs/container | awk '{ print substr($1, 1, 1), $2, $3 }')"
+expect_same_file "a member of a recording directory, raw" "$F/recs/live/preamble.dat" \
+	<(sv cat "$F" recs/live/.savefs/container/preamble.dat)
+expect_same_file "a passthrough file is the file" "$F/storage/metadata" <(sv cat "$F" storage/metadata)
+
+# ---- info: containers per format, what was not claimed ----------------------
+sv info "$F" > "$TMP/info.json"
+expect_eq "info: containers per format and the unclaimed" \
+	'8 {"btreedb5": 3, "datafile": 2, "recording": 2, "sbvj01": 1} ["maps/readme.txt", "storage/metadata"]' \
+	"$($PYTHON -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print(j["containers"], json.dumps(dict(sorted(j["per_format"].items()))), json.dumps(j["unclaimed"]))' "$TMP/info.json")"
+expect_eq "info: each container with its format and warnings" \
+	"maps/one.map datafile 0|maps/sub/two.map datafile 0|recs/live recording 0|recs/run.hcrp recording 0|storage/player/p1.player sbvj01 0|storage/universe/a.world btreedb5 0|storage/universe/a.world.bak btreedb5 0|storage/universe/b.world btreedb5 0" \
+	"$($PYTHON -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+print("|".join("%s %s %d" % (c["path"], c["format"], len(c["warnings"])) for c in j["each"]))' "$TMP/info.json")"
+
+# ---- extract, and grep across containers ----------------------------------------
+sv extract "$F" "$TMP/out" || fail "extract of the folder"
+expect_same_text "extract writes the tree ls shows (but the containers' own /.savefs/)" \
+	<(sv ls -R "$F" | grep -v '/\.savefs' | sed 's|/$||' | sort) \
+	<(cd "$TMP/out" && find . -mindepth 1 | sed 's|^\./||' | sort)
+expect_same_file "an extracted passthrough file" "$F/storage/metadata" "$TMP/out/storage/metadata"
+expect_eq "grep -rl finds the one world that holds the chest" \
+	"storage/universe/b.world/keys/0900000000" \
+	"$(cd "$TMP/out" && grep -rl 'chest named Mjolnir' . | sed 's|^\./||' | sort | tr '\n' ' ' | sed 's/ $//')"
+
+# ---- errors --------------------------------------------------------------------
+expect_exit "a path that is not there" 7 "savefs: storage/nothing: No such file or directory" \
+	"$SAVEFS" ls "$F" storage/nothing
+expect_exit "cat of a container is cat of a directory" 7 "savefs: maps/one.map: is a directory" \
+	"$SAVEFS" cat "$F" maps/one.map
+finish
