@@ -298,6 +298,10 @@ int sv_tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, v
 int sv_tree_content(struct sv_tree *t, sv_id n, struct sv_blob **out, struct sv_err *err);
 int sv_tree_read(struct sv_tree *t, sv_id n, uint64_t off, void *buf, size_t size,
 		 size_t *got, struct sv_err *err);
+/* A file of the tree is open / its open ended (sv_open, sv_release): a
+ * folder does not close a container while a file of it is open. */
+int sv_tree_hold(struct sv_tree *t, sv_id n);
+void sv_tree_release(struct sv_tree *t, sv_id n);
 /* A summary as JSON (a new blob): a container's /.savefs/info; for a
  * folder, its containers per format, what no format claimed, and each
  * container's format and warnings (every container is opened). */

@@ -24,7 +24,7 @@
 
 struct cmdline {
 	char *container, *mountpoint, *extra;
-	char *cache, *format, *maxdecode, *maxedit, *readahead;
+	char *cache, *format, *maxdecode, *maxedit, *readahead, *max_open;
 	char *format_opts; /* -o keys a format takes, "key=value,..." */
 	int ro, upgrade, help, version, allow_other;
 	int nonopt;
@@ -39,6 +39,7 @@ static const struct fuse_opt savefs_opts[] = {
 	OPT("maxdecode=%s", maxdecode),
 	OPT("maxedit=%s", maxedit),
 	OPT("readahead=%s", readahead),
+	OPT("max_open=%s", max_open),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"upgrade", offsetof(struct cmdline, upgrade), 1},
@@ -198,6 +199,7 @@ int main(int argc, char **argv)
 	struct cmdline cl = {0};
 	struct fuse_cmdline_opts fo = {0};
 	struct sv_opts o;
+	struct sv_tree *t = NULL;
 	struct sv_container *c = NULL;
 	struct fuse_session *se = NULL;
 	struct fs fs = {0};
@@ -260,6 +262,16 @@ int main(int argc, char **argv)
 		}
 		o.readahead = (unsigned)v;
 	}
+	if (cl.max_open) {
+		char *end;
+		unsigned long v = strtoul(cl.max_open, &end, 10);
+		if (*end || end == cl.max_open || v < 1 || v > 4096) {
+			fprintf(stderr, "savefs: -o max_open=%s: a number of containers, 1 to 4096\n",
+				cl.max_open);
+			goto out;
+		}
+		o.max_open = (unsigned)v;
+	}
 	o.read_only = cl.ro;
 	o.upgrade = cl.upgrade;
 	/* Other users are let in only as the container's modes allow. */
@@ -270,7 +282,8 @@ int main(int argc, char **argv)
 
 	struct sv_err err;
 	sv_err_clear(&err);
-	int rc = sv_container_open(cl.container, &o, &c, &err);
+	int rc = sv_tree_open(cl.container, &o, &t, &err);
+	c = t ? sv_tree_container(t) : NULL;
 	if (rc == -ENOENT && !strchr(cl.container, '/')) {
 		/* "savefs bogus x": a mistyped command, or a missing file. */
 		fprintf(stderr, "savefs: %s: neither a command (ls, cat, extract, info) nor a "
@@ -285,13 +298,17 @@ int main(int argc, char **argv)
 	}
 
 	char fsname[4200];
-	snprintf(fsname, sizeof fsname, "-ofsname=%s", sv_container_path(c));
+	char *real = c ? NULL : realpath(cl.container, NULL);
+	snprintf(fsname, sizeof fsname, "-ofsname=%s", c ? sv_container_path(c) :
+		 real ? real : cl.container);
+	free(real);
 	for (char *p = fsname + 9; *p; p++)
 		if (*p == ',' || *p == '\\')
 			*p = '_'; /* would split or escape the option */
 	fuse_opt_add_arg(&args, fsname);
 	fuse_opt_add_arg(&args, "-osubtype=savefs");
 
+	fs.t = t;
 	fs.c = c;
 	fs.timeout = 86400.0;
 	fs.cache_cap = o.cache_cap;
@@ -310,7 +327,8 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 	if (!fo.foreground)
-		sv_container_before_fork(c);
+		if (c)
+			sv_container_before_fork(c);
 	fuse_daemonize(fo.foreground);
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
@@ -342,7 +360,7 @@ out:
 			fs.unwritten);
 		status = SV_EXIT_UNWRITTEN;
 	}
-	sv_container_free(c);
+	sv_tree_free(t);
 	free(mnt);
 	free(fo.mountpoint);
 	free(cl.container);

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #define INO(n) ((fuse_ino_t)(n) + 1)
-#define NODE(ino) ((uint32_t)((ino) - 1))
+#define NODE(ino) ((sv_id)((ino) - 1))
 
 static struct fs *FS(fuse_req_t req)
 {
@@ -91,7 +91,7 @@ static void *notify_main(void *arg)
 {
 	struct fs *fs = arg;
 	struct fs_notify *q = fs->notify;
-	bool follow = sv_container_follows(fs->c);
+	bool follow = fs->c && sv_container_follows(fs->c);
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	pthread_mutex_lock(&q->lock);
@@ -173,7 +173,8 @@ int fs_notify_start(struct fs *fs)
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	fs->notify = q;
-	sv_container_set_notify(fs->c, on_live, fs);
+	if (fs->c)
+		sv_container_set_notify(fs->c, on_live, fs);
 	int rc = pthread_create(&q->thread, NULL, notify_main, fs);
 	if (rc)
 		return -rc;
@@ -193,7 +194,8 @@ void fs_notify_stop(struct fs *fs)
 		pthread_mutex_unlock(&q->lock);
 		pthread_join(q->thread, NULL);
 	}
-	sv_container_set_notify(fs->c, NULL, NULL);
+	if (fs->c)
+		sv_container_set_notify(fs->c, NULL, NULL);
 	for (size_t i = 0; i < q->n; i++)
 		free(q->v[i].name);
 	free(q->v);
@@ -288,7 +290,7 @@ static void publish(struct changes *ch, bool names, fuse_ino_t self)
 static void to_stat(const struct sv_stat *s, struct stat *st)
 {
 	memset(st, 0, sizeof *st);
-	st->st_ino = INO(s->node);
+	st->st_ino = INO(s->id);
 	st->st_mode = s->mode;
 	st->st_nlink = s->nlink;
 	st->st_size = (off_t)s->size;
@@ -301,27 +303,34 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 	st->st_atim = s->atime;
 }
 
+/* A save folder changes under the mount (the game, a backup tool): the
+ * kernel keeps none of its names or attributes, and asks each time. */
+static double stable_timeout(struct fs *fs)
+{
+	return fs->c ? fs->timeout : 0.0;
+}
+
 static double attr_timeout(struct fs *fs, const struct sv_stat *s)
 {
-	return s->volatile_ || s->unsized ? 0.0 : fs->timeout;
+	return s->volatile_ || s->unsized ? 0.0 : stable_timeout(fs);
 }
 
 static void fill_entry(struct fs *fs, const struct sv_stat *s, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof *e);
-	e->ino = INO(s->node);
+	e->ino = INO(s->id);
 	e->generation = 1;
 	to_stat(s, &e->attr);
 	/* A size not known yet is asked for again (GETATTR) before use. */
 	e->attr_timeout = s->unsized ? 0.0 : attr_timeout(fs, s);
-	e->entry_timeout = fs->timeout;
+	e->entry_timeout = stable_timeout(fs);
 }
 
-static int reply_entry_for(fuse_req_t req, uint32_t n)
+static int reply_entry_for(fuse_req_t req, sv_id n)
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
-	int rc = sv_stat(fs->c, n, &s);
+	int rc = sv_tree_stat(fs->t, n, &s);
 	if (rc)
 		return rc;
 	struct fuse_entry_param e;
@@ -347,7 +356,7 @@ static int reply_entry_for(fuse_req_t req, uint32_t n)
  */
 struct fh {
 	struct fh *prev, *next; /* in fs->open_files */
-	uint32_t node;
+	sv_id node;
 	bool wrote;            /* written since its last close committed */
 	bool changed;          /* changed, and not committed yet */
 	bool failed;           /* its edit was dropped: writes fail */
@@ -364,7 +373,7 @@ static struct fh *FH(struct fuse_file_info *fi)
 	return (struct fh *)(uintptr_t)fi->fh;
 }
 
-static int fh_new(struct fs *fs, struct fuse_file_info *fi, uint32_t node)
+static int fh_new(struct fs *fs, struct fuse_file_info *fi, sv_id node)
 {
 	struct fh *h = calloc(1, sizeof *h);
 	if (!h)
@@ -440,7 +449,7 @@ static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch, struct sv_
 static void unwritten(struct fs *fs, uint32_t node, const struct sv_err *err)
 {
 	char path[4096];
-	if (node == SV_NONE || sv_path(fs->c, node, path, sizeof path))
+	if (node == SV_NONE || !fs->c || sv_path(fs->c, (uint32_t)node, path, sizeof path))
 		snprintf(path, sizeof path, "an edit");
 	fprintf(stderr, "savefs: %s: not written: %s\n", path,
 		err->msg[0] ? err->msg : strerror(-err->code));
@@ -497,15 +506,16 @@ static void op_destroy(void *userdata)
 	struct fs *fs = userdata;
 	/* Anything still pending is committed on a clean unmount. */
 	struct sv_err err;
-	if (sv_commit(fs->c, NULL, NULL, &err))
+	if (fs->c && sv_commit(fs->c, NULL, NULL, &err))
 		unwritten(fs, SV_NONE, &err);
 	/* Files the container has no place for go now: say which. */
-	sv_temps(fs->c, say_discarded, NULL);
+	if (fs->c)
+		sv_temps(fs->c, say_discarded, NULL);
 	/* Opens the kernel will never release (the daemon was stopped while
 	 * they were open): their edits were committed above. */
 	while (fs->open_files) {
 		struct fh *h = fs->open_files;
-		sv_release(fs->c, h->node);
+		sv_tree_release(fs->t, h->node);
 		fh_free(fs, h);
 	}
 	fs_notify_stop(fs);
@@ -513,8 +523,8 @@ static void op_destroy(void *userdata)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	uint32_t n;
-	int rc = sv_lookup(FS(req)->c, NODE(parent), name, &n);
+	sv_id n;
+	int rc = sv_tree_lookup(FS(req)->t, NODE(parent), name, &n);
 	if (!rc)
 		rc = reply_entry_for(req, n);
 	if (rc)
@@ -525,9 +535,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
-	int rc = sv_stat(fs->c, NODE(ino), &s);
-	if (rc == -ESTALE) /* replaced by a rename: the file with its name */
-		rc = sv_stat(fs->c, sv_current(fs->c, NODE(ino)), &s);
+	int rc = sv_tree_stat(fs->t, NODE(ino), &s);
+	if (rc == -ESTALE && fs->c) /* replaced by a rename: the file with its name */
+		rc = sv_stat(fs->c, sv_current(fs->c, (uint32_t)NODE(ino)), &s);
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -544,6 +554,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct fs *fs = FS(req);
 	struct sv_err err;
 	int rc = 0;
+	if (!fs->c) {
+		reply_err(req, -EROFS); /* a folder mounts read-only */
+		return;
+	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		struct changes ch = {.fs = fs};
 		live_sink = &ch;
@@ -551,7 +565,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		rc = h && attr->st_size ? fh_check(fs, h) : 0;
 		if (!rc && h)
 			fh_change(fs, h, attr->st_size == 0);
-		uint32_t node = h ? h->node : sv_current(fs->c, NODE(ino));
+		uint32_t node = (uint32_t)(h ? h->node : sv_current(fs->c, (uint32_t)NODE(ino)));
 		if (!rc)
 			rc = sv_truncate(fs->c, node, (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
@@ -570,7 +584,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		clock_gettime(CLOCK_REALTIME, &now);
 		at = to_set & FUSE_SET_ATTR_ATIME_NOW ? now : attr->st_atim;
 		mt = to_set & FUSE_SET_ATTR_MTIME_NOW ? now : attr->st_mtim;
-		uint32_t node = fi && fi->fh ? FH(fi)->node : sv_current(fs->c, NODE(ino));
+		uint32_t node = (uint32_t)(fi && fi->fh ? FH(fi)->node
+							: sv_current(fs->c, (uint32_t)NODE(ino)));
 		rc = sv_set_times(fs->c, node, to_set & FUSE_SET_ATTR_ATIME ? &at : NULL,
 				  to_set & FUSE_SET_ATTR_MTIME ? &mt : NULL);
 	}
@@ -620,7 +635,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		return;
 	}
 	uint32_t up = SV_ROOT;
-	int rc = sv_lookup(fs->c, NODE(ino), "..", &up);
+	int rc = fs->c ? sv_lookup(fs->c, (uint32_t)NODE(ino), "..", &up) : 0;
 	for (; !rc && off < 2; off++) {
 		/* "." and "..": inode numbers only; the kernel looks them up. */
 		struct stat st;
@@ -642,7 +657,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		d.used += k;
 	}
 	if (!rc && off >= 2)
-		rc = sv_readdir(fs->c, NODE(ino), (uint64_t)(off - 2), dir_add, &d);
+		rc = sv_tree_readdir(fs->t, NODE(ino), (uint64_t)(off - 2), dir_add, &d);
 	if (rc)
 		reply_err(req, rc);
 	else
@@ -665,15 +680,46 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct sv_stat s;
-	int rc = sv_stat(FS(req)->c, NODE(ino), &s);
+	int rc = sv_tree_stat(FS(req)->t, NODE(ino), &s);
 	if (!rc && !s.dir)
 		rc = -ENOTDIR;
 	if (rc) {
 		reply_err(req, rc);
 		return;
 	}
-	fi->cache_readdir = 1;
-	fi->keep_cache = 1;
+	/* A container's listings change only by its commits (which drop
+	 * them); a folder's at any time. */
+	fi->cache_readdir = FS(req)->c != NULL;
+	fi->keep_cache = FS(req)->c != NULL;
+	fuse_reply_open(req, fi);
+}
+
+/* An open in a save folder: read-only, a stream for real files. */
+static void open_in_folder(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	struct sv_stat s;
+	int rc = sv_tree_stat(fs->t, NODE(ino), &s);
+	if (!rc && s.dir)
+		rc = -EISDIR;
+	if (!rc && (fi->flags & O_ACCMODE) != O_RDONLY)
+		rc = -EROFS;
+	if (!rc)
+		rc = fh_new(fs, fi, NODE(ino));
+	if (!rc && (rc = sv_tree_hold(fs->t, NODE(ino))))
+		fh_free(fs, FH(fi));
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	FH(fi)->stream = s.stream;
+	/* A container's file keeps its pages (a container replaced is read
+	 * again under new node numbers); a real file's may have changed. */
+	if (s.volatile_ || s.bad || (s.stream && s.unsized))
+		fi->direct_io = 1;
+	else
+		fi->keep_cache = (NODE(ino) >> 32) != 0;
+	fi->noflush = 1;
 	fuse_reply_open(req, fi);
 }
 
@@ -681,10 +727,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
+	if (!fs->c) {
+		open_in_folder(req, ino, fi);
+		return;
+	}
 	/* A node replaced since the kernel looked its name up: the file that
 	 * has the name now (its pages are not the old inode's: past the
 	 * page cache). */
-	uint32_t node = NODE(ino);
+	uint32_t node = (uint32_t)NODE(ino);
 	int rc = sv_stat(fs->c, node, &s);
 	if (rc == -ESTALE)
 		rc = sv_stat(fs->c, node = sv_current(fs->c, node), &s);
@@ -744,7 +794,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (h && h->stream) {
 		char *buf = malloc(size ? size : 1);
 		size_t got = 0;
-		rc = buf ? sv_read(fs->c, h->node, (uint64_t)off, buf, size, &got, &err)
+		rc = buf ? sv_tree_read(fs->t, h->node, (uint64_t)off, buf, size, &got, &err)
 			 : -ENOMEM;
 		if (rc)
 			reply_read_err(req, rc);
@@ -759,7 +809,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pthread_mutex_unlock(&h->lock);
 	}
 	if (!b) {
-		rc = sv_content(fs->c, h ? h->node : NODE(ino), &b, &err);
+		rc = sv_tree_content(fs->t, h ? h->node : NODE(ino), &b, &err);
 		if (rc) {
 			reply_read_err(req, rc);
 			return;
@@ -788,7 +838,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	uint64_t at = (fi->flags & O_APPEND) ? SV_AT_END : (uint64_t)off;
 	struct changes ch = {.fs = FS(req)};
 	struct fh *h = fi->fh ? FH(fi) : NULL;
-	int rc = h ? fh_check(FS(req), h) : 0;
+	int rc = !FS(req)->c ? -EROFS : h ? fh_check(FS(req), h) : 0;
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -796,7 +846,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (h)
 		fh_change(FS(req), h, false);
 	live_sink = &ch;
-	rc = sv_write(FS(req)->c, h ? h->node : NODE(ino), at, buf, size, &err);
+	rc = sv_write(FS(req)->c, (uint32_t)(h ? h->node : NODE(ino)), at, buf, size, &err);
 	live_sink = NULL;
 	/* An append's new lines (a log's views) are shown once it returns;
 	 * this file's own pages are locked by the write: dropped later. */
@@ -856,7 +906,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		publish(&ch, false, 0);
 	}
 	if (h)
-		sv_release(fs->c, h->node);
+		sv_tree_release(fs->t, h->node);
 	fh_free(fs, h);
 	fuse_reply_err(req, 0);
 }
@@ -867,9 +917,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fs *fs = FS(req);
 	struct sv_err err;
 	uint32_t n;
-	int rc = S_ISREG(mode) || !(mode & S_IFMT) ? 0 : -EPERM;
+	int rc = !fs->c ? -EROFS : S_ISREG(mode) || !(mode & S_IFMT) ? 0 : -EPERM;
 	if (!rc)
-		rc = sv_create(fs->c, NODE(parent), name, mode, &n, &err);
+		rc = sv_create(fs->c, (uint32_t)NODE(parent), name, mode, &n, &err);
 	struct sv_stat s;
 	if (!rc)
 		rc = sv_stat(fs->c, n, &s);
@@ -898,34 +948,44 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct fs *fs = FS(req);
 	struct sv_err err;
 	uint32_t n;
-	if (!S_ISREG(mode)) {
-		reply_err(req, -EPERM);
+	if (!fs->c || !S_ISREG(mode)) {
+		reply_err(req, !fs->c ? -EROFS : -EPERM);
 		return;
 	}
-	int rc = sv_create(fs->c, NODE(parent), name, mode, &n, &err);
+	int rc = sv_create(fs->c, (uint32_t)NODE(parent), name, mode, &n, &err);
 	if (!rc)
 		rc = reply_entry_for(req, n);
 	if (rc)
 		reply_err(req, rc);
 }
 
+/* A folder mounts read-only; a container takes no new directories. */
+static int no_dirs(struct fs *fs)
+{
+	return !fs->c || sv_container_read_only(fs->c) ? -EROFS : -EPERM;
+}
+
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	reply_err(req, sv_container_read_only(FS(req)->c) ? -EROFS : -EPERM);
+	reply_err(req, no_dirs(FS(req)));
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
-	int rc = sv_unlink(FS(req)->c, NODE(parent), name, on_changed, &ch, &err);
+	if (!FS(req)->c) {
+		reply_err(req, -EROFS);
+		return;
+	}
+	int rc = sv_unlink(FS(req)->c, (uint32_t)NODE(parent), name, on_changed, &ch, &err);
 	publish(&ch, false, 0);
 	reply_err(req, rc);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_err(req, sv_container_read_only(FS(req)->c) ? -EROFS : -EPERM);
+	reply_err(req, no_dirs(FS(req)));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -933,8 +993,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
-	int rc = sv_rename(FS(req)->c, NODE(parent), name, NODE(newparent), newname, flags,
-			   on_changed, &ch, &err);
+	if (!FS(req)->c) {
+		reply_err(req, -EROFS);
+		return;
+	}
+	int rc = sv_rename(FS(req)->c, (uint32_t)NODE(parent), name, (uint32_t)NODE(newparent),
+			   newname, flags, on_changed, &ch, &err);
 	publish(&ch, false, 0);
 	reply_err(req, rc);
 }
@@ -946,7 +1010,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	memset(&sv, 0, sizeof sv);
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;
-	sv.f_files = sv_node_count(fs->c);
+	sv.f_files = fs->c ? sv_node_count(fs->c) : 0;
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);
 }

@@ -30,11 +30,13 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
-enum { E_DIR, E_FILE, E_BOX, E_RAW };
+enum { E_DIR, E_FILE, E_BOX, E_RAW, E_MDIR, E_MINFO, E_MLOG };
 
 struct entry {
 	char *rel;          /* owned: its path in the folder ("" the root) */
@@ -73,7 +75,34 @@ struct sv_folder {
 	uint32_t ns, caps;
 	uint64_t clock;
 	unsigned nopen;
+	uint32_t mdir, minfo, mlog; /* /.savefs/, its info and log */
+	struct sv_buf log;      /* the folder's own log (its last 64 KiB) */
 };
+
+/* Appends a line to the folder's log, stamped (lock held). */
+static void folder_log(struct sv_folder *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void folder_log(struct sv_folder *f, const char *fmt, ...)
+{
+	char line[SV_ERR_MAX * 2], stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (f->log.len > (64u << 10)) {
+		/* The older half goes. */
+		size_t cut = f->log.len / 2;
+		uint8_t *nl = memchr(f->log.p + cut, '\n', f->log.len - cut);
+		cut = nl ? (size_t)(nl - f->log.p) + 1 : f->log.len;
+		memmove(f->log.p, f->log.p + cut, f->log.len - cut);
+		f->log.len -= cut;
+	}
+	sv_buf_printf(&f->log, "%s %s\n", stamp, line);
+}
 
 /* Files up to this size that a probe claims are opened when first seen. */
 #define CONFIRM_AT_ONCE (256u << 10)
@@ -95,7 +124,7 @@ static int grow_hash(struct sv_folder *f)
 		return -ENOMEM;
 	memset(h, 0xff, size * sizeof *h);
 	for (uint32_t i = 0; i < f->ne; i++) {
-		if (f->e[i].kind == E_RAW)
+		if (f->e[i].kind != E_DIR && f->e[i].kind != E_FILE && f->e[i].kind != E_BOX)
 			continue;
 		uint32_t b = hash_of(f->e[i].rel) & (size - 1);
 		f->e[i].hnext = h[b];
@@ -138,7 +167,7 @@ static uint32_t add_entry(struct sv_folder *f, uint32_t parent, char *rel, int k
 	e->parent = parent;
 	e->kind = kind;
 	e->hnext = SV_NONE;
-	if (kind != E_RAW) {
+	if (kind == E_DIR || kind == E_FILE || kind == E_BOX) {
 		uint32_t b = hash_of(rel) & (f->hsize - 1);
 		e->hnext = f->htab[b];
 		f->htab[b] = i;
@@ -155,6 +184,11 @@ static char *full_path(struct sv_folder *f, uint32_t i)
 	if (p)
 		snprintf(p, n, "%s%s%s", f->path, *rel ? "/" : "", rel);
 	return p;
+}
+
+static bool kind_is_meta(int kind)
+{
+	return kind == E_MDIR || kind == E_MINFO || kind == E_MLOG;
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -185,6 +219,8 @@ static void close_slot(struct sv_folder *f, uint32_t s)
 static int judge(struct sv_folder *f, uint32_t i)
 {
 	struct entry *e = &f->e[i];
+	if (kind_is_meta(e->kind))
+		return 0;
 	if (e->kind == E_RAW)
 		return judge(f, e->parent);
 	struct stat st;
@@ -202,8 +238,13 @@ static int judge(struct sv_folder *f, uint32_t i)
 	}
 	if (fmt)
 		kind = E_BOX;
-	if (e->slot && (kind != E_BOX || e->judged))
+	if (e->slot && (kind != E_BOX || e->judged)) {
+		/* Read again whole at its next use, under new node numbers: a
+		 * client's old ones are stale, never the new file's. */
 		close_slot(f, e->slot - 1);
+		e->slot = 0;
+		e->raw = 0;
+	}
 	e->kind = kind;
 	e->fmt = fmt;
 	e->st = st;
@@ -317,6 +358,8 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 		return rc;
 	}
 	if (rc) {
+		if (sl->err != rc || strcmp(sl->why, err->msg))
+			folder_log(f, "%s: cannot be opened: %s", e->rel, err->msg);
 		sl->err = rc;
 		snprintf(sl->why, sizeof sl->why, "%s", err->msg);
 		return rc;
@@ -356,6 +399,9 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	f->dfd = -1;
 	f->opts = *opts;
 	f->opts.format = NULL;
+	/* Its containers are read here, not written: edits inside a folder
+	 * are refused (EROFS) until a folder carries them to its containers. */
+	f->opts.read_only = true;
 	f->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
 	f->opts.format_opts = f->format_opts;
 	int rc = 0;
@@ -371,6 +417,24 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	}
 	if (!rc)
 		rc = judge(f, 0) ? sv_err_set(err, -EIO, "%s: cannot be looked at", path) : 0;
+	/* /.savefs/: the folder's info and log (not found by path). */
+	static const struct {
+		const char *rel;
+		int kind;
+	} meta[] = {{".savefs", E_MDIR}, {".savefs/info", E_MINFO}, {".savefs/log", E_MLOG}};
+	uint32_t *slot[] = {&f->mdir, &f->minfo, &f->mlog};
+	for (int k = 0; !rc && k < 3; k++) {
+		char *rel = strdup(meta[k].rel);
+		uint32_t i = rel ? add_entry(f, k ? f->mdir : 0, rel, meta[k].kind) : SV_NONE;
+		if (i == SV_NONE) {
+			free(rel);
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+		} else {
+			f->e[i].st = f->e[0].st;
+			f->e[i].judged = true;
+			*slot[k] = i;
+		}
+	}
 	if (rc) {
 		sv_folder_free(f);
 		return rc;
@@ -394,6 +458,7 @@ void sv_folder_free(struct sv_folder *f)
 		close(f->dfd);
 	free(f->path);
 	free(f->format_opts);
+	sv_buf_fini(&f->log);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -445,6 +510,12 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		rc = -ENOENT;
 	} else if ((rc = judge(f, d))) {
 		/* gone */
+	} else if (d == 0 && !strcmp(name, ".savefs")) {
+		*out = f->mdir;
+	} else if (d == f->mdir) {
+		rc = !strcmp(name, "info") ? 0 : !strcmp(name, "log") ? 0 : -ENOENT;
+		if (!rc)
+			*out = name[0] == 'i' ? f->minfo : f->mlog;
 	} else if (real_dir(f, d)) {
 		uint32_t i = child(f, d, name, &rc);
 		if (i != SV_NONE)
@@ -504,7 +575,15 @@ int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
 	int rc = i < f->ne ? judge(f, i) : -ENOENT;
 	if (!rc) {
 		const struct entry *e = &f->e[i];
-		if (e->kind == E_RAW) {
+		if (kind_is_meta(e->kind)) {
+			/* The folder's own files: made when read (info opens every
+			 * container), so of no size known before. */
+			real_stat(&f->e[0].st, n, e->kind == E_MDIR, st);
+			st->mode = e->kind == E_MDIR ? S_IFDIR | 0555 : S_IFREG | 0444;
+			st->volatile_ = e->kind != E_MDIR;
+			st->unsized = e->kind == E_MINFO;
+			st->size = e->kind == E_MLOG ? f->log.len : 0;
+		} else if (e->kind == E_RAW) {
 			/* The box's file, read-only (a directory container's raw
 			 * form is the directory itself, beside the folder). */
 			const struct entry *b = &f->e[e->parent];
@@ -593,6 +672,14 @@ static int relay_one(void *arg, const char *name, const struct sv_stat *st, uint
 	return rc;
 }
 
+/* Counts a listing's entries (the position after the last is the count:
+ * a listing passes next = position + 1). */
+static int count_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	*(uint64_t *)arg = next;
+	return 0;
+}
+
 int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg)
 {
 	struct sv_err err;
@@ -613,7 +700,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 			if (rc)
 				rc = rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
 			meta = rc ? SV_NONE : f->s[slot].meta;
-		} else if (!real_dir(f, d)) {
+		} else if (!real_dir(f, d) && d != f->mdir) {
 			rc = -ENOTDIR;
 		}
 	}
@@ -625,18 +712,42 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		rc = sv_readdir(c, node, from, relay_one, &r);
 		if (rc || r.stopped || node != meta)
 			return rc;
-		/* NAME/.savefs/container, after the container's own files. */
+		/* NAME/.savefs/container, after the container's own files: at
+		 * the position after them, once. */
+		uint64_t count = 0;
+		sv_readdir(c, node, 0, count_one, &count);
 		sv_id raw;
 		struct sv_stat st;
-		if (sv_folder_lookup(f, SLOT_ID(slot, meta), "container", &raw) ||
+		if (from > count || sv_folder_lookup(f, SLOT_ID(slot, meta), "container", &raw) ||
 		    sv_folder_stat(f, raw, &st))
 			return 0;
-		uint64_t pos = r.last > from ? r.last : from;
-		fn(arg, "container", &st, pos + 1);
+		fn(arg, "container", &st, count + 1);
 		return 0;
 	}
-	/* A real directory: its entries as they are now. */
 	uint32_t d = (uint32_t)dir;
+	if (d == f->mdir) {
+		static const char *const names[] = {"info", "log"};
+		pthread_mutex_unlock(&f->lock);
+		for (uint64_t k = from; k < 2; k++) {
+			struct sv_stat st;
+			if (sv_folder_stat(f, k ? f->mlog : f->minfo, &st) ||
+			    fn(arg, names[k], &st, k + 1))
+				break;
+		}
+		return 0;
+	}
+	/* The root lists /.savefs/ first (as a container does). */
+	uint64_t shift = d == 0 ? 1 : 0;
+	if (d == 0 && from == 0) {
+		struct sv_stat st;
+		pthread_mutex_unlock(&f->lock);
+		if (sv_folder_stat(f, f->mdir, &st) || fn(arg, ".savefs", &st, 1))
+			return 0;
+		pthread_mutex_lock(&f->lock);
+	}
+	if (from >= shift)
+		from -= shift;
+	/* A real directory: its entries as they are now. */
 	struct name_list l = {0};
 	rc = real_names(f, d, &l);
 	struct item {
@@ -654,7 +765,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 			continue; /* gone since the listing, or not a name savefs shows */
 		const struct entry *ce = &f->e[ci];
 		real_stat(&ce->st, ci, ce->kind == E_DIR || ce->kind == E_BOX, &items[k].st);
-		items[k].next = i + 1;
+		items[k].next = i + 1 + shift;
 		items[k].name = l.v[i];
 		k++;
 	}
@@ -713,9 +824,37 @@ static uint32_t real_file(struct sv_folder *f, sv_id n, int *rc)
 	return i;
 }
 
+/* The content of the folder's own /.savefs files. */
+static int meta_content(struct sv_folder *f, uint32_t i, struct sv_blob **out,
+			struct sv_err *err)
+{
+	if (f->e[i].kind == E_MINFO)
+		return sv_folder_info(f, out, err);
+	pthread_mutex_lock(&f->lock);
+	*out = sv_blob_dup(f->log.p, f->log.len);
+	pthread_mutex_unlock(&f->lock);
+	return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+}
+
+static bool is_meta_file(struct sv_folder *f, sv_id n)
+{
+	return n == f->minfo || n == f->mlog;
+}
+
 int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t size,
 		   size_t *got, struct sv_err *err)
 {
+	if (is_meta_file(f, n)) {
+		struct sv_blob *b;
+		int rc = meta_content(f, (uint32_t)n, &b, err);
+		if (rc)
+			return rc;
+		*got = off < b->len ? (b->len - off < size ? (size_t)(b->len - off) : size) : 0;
+		if (*got)
+			memcpy(buf, b->data + off, *got);
+		sv_blob_unref(b);
+		return 0;
+	}
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
@@ -737,6 +876,8 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct sv_err *err)
 {
 	*out = NULL;
+	if (is_meta_file(f, n))
+		return meta_content(f, (uint32_t)n, out, err);
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
@@ -769,6 +910,32 @@ int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct
 	}
 	*out = b;
 	return 0;
+}
+
+int sv_folder_hold(struct sv_folder *f, sv_id n)
+{
+	if (!(n >> 32))
+		return 0; /* a real file: nothing to keep open */
+	struct sv_container *c;
+	uint32_t node, slot;
+	pthread_mutex_lock(&f->lock);
+	int rc = node_container(f, n, &c, &node, &slot);
+	if (!rc)
+		rc = sv_open(c, node); /* under the lock: not closed meanwhile */
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+void sv_folder_release(struct sv_folder *f, sv_id n)
+{
+	if (!(n >> 32))
+		return;
+	struct sv_container *c;
+	uint32_t node, slot;
+	pthread_mutex_lock(&f->lock);
+	if (!node_container(f, n, &c, &node, &slot))
+		sv_release(c, node);
+	pthread_mutex_unlock(&f->lock);
 }
 
 /* ---- info ------------------------------------------------------------------------ */

@@ -122,6 +122,24 @@ int sv_tree_read(struct sv_tree *t, sv_id n, uint64_t off, void *buf, size_t siz
 	return rc ? sv_err_set(err, rc, "no such node") : sv_read(t->c, k, off, buf, size, got, err);
 }
 
+int sv_tree_hold(struct sv_tree *t, sv_id n)
+{
+	if (t->f)
+		return sv_folder_hold(t->f, n);
+	uint32_t k;
+	int rc = node_of(n, &k);
+	return rc ? rc : sv_open(t->c, k);
+}
+
+void sv_tree_release(struct sv_tree *t, sv_id n)
+{
+	uint32_t k;
+	if (t->f)
+		sv_folder_release(t->f, n);
+	else if (!node_of(n, &k))
+		sv_release(t->c, k);
+}
+
 int sv_tree_info(struct sv_tree *t, struct sv_blob **out, struct sv_err *err)
 {
 	if (t->f)

@@ -23,6 +23,8 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct sv_err *err);
 int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t size,
 		   size_t *got, struct sv_err *err);
+int sv_folder_hold(struct sv_folder *f, sv_id n);
+void sv_folder_release(struct sv_folder *f, sv_id n);
 int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err);
 
 #endif

@@ -93,6 +93,49 @@ expect_eq "grep -rl finds the one world that holds the chest" \
 	"storage/universe/b.world/keys/0900000000" \
 	"$(cd "$TMP/out" && grep -rl 'chest named Mjolnir' . | sed 's|^\./||' | sort | tr '\n' ' ' | sed 's/ $//')"
 
+# ---- mounted ------------------------------------------------------------------
+if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
+	M=$TMP/mnt
+	mount_sv "$F" "$M" -o max_open=2 || die "mount of the folder"
+	expect_same_text "the mount shows the tree savefs ls shows" \
+		<(sv ls -R -a "$F" | sed 's|/$||' | sort) \
+		<(cd "$M" && find . -mindepth 1 | sed 's|^\./||' | sort)
+	# Every file of every container read through the mount, two open at a
+	# time: the same bytes as the extract (made with containers alone).
+	expect_eq "diff -r of the mount against the extract" "" \
+		"$(diff -r -x .savefs "$TMP/out" "$M" 2>&1 | head -5)"
+	expect_eq "grep -rl through the mount" "$M/storage/universe/b.world/keys/0900000000" \
+		"$(grep -rl 'chest named Mjolnir' "$M" 2>/dev/null)"
+	expect_same_file "the raw bytes through the mount" "$F/maps/one.map" "$M/maps/one.map/.savefs/container"
+	expect_eq "/.savefs/info counts the containers" "8" \
+		"$($PYTHON -c 'import json, sys; print(json.load(open(sys.argv[1]))["containers"])' "$M/.savefs/info")"
+	# Read-only, with the reason each tool gives.
+	check "a new file is refused" sh -c "! echo x > '$M/storage/new' 2> /dev/null"
+	expect_eq "EROFS for a new file" "Read-only file system" \
+		"$( (echo x > "$M/storage/new") 2>&1 | sed 's/.*: //')"
+	expect_eq "EROFS for an edit in a container" "Read-only file system" \
+		"$( (echo x >> "$M/maps/one.map/map/settings.cfg") 2>&1 | sed 's/.*: //')"
+	# The folder followed: a container added, one removed, one replaced.
+	"$MKDATAFILE" map "$F/maps/three.map" --flavour legacy17 > /dev/null 2>&1 ||
+		cp "$F/maps/one.map" "$F/maps/three.map"
+	expect_eq "a container added appears" "one.map readme.txt sub three.map" \
+		"$(ls "$M/maps" | tr '\n' ' ' | sed 's/ $//')"
+	expect_same_text "and shows its tree" <(sv ls -R "$F/maps/three.map" | sed 's|/$||' | sort) \
+		<(cd "$M/maps/three.map" && find . -mindepth 1 -not -path './.savefs*' | sed 's|^\./||' | sort)
+	rm "$F/maps/three.map"
+	expect_eq "a container removed goes" "one.map readme.txt sub" "$(ls "$M/maps" | tr '\n' ' ' | sed 's/ $//')"
+	before=$(cat "$M/storage/universe/a.world/world/entities/0,0.json")
+	cp "$F/storage/universe/b.world" "$F/storage/universe/a.world.new"
+	mv "$F/storage/universe/a.world.new" "$F/storage/universe/a.world"
+	expect_same_file "a container replaced is read again whole" \
+		<(sv cat "$F/storage/universe/b.world" keys/0900000000) "$M/storage/universe/a.world/keys/0900000000"
+	expect_same_file "every view of it is the new file's" \
+		<(sv cat "$F/storage/universe/b.world" world/metadata.json) \
+		"$M/storage/universe/a.world/world/metadata.json"
+	check "which is not what it showed before" test "$before" != "$(cat "$M/storage/universe/a.world/world/entities/0,0.json")"
+	umount_sv "$M"
+fi
+
 # ---- errors --------------------------------------------------------------------
 expect_exit "a path that is not there" 7 "savefs: storage/nothing: No such file or directory" \
 	"$SAVEFS" ls "$F" storage/nothing
