@@ -136,6 +136,41 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	umount_sv "$M"
 fi
 
+# ---- max_open=2 over a walk of 20 containers ----------------------------------------
+if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
+	W=$TMP/many
+	mkdir -p "$W"
+	for i in $(seq 10 29); do
+		"$MKRECORDING" compacted "$W/r$i.hcrp" -n $((i * 7)) -s "$i" --quiet || die mkrecording
+	done
+	M2=$TMP/mnt2
+	mount_sv "$W" "$M2" -o max_open=2 || die "mount of 20 recordings"
+	# Twice through, in two orders: every container opened, closed and
+	# opened again, each file the bytes the container shows alone.
+	bad=0
+	for pass in 1 2; do
+		for i in $(if [ $pass = 1 ]; then seq 10 29; else seq 29 -1 10; fi); do
+			cmp -s <(sv cat "$W/r$i.hcrp" timeline.txt) "$M2/r$i.hcrp/timeline.txt" ||
+				bad=$((bad + 1))
+			cmp -s <(sv cat "$W/r$i.hcrp" index.tsv) "$M2/r$i.hcrp/index.tsv" ||
+				bad=$((bad + 1))
+		done
+	done
+	expect_eq "max_open=2: 80 files of 20 containers read right" 0 "$bad"
+	# A file held open keeps its container open past the cap: read it after
+	# a walk through all the others.
+	exec 7< "$M2/r10.hcrp/chunks/000000.txt"
+	for i in $(seq 11 29); do cat "$M2/r$i.hcrp/index.tsv" > /dev/null; done
+	cat <&7 > "$TMP/held.txt" 2> "$TMP/held.err"
+	exec 7<&-
+	expect_same_text "a file held open through the walk still reads" \
+		<(sv cat "$W/r10.hcrp" chunks/000000.txt) "$TMP/held.txt"
+	rss=$(awk '/VmHWM/ { print $2 }' "/proc/${SV_PID[$(realpath "$M2")]}/status")
+	check "the daemon's peak RSS stays under the cache cap + 30 MB ($rss kB)" \
+		test "$rss" -lt $(((64 + 30) * 1024))
+	umount_sv "$M2"
+fi
+
 # ---- errors --------------------------------------------------------------------
 expect_exit "a path that is not there" 7 "savefs: storage/nothing: No such file or directory" \
 	"$SAVEFS" ls "$F" storage/nothing
