@@ -688,10 +688,22 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	/* A container's listings change only by its commits (which drop
-	 * them); a folder's at any time. */
+	 * them); a folder's at any time.  In a folder, an open directory of a
+	 * container keeps the container open until its release. */
 	fi->cache_readdir = FS(req)->c != NULL;
 	fi->keep_cache = FS(req)->c != NULL;
+	if (!FS(req)->c && (rc = sv_tree_hold(FS(req)->t, NODE(ino)))) {
+		reply_err(req, rc);
+		return;
+	}
 	fuse_reply_open(req, fi);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (!FS(req)->c)
+		sv_tree_release(FS(req)->t, NODE(ino));
+	fuse_reply_err(req, 0);
 }
 
 /* An open in a save folder: read-only, a stream for real files. */
@@ -1024,6 +1036,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
 	.opendir = op_opendir,
+	.releasedir = op_releasedir,
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,

@@ -57,6 +57,9 @@ struct slot {
 	uint32_t box;           /* its entry */
 	uint32_t meta;          /* its /.savefs node (SV_NONE if none) */
 	uint64_t used;          /* when last used (the clock) */
+	int64_t used_ns;        /* and when, monotonic */
+	unsigned users;         /* calls using it outside the lock: it is not
+				 * closed under them */
 	int err;                /* its last open's failure, or 0 */
 	char why[SV_ERR_MAX];
 };
@@ -102,6 +105,18 @@ static void folder_log(struct sv_folder *f, const char *fmt, ...)
 		f->log.len -= cut;
 	}
 	sv_buf_printf(&f->log, "%s %s\n", stamp, line);
+}
+
+/* A container used this recently is not idle: a reader between its
+ * lookup and its next call keeps it (the kernel's requests of one system
+ * call arrive apart). */
+#define IDLE_NS 2000000000LL
+
+static int64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 /* Files up to this size that a probe claims are opened when first seen. */
@@ -199,6 +214,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 
 static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
 			 uint32_t *slot, struct sv_err *err);
+static void put_locked(struct sv_folder *f, uint32_t slot);
 
 static void close_slot(struct sv_folder *f, uint32_t s)
 {
@@ -256,7 +272,8 @@ static int judge(struct sv_folder *f, uint32_t i)
 		struct sv_container *c;
 		uint32_t slot;
 		struct sv_err err;
-		box_container(f, i, &c, &slot, &err);
+		if (!box_container(f, i, &c, &slot, &err))
+			put_locked(f, slot);
 	}
 	return 0;
 }
@@ -304,6 +321,28 @@ static bool real_dir(const struct sv_folder *f, uint32_t i)
 
 /* ---- containers (lock held) ----------------------------------------------------- */
 
+/*
+ * Closes idle containers (no user, no open file, no pending edit, unused
+ * for IDLE_NS), least recently used first, until `more` more fit under
+ * opts.max_open; slot `keep` stays.  If none is idle, the cap is exceeded
+ * for now.
+ */
+static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
+{
+	int64_t now = mono_ns();
+	while (f->opts.max_open && f->nopen + more > f->opts.max_open) {
+		uint32_t lru = SV_NONE;
+		for (uint32_t k = 0; k < f->ns; k++)
+			if (f->s[k].c && k != keep && !f->s[k].users &&
+			    now - f->s[k].used_ns >= IDLE_NS && sv_container_idle(f->s[k].c) &&
+			    (lru == SV_NONE || f->s[k].used < f->s[lru].used))
+				lru = k;
+		if (lru == SV_NONE)
+			break;
+		close_slot(f, lru);
+	}
+}
+
 /* The container of box entry i, opened if it is not: 0 and *out (its
  * slot in *slot), or -errno with the reason. */
 static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
@@ -326,21 +365,14 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	uint32_t s = e->slot - 1;
 	struct slot *sl = &f->s[s];
 	sl->used = ++f->clock;
+	sl->used_ns = mono_ns();
 	*slot = s;
+	trim(f, s, sl->c ? 0 : 1);
+	sl = &f->s[s];
 	if (sl->c) {
+		sl->users++;
 		*out = sl->c;
 		return 0;
-	}
-	/* Room first: the least recently used idle ones go. */
-	while (f->opts.max_open && f->nopen >= f->opts.max_open) {
-		uint32_t lru = SV_NONE;
-		for (uint32_t k = 0; k < f->ns; k++)
-			if (f->s[k].c && k != s && sv_container_idle(f->s[k].c) &&
-			    (lru == SV_NONE || f->s[k].used < f->s[lru].used))
-				lru = k;
-		if (lru == SV_NONE)
-			break; /* all busy: one more than the cap, for now */
-		close_slot(f, lru);
 	}
 	char *p = full_path(f, i);
 	if (!p)
@@ -367,6 +399,7 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	f->nopen++;
 	uint32_t meta;
 	sl->meta = sv_resolve(sl->c, ".savefs", &meta) ? SV_NONE : meta;
+	sl->users++;
 	*out = sl->c;
 	return 0;
 }
@@ -380,10 +413,27 @@ static int node_container(struct sv_folder *f, sv_id id, struct sv_container **c
 	if (s >= f->ns || !f->s[s].c)
 		return -ESTALE;
 	f->s[s].used = ++f->clock;
+	f->s[s].used_ns = mono_ns();
+	f->s[s].users++;
 	*c = f->s[s].c;
 	*node = (uint32_t)id;
 	*slot = (uint32_t)s;
 	return 0;
+}
+
+/* A call that box_container or node_container gave a container to is
+ * done with it (lock held / not held). */
+static void put_locked(struct sv_folder *f, uint32_t slot)
+{
+	if (f->s[slot].users)
+		f->s[slot].users--;
+}
+
+static void put(struct sv_folder *f, uint32_t slot)
+{
+	pthread_mutex_lock(&f->lock);
+	put_locked(f, slot);
+	pthread_mutex_unlock(&f->lock);
 }
 
 /* ---- the calls ---------------------------------------------------------------- */
@@ -475,8 +525,10 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		uint32_t meta = rc ? SV_NONE : f->s[slot].meta;
 		uint32_t box = rc ? 0 : f->s[slot].box;
 		pthread_mutex_unlock(&f->lock);
-		if (!rc)
+		if (!rc) {
 			rc = sv_lookup(c, node, name, &n);
+			put(f, slot);
+		}
 		if (!rc) {
 			*out = SLOT_ID(slot, n);
 			return 0;
@@ -528,6 +580,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		if (rc)
 			return rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
 		rc = sv_lookup(c, SV_ROOT, name, &n);
+		put(f, slot);
 		if (!rc)
 			*out = SLOT_ID(slot, n);
 		return rc;
@@ -564,8 +617,10 @@ int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
 		pthread_mutex_lock(&f->lock);
 		int rc = node_container(f, n, &c, &node, &slot);
 		pthread_mutex_unlock(&f->lock);
-		if (!rc)
-			rc = sv_stat(c, node, st);
+		if (rc)
+			return rc;
+		rc = sv_stat(c, node, st);
+		put(f, slot);
 		if (!rc)
 			st->id = n;
 		return rc;
@@ -710,12 +765,14 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 			return rc;
 		struct relay r = {fn, arg, slot, from, false};
 		rc = sv_readdir(c, node, from, relay_one, &r);
+		uint64_t count = 0;
+		if (!rc && !r.stopped && node == meta)
+			sv_readdir(c, node, 0, count_one, &count);
+		put(f, slot);
 		if (rc || r.stopped || node != meta)
 			return rc;
 		/* NAME/.savefs/container, after the container's own files: at
 		 * the position after them, once. */
-		uint64_t count = 0;
-		sv_readdir(c, node, 0, count_one, &count);
 		sv_id raw;
 		struct sv_stat st;
 		if (from > count || sv_folder_lookup(f, SLOT_ID(slot, meta), "container", &raw) ||
@@ -861,8 +918,11 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 		pthread_mutex_lock(&f->lock);
 		int rc = node_container(f, n, &c, &node, &slot);
 		pthread_mutex_unlock(&f->lock);
-		return rc ? sv_err_set(err, rc, "a container closed under its reader")
-			  : sv_read(c, node, off, buf, size, got, err);
+		if (rc)
+			return sv_err_set(err, rc, "a container closed under its reader");
+		rc = sv_read(c, node, off, buf, size, got, err);
+		put(f, slot);
+		return rc;
 	}
 	pthread_mutex_lock(&f->lock);
 	int rc;
@@ -884,8 +944,11 @@ int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct
 		pthread_mutex_lock(&f->lock);
 		int rc = node_container(f, n, &c, &node, &slot);
 		pthread_mutex_unlock(&f->lock);
-		return rc ? sv_err_set(err, rc, "a container closed under its reader")
-			  : sv_content(c, node, out, err);
+		if (rc)
+			return sv_err_set(err, rc, "a container closed under its reader");
+		rc = sv_content(c, node, out, err);
+		put(f, slot);
+		return rc;
 	}
 	pthread_mutex_lock(&f->lock);
 	int rc;
@@ -920,8 +983,10 @@ int sv_folder_hold(struct sv_folder *f, sv_id n)
 	uint32_t node, slot;
 	pthread_mutex_lock(&f->lock);
 	int rc = node_container(f, n, &c, &node, &slot);
-	if (!rc)
+	if (!rc) {
 		rc = sv_open(c, node); /* under the lock: not closed meanwhile */
+		put_locked(f, slot);
+	}
 	pthread_mutex_unlock(&f->lock);
 	return rc;
 }
@@ -933,8 +998,10 @@ void sv_folder_release(struct sv_folder *f, sv_id n)
 	struct sv_container *c;
 	uint32_t node, slot;
 	pthread_mutex_lock(&f->lock);
-	if (!node_container(f, n, &c, &node, &slot))
+	if (!node_container(f, n, &c, &node, &slot)) {
 		sv_release(c, node);
+		put_locked(f, slot);
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -980,11 +1047,14 @@ static int census_one(void *arg, const char *name, const struct sv_stat *st, uin
 		struct sv_blob *b = NULL;
 		if (rc) {
 			json_object_set_new(one, "error", json_string(err.msg));
-		} else if (!sv_resolve(c, ".savefs/info", &meta) && !sv_content(c, meta, &b, &err)) {
-			json_t *info = json_loadb((const char *)b->data, b->len, 0, NULL);
-			json_t *w = json_object_get(info, "warnings");
-			json_object_set(one, "warnings", w ? w : json_array());
-			json_decref(info);
+		} else {
+			if (!sv_resolve(c, ".savefs/info", &meta) && !sv_content(c, meta, &b, &err)) {
+				json_t *info = json_loadb((const char *)b->data, b->len, 0, NULL);
+				json_t *w = json_object_get(info, "warnings");
+				json_object_set_new(one, "warnings", w ? json_incref(w) : json_array());
+				json_decref(info);
+			}
+			put(f, slot);
 		}
 		sv_blob_unref(b);
 		json_array_append_new(cs->containers, one);

@@ -158,8 +158,10 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	done
 	expect_eq "max_open=2: 80 files of 20 containers read right" 0 "$bad"
 	# A file held open keeps its container open past the cap: read it after
-	# a walk through all the others.
+	# a walk through all the others, once every container is idle (unused
+	# for 2 s: the wait is that threshold's, not a race's).
 	exec 7< "$M2/r10.hcrp/chunks/000000.txt"
+	sleep 2.5
 	for i in $(seq 11 29); do cat "$M2/r$i.hcrp/index.tsv" > /dev/null; done
 	cat <&7 > "$TMP/held.txt" 2> "$TMP/held.err"
 	exec 7<&-
