@@ -255,9 +255,9 @@ static int judge(struct sv_folder *f, uint32_t i)
 	if (fmt)
 		kind = E_BOX;
 	if (e->slot && (kind != E_BOX || e->judged)) {
-		/* Read again whole at its next use, under new node numbers: a
-		 * client's old ones are stale, never the new file's. */
-		close_slot(f, e->slot - 1);
+		/* Read again whole at its next use, under new node numbers.
+		 * The old container stays for whoever uses it now (its numbers
+		 * show the old file, whole) until it is idle and trimmed. */
 		e->slot = 0;
 		e->raw = 0;
 	}
