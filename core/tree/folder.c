@@ -696,7 +696,8 @@ static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
 			l->n++;
 	}
 	closedir(dir);
-	qsort(l->v, l->n, sizeof *l->v, by_name);
+	if (l->n)
+		qsort(l->v, l->n, sizeof *l->v, by_name);
 	return rc;
 }
 
