@@ -371,6 +371,7 @@ out:
 	free(cl.maxdecode);
 	free(cl.maxedit);
 	free(cl.readahead);
+	free(cl.max_open);
 	free(cl.format_opts);
 	fuse_opt_free_args(&args);
 	return status;
