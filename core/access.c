@@ -16,8 +16,10 @@ int sv_open(struct sv_container *c, uint32_t n)
 {
 	pthread_rwlock_rdlock(&c->lock);
 	int rc = sv_gone_code(c, n);
-	if (!rc)
+	if (!rc) {
 		__atomic_add_fetch(&c->nodes[n].opens, 1, __ATOMIC_ACQ_REL);
+		__atomic_add_fetch(&c->opened, 1, __ATOMIC_ACQ_REL);
+	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
 }
@@ -47,6 +49,8 @@ void sv_release(struct sv_container *c, uint32_t n)
 	/* The read lock suffices to count; only the last release of an
 	 * orphan needs the write lock, to free its content. */
 	pthread_rwlock_rdlock(&c->lock);
+	if (n < c->nnodes && __atomic_load_n(&c->opened, __ATOMIC_ACQUIRE))
+		__atomic_sub_fetch(&c->opened, 1, __ATOMIC_ACQ_REL);
 	bool last = n < c->nnodes &&
 		    __atomic_sub_fetch(&c->nodes[n].opens, 1, __ATOMIC_ACQ_REL) == 0 &&
 		    (c->nodes[n].flags & SV_N_ORPHAN);

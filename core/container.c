@@ -152,11 +152,15 @@ const struct sv_format *sv_sniff(const char *path, int *why)
 
 bool sv_container_idle(struct sv_container *c)
 {
+	/* Open files are counted; pending edits exist only where edits do. */
+	if (__atomic_load_n(&c->opened, __ATOMIC_ACQUIRE))
+		return false;
+	if (c->read_only)
+		return true;
 	bool idle = true;
 	pthread_rwlock_rdlock(&c->lock);
 	for (uint32_t i = 0; idle && i < c->nnodes; i++)
-		idle = !__atomic_load_n(&c->nodes[i].opens, __ATOMIC_ACQUIRE) &&
-		       !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN));
+		idle = !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN));
 	pthread_rwlock_unlock(&c->lock);
 	return idle;
 }

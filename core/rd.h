@@ -102,6 +102,15 @@ static inline uint64_t sv_get_le(const uint8_t *p, unsigned width)
 	return v;
 }
 
+/* An IEEE float stored big-endian, from memory a check covers. */
+static inline float sv_get_f32be(const uint8_t *p)
+{
+	uint32_t u = (uint32_t)sv_get_be(p, 4);
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
 static inline uint8_t sv_rd_u8(struct sv_rd *r)
 {
 	const uint8_t *p = sv_rd_bytes(r, 1);
@@ -144,10 +153,8 @@ static inline int64_t sv_rd_sbe(struct sv_rd *r, unsigned width)
 /* IEEE floats stored big-endian. */
 static inline float sv_rd_f32be(struct sv_rd *r)
 {
-	uint32_t u = sv_rd_u32be(r);
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
+	const uint8_t *p = sv_rd_bytes(r, 4);
+	return p ? sv_get_f32be(p) : 0.0f;
 }
 static inline double sv_rd_f64be(struct sv_rd *r)
 {

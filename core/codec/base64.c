@@ -54,19 +54,16 @@ int64_t sv_base64_decoded_size(const char *s, size_t n)
 	return b64_scan(s, n, NULL);
 }
 
-int sv_base64_decode(const char *s, size_t n, struct sv_buf *out, struct sv_err *err)
+int sv_base64_decode_valid(const char *s, size_t n, size_t size, struct sv_buf *out)
 {
-	int64_t size = b64_scan(s, n, err);
-	if (size < 0)
-		return -EBADMSG;
-	if ((uint64_t)size > SIZE_MAX || sv_buf_reserve(out, (size_t)size))
+	if (sv_buf_reserve(out, size))
 		return -ENOMEM;
 	uint32_t acc = 0;
 	unsigned bits = 0;
 	for (size_t i = 0; i < n; i++) {
 		int v = sv_base64_value((uint8_t)s[i]);
 		if (v < 0)
-			continue; /* whitespace or padding: checked above */
+			continue; /* whitespace or padding: checked by the caller */
 		acc = acc << 6 | (uint32_t)v;
 		bits += 6;
 		if (bits >= 8) {
@@ -75,6 +72,16 @@ int sv_base64_decode(const char *s, size_t n, struct sv_buf *out, struct sv_err 
 		}
 	}
 	return 0;
+}
+
+int sv_base64_decode(const char *s, size_t n, struct sv_buf *out, struct sv_err *err)
+{
+	int64_t size = b64_scan(s, n, err);
+	if (size < 0)
+		return -EBADMSG;
+	if ((uint64_t)size > SIZE_MAX)
+		return -ENOMEM;
+	return sv_base64_decode_valid(s, n, (size_t)size, out);
 }
 
 int sv_base64_encode(const uint8_t *p, size_t n, struct sv_buf *out)

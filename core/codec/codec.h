@@ -70,6 +70,9 @@ static inline int sv_base64_value(uint8_t c)
 	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 int sv_base64_encode(const uint8_t *p, size_t n, struct sv_buf *out);
+/* Decodes text a stricter check already passed (NetHack's payloads),
+ * decoding to `size` bytes, without checking it again.  0 or -ENOMEM. */
+int sv_base64_decode_valid(const char *s, size_t n, size_t size, struct sv_buf *out);
 
 /* Inflates a gzip stream (one member) into out, at most max bytes.
  * -EBADMSG (corrupt, truncated), -EFBIG (more than max). */

@@ -80,6 +80,8 @@ struct sv_folder {
 	unsigned nopen;
 	uint32_t mdir, minfo, mlog; /* /.savefs/, its info and log */
 	struct sv_buf log;      /* the folder's own log (its last 64 KiB) */
+	struct sv_blob *info;   /* /.savefs/info as made for the last read at
+				 * offset 0: later pieces come from it */
 };
 
 /* Appends a line to the folder's log, stamped (lock held). */
@@ -421,6 +423,16 @@ static int node_container(struct sv_folder *f, sv_id id, struct sv_container **c
 	return 0;
 }
 
+/* node_container for a call outside the lock: takes and lets go of it. */
+static int grab(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
+		uint32_t *slot)
+{
+	pthread_mutex_lock(&f->lock);
+	int rc = node_container(f, id, c, node, slot);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
 /* A call that box_container or node_container gave a container to is
  * done with it (lock held / not held). */
 static void put_locked(struct sv_folder *f, uint32_t slot)
@@ -509,6 +521,7 @@ void sv_folder_free(struct sv_folder *f)
 	free(f->path);
 	free(f->format_opts);
 	sv_buf_fini(&f->log);
+	sv_blob_unref(f->info);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -614,9 +627,7 @@ int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
-		pthread_mutex_lock(&f->lock);
-		int rc = node_container(f, n, &c, &node, &slot);
-		pthread_mutex_unlock(&f->lock);
+		int rc = grab(f, n, &c, &node, &slot);
 		if (rc)
 			return rc;
 		rc = sv_stat(c, node, st);
@@ -903,10 +914,24 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 		   size_t *got, struct sv_err *err)
 {
 	if (is_meta_file(f, n)) {
-		struct sv_blob *b;
-		int rc = meta_content(f, (uint32_t)n, &b, err);
+		/* A reader of info gets one snapshot, made at offset 0 (making it
+		 * opens every container): not one per piece. */
+		struct sv_blob *b = NULL;
+		int rc = 0;
+		pthread_mutex_lock(&f->lock);
+		if (n == f->minfo && off > 0 && f->info)
+			b = sv_blob_ref(f->info);
+		pthread_mutex_unlock(&f->lock);
+		if (!b)
+			rc = meta_content(f, (uint32_t)n, &b, err);
 		if (rc)
 			return rc;
+		if (n == f->minfo && off == 0) {
+			pthread_mutex_lock(&f->lock);
+			sv_blob_unref(f->info);
+			f->info = sv_blob_ref(b);
+			pthread_mutex_unlock(&f->lock);
+		}
 		*got = off < b->len ? (b->len - off < size ? (size_t)(b->len - off) : size) : 0;
 		if (*got)
 			memcpy(buf, b->data + off, *got);
@@ -916,9 +941,7 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
-		pthread_mutex_lock(&f->lock);
-		int rc = node_container(f, n, &c, &node, &slot);
-		pthread_mutex_unlock(&f->lock);
+		int rc = grab(f, n, &c, &node, &slot);
 		if (rc)
 			return sv_err_set(err, rc, "a container closed under its reader");
 		rc = sv_read(c, node, off, buf, size, got, err);
@@ -942,9 +965,7 @@ int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
-		pthread_mutex_lock(&f->lock);
-		int rc = node_container(f, n, &c, &node, &slot);
-		pthread_mutex_unlock(&f->lock);
+		int rc = grab(f, n, &c, &node, &slot);
 		if (rc)
 			return sv_err_set(err, rc, "a container closed under its reader");
 		rc = sv_content(c, node, out, err);
@@ -1074,12 +1095,18 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
 {
 	struct census cs = {f, json_object(), json_array(), json_array(), 0};
 	json_t *o = json_object();
+	/* How many were open when asked (the walk below opens every one). */
+	pthread_mutex_lock(&f->lock);
+	unsigned open_now = f->nopen;
+	pthread_mutex_unlock(&f->lock);
 	int rc = cs.per_format && cs.containers && cs.unclaimed && o ? 0 : -ENOMEM;
 	if (!rc)
 		rc = walk_dir(&cs, 0);
 	if (!rc) {
 		json_object_set_new(o, "folder", json_string(f->path));
 		json_object_set_new(o, "containers", json_integer((json_int_t)cs.ncontainers));
+		json_object_set_new(o, "open", json_integer(open_now));
+		json_object_set_new(o, "max_open", json_integer(f->opts.max_open));
 		json_object_set(o, "per_format", cs.per_format);
 		json_object_set(o, "unclaimed", cs.unclaimed);
 		json_object_set(o, "each", cs.containers);

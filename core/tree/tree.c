@@ -18,12 +18,14 @@ int sv_tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **
 	struct sv_tree *t = calloc(1, sizeof *t);
 	if (!t)
 		return sv_err_set(err, -ENOMEM, "out of memory");
+	/* A directory no format claims is a folder: the container's open
+	 * (which sniffs) says so. */
+	int rc = sv_container_open(path, opts, &t->c, err);
 	struct stat st;
-	int why = 0;
-	bool folder = !opts->format && !stat(path, &st) && S_ISDIR(st.st_mode) &&
-		      !sv_sniff(path, &why);
-	int rc = folder ? sv_folder_open(path, opts, &t->f, err)
-			: sv_container_open(path, opts, &t->c, err);
+	if (rc == -EMEDIUMTYPE && !opts->format && !stat(path, &st) && S_ISDIR(st.st_mode)) {
+		sv_err_clear(err);
+		rc = sv_folder_open(path, opts, &t->f, err);
+	}
 	if (rc) {
 		free(t);
 		return rc;

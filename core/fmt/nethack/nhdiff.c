@@ -87,12 +87,6 @@ static int64_t b64_check(const char *s, size_t n, size_t at, struct sv_err *err)
 	return (int64_t)(n / 4 * 3 - pad);
 }
 
-/* Appends the decoded bytes of s[0..n), already checked by b64_check
- * (the codec's decoder takes a superset of what that check lets by). */
-static int b64_decode(const char *s, size_t n, struct sv_buf *out)
-{
-	return sv_base64_decode(s, n, out, NULL) == -EBADMSG ? -EBADMSG : 0;
-}
 
 /*
  * Parses the "$<len>$" prefix: *len the stated length, *skip the bytes up
@@ -210,21 +204,22 @@ int sv_nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *o
 		if ((uint64_t)size > max)
 			return sv_err_set(err, -EFBIG, "payload: %" PRId64 " bytes is over "
 					  "the limit of %" PRIu64, size, max);
-		int rc = b64_decode(p, n, out);
+		int rc = sv_base64_decode_valid(p, n, (size_t)size, out);
 		return rc ? sv_err_set(err, rc, "payload: out of memory") : 0;
 	}
 	uint64_t len;
 	size_t skip;
 	if (dollar_prefix(p, n, &len, &skip, err))
 		return -EBADMSG;
-	if (b64_check(p + skip, n - skip, skip, err) < 0)
+	int64_t zsize = b64_check(p + skip, n - skip, skip, err);
+	if (zsize < 0)
 		return -EBADMSG;
 	if (len > max)
 		return sv_err_set(err, -EFBIG, "payload: stated length %" PRIu64
 				  " is over the limit of %" PRIu64, len, max);
 	struct sv_buf z;
 	sv_buf_init(&z);
-	int rc = b64_decode(p + skip, n - skip, &z);
+	int rc = sv_base64_decode_valid(p + skip, n - skip, (size_t)zsize, &z);
 	if (rc)
 		rc = sv_err_set(err, rc, "payload: out of memory");
 	else

@@ -129,28 +129,13 @@ static int64_t vl(struct sv_rd *r)
 	return v;
 }
 
-static uint64_t fixed(struct sv_rd *r, unsigned k)
-{
-	return sv_rd_be(r, k);
-}
-
-static double f64(struct sv_rd *r)
-{
-	return sv_rd_f64be(r);
-}
-
-static float f32(struct sv_rd *r)
-{
-	return sv_rd_f32be(r);
-}
-
 static void lp_vector(struct sv_rd *r, double *x, double *y, double *z)
 {
 	*x = *y = *z = 0;
-	uint64_t a = fixed(r, 1);
+	uint64_t a = sv_rd_be(r, 1);
 	if (!sv_rd_ok(r) || !a)
 		return;
-	uint64_t b = fixed(r, 1), c = fixed(r, 4);
+	uint64_t b = sv_rd_be(r, 1), c = sv_rd_be(r, 4);
 	uint64_t packed = c << 16 | b << 8 | a;
 	uint64_t scale = a & 3;
 	if (a & 4)
@@ -175,7 +160,7 @@ static double coord(struct sv_rd *r)
 
 static float angle(struct sv_rd *r)
 {
-	int16_t s = (int16_t)fixed(r, 2);
+	int16_t s = (int16_t)sv_rd_be(r, 2);
 	return (float)(s / (65536 / 360.0));
 }
 
@@ -198,18 +183,18 @@ static void body(struct sv_rd *r, int kind, struct event *e)
 		e->entity = vi(r);
 		if (kind == E_SPAWN)
 			e->a = vi(r);
-		e->x = f64(r);
-		e->y = f64(r);
-		e->z = f64(r);
-		e->yaw = f32(r);
-		e->pitch = f32(r);
+		e->x = sv_rd_f64be(r);
+		e->y = sv_rd_f64be(r);
+		e->z = sv_rd_f64be(r);
+		e->yaw = sv_rd_f32be(r);
+		e->pitch = sv_rd_f32be(r);
 		if (kind == E_ABS)
 			lp_vector(r, &e->vx, &e->vy, &e->vz);
 		break;
 	case E_STATE:
 		e->entity = vi(r);
 		e->a = vi(r);
-		e->b = (int32_t)fixed(r, 1);
+		e->b = (int32_t)sv_rd_be(r, 1);
 		break;
 	case E_HAND:
 	case E_HELD:
@@ -218,7 +203,7 @@ static void body(struct sv_rd *r, int kind, struct event *e)
 		break;
 	case E_USE:
 		e->entity = vi(r);
-		e->present = fixed(r, 1) != 0;
+		e->present = sv_rd_be(r, 1) != 0;
 		if (e->present)
 			e->a = vi(r);
 		break;
@@ -253,7 +238,7 @@ static void body(struct sv_rd *r, int kind, struct event *e)
 		break;
 	}
 	case E_BLOCK: {
-		uint64_t v = fixed(r, 8);
+		uint64_t v = sv_rd_be(r, 8);
 		e->bx = (int64_t)v >> 38;
 		e->by = (int64_t)(v << 52) >> 52;
 		e->bz = (int64_t)(v << 26) >> 38;
@@ -333,7 +318,7 @@ static int next(struct walker *w, struct event *e, int *count, int32_t *id)
 		if (!sv_rd_left(r))
 			return 0;
 		int32_t t = vi(r);
-		int16_t c = (int16_t)fixed(r, 2);
+		int16_t c = (int16_t)sv_rd_be(r, 2);
 		if (sv_rd_ok(r) && (t < 0 || c < 0))
 			sv_rd_fail(r, t < 0 ? "a negative tick" : "a negative event count");
 		if (!sv_rd_ok(r))
@@ -666,7 +651,7 @@ int sv_rc_renumber(const uint8_t *p, size_t n, int table, uint32_t shift, struct
 	while (sv_rd_left(&r)) {
 		size_t at = r.off;
 		int32_t t = vi(&r);
-		int16_t count = (int16_t)fixed(&r, 2);
+		int16_t count = (int16_t)sv_rd_be(&r, 2);
 		if (!sv_rd_ok(&r))
 			return sv_err_set(err, -EBADMSG, "byte %zu: %s", at, why_failed(&r));
 		if (t < 0 || count < 0 || (uint32_t)t < shift)

@@ -13,15 +13,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* A tile's fields, parsed from bytes one check covered (sv_rd_bytes). */
-static float f32_at(const uint8_t *p)
-{
-	uint32_t u = (uint32_t)sv_get_be(p, 4);
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 /* One side of a tile: material, hue, colour, mod, mod hue (7 bytes). */
 static const uint8_t *side(const uint8_t *p, struct sv_sb_side *s)
 {
@@ -56,8 +47,8 @@ int sv_sb_sector_read(const uint8_t *p, size_t n, struct sv_sb_sector *s, struct
 		q = side(q, &t->fg);
 		q = side(q, &t->bg);
 		t->liquid = q[0];
-		t->level = f32_at(q + 1);
-		t->pressure = f32_at(q + 5);
+		t->level = sv_get_f32be(q + 1);
+		t->pressure = sv_get_f32be(q + 5);
 		t->source = q[9] != 0;
 		t->collision = q[10];
 		t->dungeon = (uint16_t)sv_get_be(q + 11, 2);

@@ -761,20 +761,12 @@ int sv_sb_vdoc_write(const json_t *o, struct sv_buf *out, struct sv_err *err)
 
 /* ---- the unique-entity index ------------------------------------------------- */
 
-static float bef32(const uint8_t *p)
-{
-	uint32_t u = (uint32_t)sv_get_be(p, 4);
-	float f;
-	memcpy(&f, &u, sizeof f);
-	return f;
-}
-
 /* A stored float as JSON: a number, or, where it is not finite (JSON has
  * no NaN: a crafted or damaged index), {"$float": "<8 hex digits>"}, so
  * that it is shown, and written back, bit for bit. */
 static json_t *f32_json(const uint8_t *p)
 {
-	float f = bef32(p);
+	float f = sv_get_f32be(p);
 	if (isfinite(f))
 		return json_real((double)f);
 	char bits[9];
