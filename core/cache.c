@@ -5,6 +5,11 @@
  * Invariants (all under `lock`): every entry is both in its hash chain and
  * in the LRU list (most recent at head); bytes == sum of entry blob lengths
  * <= cap after every put.  The cache owns one reference per stored blob.
+ *
+ * Sharing: a handle (struct sv_cache) is a key space in a store; handles
+ * made by sv_cache_share() use the same store and cap under keys of their
+ * own, so that one cap covers every container of a folder.  A store goes
+ * with its last handle; a handle's entries go with it.
  */
 #include "savefs.h"
 
@@ -12,22 +17,31 @@
 #include <string.h>
 
 struct ent {
+	uint64_t space;
 	uint64_t key;
 	struct sv_blob *blob;
 	struct ent *hnext;       /* hash chain */
 	struct ent *prev, *next; /* LRU list */
 };
 
-struct sv_cache {
+struct store {
 	pthread_mutex_t lock;
 	struct ent **tab;
 	size_t nbuckets; /* power of two */
 	struct ent *head, *tail;
 	struct sv_cache_stats st;
+	unsigned refs;        /* handles */
+	uint64_t next_space;
 };
 
-static size_t hash(uint64_t k, size_t n)
+struct sv_cache {
+	struct store *c;
+	uint64_t space;
+};
+
+static size_t hash(uint64_t space, uint64_t k, size_t n)
 {
+	k ^= space * 0x9e3779b97f4a7c15ull;
 	k ^= k >> 33;
 	k *= 0xff51afd7ed558ccdull;
 	k ^= k >> 33;
@@ -36,21 +50,43 @@ static size_t hash(uint64_t k, size_t n)
 
 struct sv_cache *sv_cache_new(uint64_t cap)
 {
-	struct sv_cache *c = calloc(1, sizeof *c);
-	if (!c)
+	struct sv_cache *h = calloc(1, sizeof *h);
+	struct store *c = calloc(1, sizeof *c);
+	if (!c || !h) {
+		free(c);
+		free(h);
 		return NULL;
+	}
 	c->nbuckets = 1024;
 	c->tab = calloc(c->nbuckets, sizeof *c->tab);
 	if (!c->tab) {
 		free(c);
+		free(h);
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	c->st.cap = cap;
-	return c;
+	c->refs = 1;
+	c->next_space = 1;
+	h->c = c;
+	return h;
 }
 
-static void lru_unlink(struct sv_cache *c, struct ent *e)
+struct sv_cache *sv_cache_share(struct sv_cache *shared)
+{
+	struct sv_cache *h = calloc(1, sizeof *h);
+	if (!h)
+		return NULL;
+	struct store *c = shared->c;
+	pthread_mutex_lock(&c->lock);
+	c->refs++;
+	h->space = c->next_space++;
+	pthread_mutex_unlock(&c->lock);
+	h->c = c;
+	return h;
+}
+
+static void lru_unlink(struct store *c, struct ent *e)
 {
 	if (e->prev)
 		e->prev->next = e->next;
@@ -63,7 +99,7 @@ static void lru_unlink(struct sv_cache *c, struct ent *e)
 	e->prev = e->next = NULL;
 }
 
-static void lru_push(struct sv_cache *c, struct ent *e)
+static void lru_push(struct store *c, struct ent *e)
 {
 	e->prev = NULL;
 	e->next = c->head;
@@ -74,16 +110,16 @@ static void lru_push(struct sv_cache *c, struct ent *e)
 		c->tail = e;
 }
 
-static struct ent **find(struct sv_cache *c, uint64_t key)
+static struct ent **find(struct store *c, uint64_t space, uint64_t key)
 {
-	struct ent **pp = &c->tab[hash(key, c->nbuckets)];
-	while (*pp && (*pp)->key != key)
+	struct ent **pp = &c->tab[hash(space, key, c->nbuckets)];
+	while (*pp && ((*pp)->key != key || (*pp)->space != space))
 		pp = &(*pp)->hnext;
 	return pp;
 }
 
 /* Removes *pp from both structures and frees it. */
-static void remove_at(struct sv_cache *c, struct ent **pp)
+static void remove_at(struct store *c, struct ent **pp)
 {
 	struct ent *e = *pp;
 	*pp = e->hnext;
@@ -94,24 +130,29 @@ static void remove_at(struct sv_cache *c, struct ent **pp)
 	free(e);
 }
 
-void sv_cache_free(struct sv_cache *c)
+void sv_cache_free(struct sv_cache *h)
 {
-	if (!c)
+	if (!h)
 		return;
-	while (c->head) {
-		struct ent *e = c->head;
-		remove_at(c, find(c, e->key));
-	}
+	struct store *c = h->c;
+	sv_cache_drop(h, 0, 0);
+	pthread_mutex_lock(&c->lock);
+	bool last = --c->refs == 0;
+	pthread_mutex_unlock(&c->lock);
+	free(h);
+	if (!last)
+		return;
 	free(c->tab);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
-struct sv_blob *sv_cache_get(struct sv_cache *c, uint64_t key)
+struct sv_blob *sv_cache_get(struct sv_cache *h, uint64_t key)
 {
+	struct store *c = h->c;
 	struct sv_blob *b = NULL;
 	pthread_mutex_lock(&c->lock);
-	struct ent *e = *find(c, key);
+	struct ent *e = *find(c, h->space, key);
 	if (e) {
 		lru_unlink(c, e);
 		lru_push(c, e);
@@ -124,7 +165,7 @@ struct sv_blob *sv_cache_get(struct sv_cache *c, uint64_t key)
 	return b;
 }
 
-static void grow(struct sv_cache *c)
+static void grow(struct store *c)
 {
 	size_t n = c->nbuckets * 2;
 	struct ent **tab = calloc(n, sizeof *tab);
@@ -134,7 +175,7 @@ static void grow(struct sv_cache *c)
 		struct ent *e = c->tab[i];
 		while (e) {
 			struct ent *next = e->hnext;
-			size_t h = hash(e->key, n);
+			size_t h = hash(e->space, e->key, n);
 			e->hnext = tab[h];
 			tab[h] = e;
 			e = next;
@@ -145,12 +186,13 @@ static void grow(struct sv_cache *c)
 	c->nbuckets = n;
 }
 
-void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b)
+void sv_cache_put(struct sv_cache *h, uint64_t key, struct sv_blob *b)
 {
 	if (!b)
 		return;
+	struct store *c = h->c;
 	pthread_mutex_lock(&c->lock);
-	struct ent **pp = find(c, key);
+	struct ent **pp = find(c, h->space, key);
 	if (*pp)
 		remove_at(c, pp);
 	if (b->len > c->st.cap) {
@@ -158,16 +200,17 @@ void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b)
 		return;
 	}
 	while (c->tail && c->st.bytes + b->len > c->st.cap) {
-		remove_at(c, find(c, c->tail->key));
+		remove_at(c, find(c, c->tail->space, c->tail->key));
 		c->st.evictions++;
 	}
 	struct ent *e = calloc(1, sizeof *e);
 	if (e) {
 		if (c->st.entries >= c->nbuckets)
 			grow(c);
+		e->space = h->space;
 		e->key = key;
 		e->blob = sv_blob_ref(b);
-		pp = &c->tab[hash(key, c->nbuckets)];
+		pp = &c->tab[hash(h->space, key, c->nbuckets)];
 		e->hnext = *pp;
 		*pp = e;
 		lru_push(c, e);
@@ -177,21 +220,23 @@ void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void sv_cache_drop(struct sv_cache *c, uint64_t key, uint64_t mask)
+void sv_cache_drop(struct sv_cache *h, uint64_t key, uint64_t mask)
 {
+	struct store *c = h->c;
 	pthread_mutex_lock(&c->lock);
 	struct ent *e = c->head;
 	while (e) {
 		struct ent *next = e->next;
-		if ((e->key & mask) == (key & mask))
-			remove_at(c, find(c, e->key));
+		if (e->space == h->space && (e->key & mask) == (key & mask))
+			remove_at(c, find(c, e->space, e->key));
 		e = next;
 	}
 	pthread_mutex_unlock(&c->lock);
 }
 
-void sv_cache_stats(struct sv_cache *c, struct sv_cache_stats *st)
+void sv_cache_stats(struct sv_cache *h, struct sv_cache_stats *st)
 {
+	struct store *c = h->c;
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
 	pthread_mutex_unlock(&c->lock);

@@ -158,7 +158,9 @@ bool sv_container_idle(struct sv_container *c)
 	if (c->read_only)
 		return true;
 	bool idle = true;
-	pthread_rwlock_rdlock(&c->lock);
+	/* A commit under way is not idle, and is never waited for. */
+	if (pthread_rwlock_tryrdlock(&c->lock))
+		return false;
 	for (uint32_t i = 0; idle && i < c->nnodes; i++)
 		idle = !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN));
 	pthread_rwlock_unlock(&c->lock);
@@ -303,7 +305,7 @@ static int open_common(struct sv_container *c, const char *path,
 		c->read_only = true;
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);
-	c->cache = sv_cache_new(opts->cache_cap);
+	c->cache = opts->cache ? sv_cache_share(opts->cache) : sv_cache_new(opts->cache_cap);
 	if (!c->htab || !c->cache) {
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		goto fail;

@@ -122,6 +122,9 @@ struct sv_format {
 	const char *const *options;
 	/* Non-zero if the first n bytes (n may be small) look like this format. */
 	int (*probe)(const uint8_t *head, size_t n);
+	/* The probe also takes files of other kinds (any zip, any JSON
+	 * object): a folder opens a small file it claims to be sure. */
+	bool probe_weak;
 	/* For a container that is a directory: non-zero if its members (read
 	 * with sv_member_*) look like this format.  NULL: never a directory. */
 	int (*probe_dir)(struct sv_container *c);

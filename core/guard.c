@@ -46,6 +46,15 @@
  * from the page cache the open just filled), larger ones by the worker. */
 #define FP_AT_ONCE (16ull << 20)
 
+int sv_container_identity(struct sv_container *c, struct stat *st)
+{
+	if (pthread_rwlock_tryrdlock(&c->lock))
+		return -EBUSY;
+	*st = c->src->st;
+	pthread_rwlock_unlock(&c->lock);
+	return 0;
+}
+
 int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err)
 {
 	struct stat now;

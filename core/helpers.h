@@ -79,6 +79,11 @@ struct sv_cache_stats {
 };
 
 struct sv_cache *sv_cache_new(uint64_t cap);
+/* A handle on the same store and cap as `shared`, with keys of its own
+ * (a container of a folder: one cap covers them all); NULL if out of
+ * memory.  Freeing a handle drops its entries; the store goes with the
+ * last handle.  Stats are the store's. */
+struct sv_cache *sv_cache_share(struct sv_cache *shared);
 void sv_cache_free(struct sv_cache *c);
 /* Returns a new reference to the blob under key, or NULL. */
 struct sv_blob *sv_cache_get(struct sv_cache *c, uint64_t key);
@@ -86,7 +91,7 @@ struct sv_blob *sv_cache_get(struct sv_cache *c, uint64_t key);
  * recently used entries until the total fits the cap.  A blob larger than
  * the cap is not stored. */
 void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b);
-/* Removes every key k with (k & mask) == (key & mask). */
+/* Removes every key k of this handle with (k & mask) == (key & mask). */
 void sv_cache_drop(struct sv_cache *c, uint64_t key, uint64_t mask);
 void sv_cache_stats(struct sv_cache *c, struct sv_cache_stats *st);
 

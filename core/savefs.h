@@ -50,6 +50,8 @@ struct sv_opts {
 	const char *format_opts; /* the formats' own options, "key=value,..."
 				  * (keys a format lists in its `options`:
 				  * events=builtin for recordings); NULL: none */
+	struct sv_cache *cache;  /* a cache to share (a folder's, for all its
+				  * containers: one cap), or NULL: its own */
 };
 
 #define SV_DEFAULT_CACHE (64ull << 20)
@@ -114,6 +116,10 @@ void sv_container_before_fork(struct sv_container *c);
 void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg);
 /* True if the format follows its container as it changes (refresh). */
 bool sv_container_follows(const struct sv_container *c);
+/* The identity (device, inode, size, times) of the file the container
+ * holds: as it read it, or as its own last commit or append left it.  0,
+ * or -EBUSY while a commit is under way (it never waits for one). */
+int sv_container_identity(struct sv_container *c, struct stat *st);
 /* Looks at the container file: if another program changed it, the tree
  * is brought up to date and the changes reported.  0 or -errno. */
 int sv_container_poll(struct sv_container *c, struct sv_err *err);
@@ -138,6 +144,8 @@ struct sv_stat {
 			 * log): each write must reach it whole */
 	bool view;      /* a read-only view: a write is accepted only if it
 			 * leaves the bytes as they are (a restore) */
+	bool real;      /* a save folder's file that passes through: opened
+			 * with sv_tree_open_real and used as the real file */
 	uint32_t mode;  /* full st_mode: permissions from the container's */
 	uint32_t uid, gid; /* the container's owner */
 	uint32_t nlink;
@@ -281,6 +289,7 @@ void sv_container_cache_stats(struct sv_container *c, struct sv_cache_stats *st)
 struct sv_tree;
 typedef uint64_t sv_id;
 #define SV_TREE_ROOT 0ull
+#define SV_TREE_NONE UINT64_MAX /* no id */
 
 /* Opens the location at path as a container, or as a folder if it is a
  * directory no format claims.  Errors as sv_container_open. */
@@ -306,5 +315,60 @@ void sv_tree_release(struct sv_tree *t, sv_id n);
  * folder, its containers per format, what no format claimed, and each
  * container's format and warnings (every container is opened). */
 int sv_tree_info(struct sv_tree *t, struct sv_blob **out, struct sv_err *err);
+
+/*
+ * Edits, as the container calls of the same names, on a tree's ids; in a
+ * folder, a container's node goes to its container (committed under that
+ * container's lock and checks, its refusals in its log), a file that
+ * passes through is the real file, and a real directory takes new files,
+ * directories, renames and removals as the file system does.  A rename
+ * between a container and anything else is -EXDEV (mv then copies).  A
+ * folder's container file is removed by unlinking NAME/.savefs/container.
+ * Changed nodes are reported by tree id.
+ */
+typedef void (*sv_tree_changed_fn)(void *arg, sv_id node, sv_id parent, const char *name,
+				   bool gone);
+int sv_tree_write(struct sv_tree *t, sv_id n, uint64_t off, const void *buf, size_t size,
+		  struct sv_err *err);
+int sv_tree_truncate(struct sv_tree *t, sv_id n, uint64_t size, struct sv_err *err);
+int sv_tree_flush(struct sv_tree *t, sv_id n, sv_tree_changed_fn fn, void *arg,
+		  struct sv_err *err);
+/* Registers fn for changes made outside commits (sv_container_set_notify)
+ * in every container of the tree, by tree id. */
+void sv_tree_set_notify(struct sv_tree *t, sv_tree_changed_fn fn, void *arg);
+/* Commits every pending edit of every open container. */
+int sv_tree_commit(struct sv_tree *t, sv_tree_changed_fn fn, void *arg, struct sv_err *err);
+/* Creates a regular file.  In a real directory it is created on the file
+ * system with mode and opened with flags: *fd is its descriptor (the
+ * caller's to close); in a container *fd is -1. */
+int sv_tree_create(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, int flags,
+		   sv_id *out, int *fd, struct sv_err *err);
+int sv_tree_mkdir(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, sv_id *out,
+		  struct sv_err *err);
+int sv_tree_unlink(struct sv_tree *t, sv_id dir, const char *name, sv_tree_changed_fn fn,
+		   void *arg, struct sv_err *err);
+int sv_tree_rmdir(struct sv_tree *t, sv_id dir, const char *name, struct sv_err *err);
+int sv_tree_rename(struct sv_tree *t, sv_id dir, const char *name, sv_id newdir,
+		   const char *newname, uint32_t flags, sv_tree_changed_fn fn, void *arg,
+		   struct sv_err *err);
+/* Opens a file that passes through (sv_stat.real) with open(2)'s flags:
+ * a descriptor, or -errno. */
+int sv_tree_open_real(struct sv_tree *t, sv_id n, int flags);
+/* Closes a descriptor sv_tree_open_real or sv_tree_create gave. */
+void sv_tree_close_real(struct sv_tree *t, sv_id n, int fd);
+/* Times as sv_set_times; mode and owner as chmod and chown: kept by a real
+ * file, accepted and not kept by a container's node (0). */
+int sv_tree_set_times(struct sv_tree *t, sv_id n, const struct timespec *atime,
+		      const struct timespec *mtime);
+int sv_tree_set_mode(struct sv_tree *t, sv_id n, uint32_t mode);
+int sv_tree_set_owner(struct sv_tree *t, sv_id n, uint32_t uid, uint32_t gid);
+/* As the container calls: sv_drops, sv_current, sv_container_read_only
+ * (of n's container; a folder's own files by the mount), sv_path (a
+ * folder's: from its root), sv_temps (of every open container). */
+uint32_t sv_tree_drops(struct sv_tree *t, sv_id n);
+sv_id sv_tree_current(struct sv_tree *t, sv_id n);
+bool sv_tree_read_only(struct sv_tree *t, sv_id n);
+int sv_tree_path(struct sv_tree *t, sv_id n, char *buf, size_t size);
+int sv_tree_temps(struct sv_tree *t, void (*fn)(void *arg, const char *path), void *arg);
 
 #endif

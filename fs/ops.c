@@ -145,11 +145,9 @@ struct changes;
 /* The changes of the request this thread is serving (an append to a log,
  * a rewind), published before its reply; NULL on the polling thread. */
 static __thread struct changes *live_sink;
-static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
-		       bool gone);
+static void on_changed(void *arg, sv_id node, sv_id parent, const char *name, bool gone);
 
-static void on_live(void *arg, uint32_t node, uint32_t parent, const char *name,
-		    bool gone)
+static void on_live(void *arg, sv_id node, sv_id parent, const char *name, bool gone)
 {
 	struct fs *fs = arg;
 	if (live_sink) {
@@ -173,8 +171,7 @@ int fs_notify_start(struct fs *fs)
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	fs->notify = q;
-	if (fs->c)
-		sv_container_set_notify(fs->c, on_live, fs);
+	sv_tree_set_notify(fs->t, on_live, fs);
 	int rc = pthread_create(&q->thread, NULL, notify_main, fs);
 	if (rc)
 		return -rc;
@@ -194,8 +191,7 @@ void fs_notify_stop(struct fs *fs)
 		pthread_mutex_unlock(&q->lock);
 		pthread_join(q->thread, NULL);
 	}
-	if (fs->c)
-		sv_container_set_notify(fs->c, NULL, NULL);
+	sv_tree_set_notify(fs->t, NULL, NULL);
 	for (size_t i = 0; i < q->n; i++)
 		free(q->v[i].name);
 	free(q->v);
@@ -223,8 +219,7 @@ struct changes {
 	size_t n, cap;
 };
 
-static void on_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
-		       bool gone)
+static void on_changed(void *arg, sv_id node, sv_id parent, const char *name, bool gone)
 {
 	struct changes *ch = arg;
 	note_push(&ch->v, &ch->n, &ch->cap, INO(parent), INO(node), gone ? name : NULL);
@@ -357,6 +352,7 @@ static int reply_entry_for(fuse_req_t req, sv_id n)
 struct fh {
 	struct fh *prev, *next; /* in fs->open_files */
 	sv_id node;
+	int fd;                /* a save folder's real file: its descriptor, or -1 */
 	bool wrote;            /* written since its last close committed */
 	bool changed;          /* changed, and not committed yet */
 	bool failed;           /* its edit was dropped: writes fail */
@@ -379,6 +375,7 @@ static int fh_new(struct fs *fs, struct fuse_file_info *fi, sv_id node)
 	if (!h)
 		return -ENOMEM;
 	h->node = node;
+	h->fd = -1;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_lock(&fs->open_lock);
 	h->next = fs->open_files;
@@ -394,7 +391,7 @@ static int fh_new(struct fs *fs, struct fuse_file_info *fi, sv_id node)
  * land on the stored content), else 0. */
 static int fh_check(struct fs *fs, struct fh *h)
 {
-	if (h->failed || (h->changed && sv_drops(fs->c, h->node) != h->drops))
+	if (h->failed || (h->changed && sv_tree_drops(fs->t, h->node) != h->drops))
 		return -EIO;
 	return 0;
 }
@@ -406,7 +403,7 @@ static void fh_change(struct fs *fs, struct fh *h, bool fresh)
 	if (fresh)
 		h->failed = false;
 	if (!h->changed || fresh)
-		h->drops = sv_drops(fs->c, h->node);
+		h->drops = sv_tree_drops(fs->t, h->node);
 	h->changed = true;
 }
 
@@ -434,7 +431,7 @@ static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch, struct sv_
 	h->wrote = h->changed = false;
 	if (!rc) {
 		live_sink = ch;
-		rc = sv_flush(fs->c, h->node, on_changed, ch, &err);
+		rc = sv_tree_flush(fs->t, h->node, on_changed, ch, &err);
 		live_sink = NULL;
 		if (rc)
 			*e = err;
@@ -446,10 +443,10 @@ static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch, struct sv_
 
 /* A commit failed where nobody can be told (a release, the unmount): said
  * on stderr (seen with -f), and the daemon's exit status says it. */
-static void unwritten(struct fs *fs, uint32_t node, const struct sv_err *err)
+static void unwritten(struct fs *fs, sv_id node, const struct sv_err *err)
 {
 	char path[4096];
-	if (node == SV_NONE || !fs->c || sv_path(fs->c, (uint32_t)node, path, sizeof path))
+	if (node == SV_TREE_NONE || sv_tree_path(fs->t, node, path, sizeof path))
 		snprintf(path, sizeof path, "an edit");
 	fprintf(stderr, "savefs: %s: not written: %s\n", path,
 		err->msg[0] ? err->msg : strerror(-err->code));
@@ -506,16 +503,18 @@ static void op_destroy(void *userdata)
 	struct fs *fs = userdata;
 	/* Anything still pending is committed on a clean unmount. */
 	struct sv_err err;
-	if (fs->c && sv_commit(fs->c, NULL, NULL, &err))
-		unwritten(fs, SV_NONE, &err);
+	if (sv_tree_commit(fs->t, NULL, NULL, &err))
+		unwritten(fs, SV_TREE_NONE, &err);
 	/* Files the container has no place for go now: say which. */
-	if (fs->c)
-		sv_temps(fs->c, say_discarded, NULL);
+	sv_tree_temps(fs->t, say_discarded, NULL);
 	/* Opens the kernel will never release (the daemon was stopped while
 	 * they were open): their edits were committed above. */
 	while (fs->open_files) {
 		struct fh *h = fs->open_files;
-		sv_tree_release(fs->t, h->node);
+		if (h->fd >= 0)
+			sv_tree_close_real(fs->t, h->node, h->fd);
+		else
+			sv_tree_release(fs->t, h->node);
 		fh_free(fs, h);
 	}
 	fs_notify_stop(fs);
@@ -536,8 +535,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fs *fs = FS(req);
 	struct sv_stat s;
 	int rc = sv_tree_stat(fs->t, NODE(ino), &s);
-	if (rc == -ESTALE && fs->c) /* replaced by a rename: the file with its name */
-		rc = sv_stat(fs->c, sv_current(fs->c, (uint32_t)NODE(ino)), &s);
+	if (rc == -ESTALE) /* replaced by a rename: the file with its name */
+		rc = sv_tree_stat(fs->t, sv_tree_current(fs->t, NODE(ino)), &s);
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -554,41 +553,44 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct fs *fs = FS(req);
 	struct sv_err err;
 	int rc = 0;
-	if (!fs->c) {
-		reply_err(req, -EROFS); /* a folder mounts read-only */
-		return;
-	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	struct fh *h = fi && fi->fh ? FH(fi) : NULL;
+	sv_id node = h ? h->node : sv_tree_current(fs->t, NODE(ino));
+	if ((to_set & FUSE_SET_ATTR_SIZE) && h && h->fd >= 0) {
+		rc = ftruncate(h->fd, attr->st_size) ? -errno : 0;
+	} else if (to_set & FUSE_SET_ATTR_SIZE) {
 		struct changes ch = {.fs = fs};
 		live_sink = &ch;
-		struct fh *h = fi && fi->fh ? FH(fi) : NULL;
 		rc = h && attr->st_size ? fh_check(fs, h) : 0;
 		if (!rc && h)
 			fh_change(fs, h, attr->st_size == 0);
-		uint32_t node = (uint32_t)(h ? h->node : sv_current(fs->c, (uint32_t)NODE(ino)));
 		if (!rc)
-			rc = sv_truncate(fs->c, node, (uint64_t)attr->st_size, &err);
+			rc = sv_tree_truncate(fs->t, node, (uint64_t)attr->st_size, &err);
 		/* truncate(2) on a path has no open file to close: commit now. */
 		if (!rc && h)
 			fh_wrote(h, req);
 		if (!rc && !fi)
-			rc = sv_flush(fs->c, node, on_changed, &ch, &err);
+			rc = sv_tree_flush(fs->t, node, on_changed, &ch, &err);
 		live_sink = NULL;
 		publish(&ch, false, ino);
 	}
-	/* Times are kept for the life of the mount (not in the container),
-	 * so that rsync -a and tar converge; modes and owners are not
-	 * stored: accepted and ignored, so that cp -p and editors work. */
+	/* A container's node keeps its times for the life of the mount (not
+	 * in the container), so that rsync -a and tar converge, and takes
+	 * modes and owners without keeping them, so that cp -p and editors
+	 * work; a save folder's real file keeps all three. */
 	if (!rc && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
 		struct timespec now, at, mt;
 		clock_gettime(CLOCK_REALTIME, &now);
 		at = to_set & FUSE_SET_ATTR_ATIME_NOW ? now : attr->st_atim;
 		mt = to_set & FUSE_SET_ATTR_MTIME_NOW ? now : attr->st_mtim;
-		uint32_t node = (uint32_t)(fi && fi->fh ? FH(fi)->node
-							: sv_current(fs->c, (uint32_t)NODE(ino)));
-		rc = sv_set_times(fs->c, node, to_set & FUSE_SET_ATTR_ATIME ? &at : NULL,
-				  to_set & FUSE_SET_ATTR_MTIME ? &mt : NULL);
+		rc = sv_tree_set_times(fs->t, node, to_set & FUSE_SET_ATTR_ATIME ? &at : NULL,
+				       to_set & FUSE_SET_ATTR_MTIME ? &mt : NULL);
 	}
+	if (!rc && (to_set & FUSE_SET_ATTR_MODE))
+		rc = sv_tree_set_mode(fs->t, node, attr->st_mode);
+	if (!rc && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		rc = sv_tree_set_owner(fs->t, node,
+				       to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uint32_t)-1,
+				       to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (uint32_t)-1);
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -706,31 +708,22 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
-/* An open in a save folder: read-only, a stream for real files. */
-static void open_in_folder(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* An open of a save folder's real file: its descriptor, read and written
+ * as the file itself. */
+static void open_real(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
-	struct sv_stat s;
-	int rc = sv_tree_stat(fs->t, NODE(ino), &s);
-	if (!rc && s.dir)
-		rc = -EISDIR;
-	if (!rc && (fi->flags & O_ACCMODE) != O_RDONLY)
-		rc = -EROFS;
-	if (!rc)
-		rc = fh_new(fs, fi, NODE(ino));
-	if (!rc && (rc = sv_tree_hold(fs->t, NODE(ino))))
-		fh_free(fs, FH(fi));
+	int fd = sv_tree_open_real(fs->t, NODE(ino), fi->flags);
+	int rc = fd < 0 ? fd : fh_new(fs, fi, NODE(ino));
 	if (rc) {
+		if (fd >= 0)
+			sv_tree_close_real(fs->t, NODE(ino), fd);
 		reply_err(req, rc);
 		return;
 	}
-	FH(fi)->stream = s.stream;
-	/* A container's file keeps its pages (a container replaced is read
-	 * again under new node numbers); a real file's may have changed. */
-	if (s.volatile_ || s.bad || (s.stream && s.unsized))
-		fi->direct_io = 1;
-	else
-		fi->keep_cache = (NODE(ino) >> 32) != 0;
+	FH(fi)->fd = fd;
+	/* Another program may change it: its pages are read again at each
+	 * open (the kernel's default), and its size asked for each time. */
 	fi->noflush = 1;
 	fuse_reply_open(req, fi);
 }
@@ -739,30 +732,30 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
-	if (!fs->c) {
-		open_in_folder(req, ino, fi);
-		return;
-	}
 	/* A node replaced since the kernel looked its name up: the file that
 	 * has the name now (its pages are not the old inode's: past the
 	 * page cache). */
-	uint32_t node = (uint32_t)NODE(ino);
-	int rc = sv_stat(fs->c, node, &s);
+	sv_id node = NODE(ino);
+	int rc = sv_tree_stat(fs->t, node, &s);
 	if (rc == -ESTALE)
-		rc = sv_stat(fs->c, node = sv_current(fs->c, node), &s);
+		rc = sv_tree_stat(fs->t, node = sv_tree_current(fs->t, node), &s);
 	if (!rc && s.dir)
 		rc = -EISDIR;
+	if (!rc && s.real) {
+		open_real(req, ino, fi);
+		return;
+	}
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
 	/* A view opens for writing, to take back the bytes it shows (a
 	 * restore): anything else is refused at close. */
 	if (!rc && wr && !s.writable && !s.view)
-		rc = sv_container_read_only(fs->c) ? -EROFS : -EACCES;
+		rc = sv_tree_read_only(fs->t, node) ? -EROFS : -EACCES;
 	struct sv_err err;
 	if (!rc && wr && (fi->flags & O_TRUNC))
-		rc = sv_truncate(fs->c, node, 0, &err);
+		rc = sv_tree_truncate(fs->t, node, 0, &err);
 	if (!rc)
 		rc = fh_new(fs, fi, node);
-	if (!rc && (rc = sv_open(fs->c, node)))
+	if (!rc && (rc = sv_tree_hold(fs->t, node)))
 		fh_free(fs, FH(fi));
 	if (!rc)
 		FH(fi)->stream = s.stream;
@@ -781,6 +774,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * stream's size is not known yet (read it to its end). */
 		fi->direct_io = 1;
 	} else {
+		/* A folder's container replaced under the mount is read again
+		 * under new ids: its pages stay its own. */
 		fi->keep_cache = 1;
 	}
 	/* Only a writer's close can have something to commit. */
@@ -803,6 +798,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct sv_blob *b = NULL;
 	struct sv_err err;
 	int rc = 0;
+	if (h && h->fd >= 0) {
+		char *buf = malloc(size ? size : 1);
+		ssize_t got = buf ? pread(h->fd, buf, size, off) : -1;
+		if (got < 0)
+			reply_err(req, buf ? -errno : -ENOMEM);
+		else
+			fuse_reply_buf(req, buf, (size_t)got);
+		free(buf);
+		return;
+	}
 	if (h && h->stream) {
 		char *buf = malloc(size ? size : 1);
 		size_t got = 0;
@@ -850,7 +855,16 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	uint64_t at = (fi->flags & O_APPEND) ? SV_AT_END : (uint64_t)off;
 	struct changes ch = {.fs = FS(req)};
 	struct fh *h = fi->fh ? FH(fi) : NULL;
-	int rc = !FS(req)->c ? -EROFS : h ? fh_check(FS(req), h) : 0;
+	if (h && h->fd >= 0) {
+		/* A real file opened with O_APPEND appends as itself. */
+		ssize_t k = pwrite(h->fd, buf, size, off);
+		if (k < 0)
+			reply_err(req, -errno);
+		else
+			fuse_reply_write(req, (size_t)k);
+		return;
+	}
+	int rc = h ? fh_check(FS(req), h) : 0;
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -858,7 +872,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (h)
 		fh_change(FS(req), h, false);
 	live_sink = &ch;
-	rc = sv_write(FS(req)->c, (uint32_t)(h ? h->node : NODE(ino)), at, buf, size, &err);
+	rc = sv_tree_write(FS(req)->t, h ? h->node : NODE(ino), at, buf, size, &err);
 	live_sink = NULL;
 	/* An append's new lines (a log's views) are shown once it returns;
 	 * this file's own pages are locked by the write: dropped later. */
@@ -896,7 +910,9 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct changes ch = {.fs = fs};
 	struct fh *h = fi && fi->fh ? FH(fi) : NULL;
 	int rc = 0;
-	if (h && (h->changed || h->failed)) {
+	if (h && h->fd >= 0)
+		rc = (datasync ? fdatasync(h->fd) : fsync(h->fd)) ? -errno : 0;
+	else if (h && (h->changed || h->failed)) {
 		rc = fh_commit(fs, h, &ch, NULL);
 		publish(&ch, true, 0); /* as in op_flush */
 	}
@@ -917,7 +933,9 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 			unwritten(fs, h->node, &err);
 		publish(&ch, false, 0);
 	}
-	if (h)
+	if (h && h->fd >= 0)
+		sv_tree_close_real(fs->t, h->node, h->fd);
+	else if (h)
 		sv_tree_release(fs->t, h->node);
 	fh_free(fs, h);
 	fuse_reply_err(req, 0);
@@ -928,28 +946,37 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct fs *fs = FS(req);
 	struct sv_err err;
-	uint32_t n;
-	int rc = !fs->c ? -EROFS : S_ISREG(mode) || !(mode & S_IFMT) ? 0 : -EPERM;
+	sv_id n;
+	int fd = -1;
+	int rc = S_ISREG(mode) || !(mode & S_IFMT) ? 0 : -EPERM;
 	if (!rc)
-		rc = sv_create(fs->c, (uint32_t)NODE(parent), name, mode, &n, &err);
+		rc = sv_tree_create(fs->t, NODE(parent), name, mode, fi->flags, &n, &fd, &err);
 	struct sv_stat s;
 	if (!rc)
-		rc = sv_stat(fs->c, n, &s);
+		rc = sv_tree_stat(fs->t, n, &s);
 	if (rc) {
+		if (fd >= 0)
+			sv_tree_close_real(fs->t, n, fd);
 		reply_err(req, rc);
 		return;
 	}
 	fi->fh = 0;
-	if (fh_new(fs, fi, n) || sv_open(fs->c, n)) {
+	if (fh_new(fs, fi, n) || (fd < 0 && sv_tree_hold(fs->t, n))) {
+		if (fd >= 0)
+			sv_tree_close_real(fs->t, n, fd);
 		fh_free(fs, FH(fi));
 		reply_err(req, -ENOMEM);
 		return;
 	}
+	FH(fi)->fd = fd;
 	struct fuse_entry_param e;
 	fill_entry(fs, &s, &e);
-	fi->keep_cache = 1;
+	fi->keep_cache = fd < 0;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		sv_release(fs->c, n);
+		if (fd >= 0)
+			sv_tree_close_real(fs->t, n, fd);
+		else
+			sv_tree_release(fs->t, n);
 		fh_free(fs, FH(fi));
 	}
 }
@@ -959,45 +986,43 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 {
 	struct fs *fs = FS(req);
 	struct sv_err err;
-	uint32_t n;
-	if (!fs->c || !S_ISREG(mode)) {
-		reply_err(req, !fs->c ? -EROFS : -EPERM);
-		return;
-	}
-	int rc = sv_create(fs->c, (uint32_t)NODE(parent), name, mode, &n, &err);
+	sv_id n;
+	int fd = -1;
+	int rc = S_ISREG(mode) ? sv_tree_create(fs->t, NODE(parent), name, mode, O_RDONLY, &n,
+						&fd, &err)
+			       : -EPERM;
+	if (fd >= 0)
+		sv_tree_close_real(fs->t, n, fd);
 	if (!rc)
 		rc = reply_entry_for(req, n);
 	if (rc)
 		reply_err(req, rc);
 }
 
-/* A folder mounts read-only; a container takes no new directories. */
-static int no_dirs(struct fs *fs)
-{
-	return !fs->c || sv_container_read_only(fs->c) ? -EROFS : -EPERM;
-}
-
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	reply_err(req, no_dirs(FS(req)));
+	struct sv_err err;
+	sv_id n;
+	int rc = sv_tree_mkdir(FS(req)->t, NODE(parent), name, mode, &n, &err);
+	if (!rc)
+		rc = reply_entry_for(req, n);
+	if (rc)
+		reply_err(req, rc);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
-	if (!FS(req)->c) {
-		reply_err(req, -EROFS);
-		return;
-	}
-	int rc = sv_unlink(FS(req)->c, (uint32_t)NODE(parent), name, on_changed, &ch, &err);
+	int rc = sv_tree_unlink(FS(req)->t, NODE(parent), name, on_changed, &ch, &err);
 	publish(&ch, false, 0);
 	reply_err(req, rc);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_err(req, no_dirs(FS(req)));
+	struct sv_err err;
+	reply_err(req, sv_tree_rmdir(FS(req)->t, NODE(parent), name, &err));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1005,12 +1030,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
-	if (!FS(req)->c) {
-		reply_err(req, -EROFS);
-		return;
-	}
-	int rc = sv_rename(FS(req)->c, (uint32_t)NODE(parent), name, (uint32_t)NODE(newparent),
-			   newname, flags, on_changed, &ch, &err);
+	int rc = sv_tree_rename(FS(req)->t, NODE(parent), name, NODE(newparent), newname, flags,
+				on_changed, &ch, &err);
 	publish(&ch, false, 0);
 	reply_err(req, rc);
 }

@@ -49,6 +49,8 @@ struct entry {
 	const struct sv_format *fmt; /* E_BOX: the format that claims it */
 	uint32_t slot;      /* E_BOX, E_RAW: its container's slot + 1 */
 	uint32_t raw;       /* E_BOX: its E_RAW entry, 0 until looked up */
+	uint32_t writers;   /* E_FILE: opens for writing through the mount
+			     * (judged again only when they are done) */
 	uint32_t hnext;     /* the next entry in its hash chain, or SV_NONE */
 };
 
@@ -62,6 +64,7 @@ struct slot {
 				 * closed under them */
 	int err;                /* its last open's failure, or 0 */
 	char why[SV_ERR_MAX];
+	struct sv_relay *live;  /* owned: its changes outside commits, by id */
 };
 
 struct sv_folder {
@@ -82,6 +85,8 @@ struct sv_folder {
 	struct sv_buf log;      /* the folder's own log (its last 64 KiB) */
 	struct sv_blob *info;   /* /.savefs/info as made for the last read at
 				 * offset 0: later pieces come from it */
+	sv_tree_changed_fn live_fn; /* the client's, for changes outside commits */
+	void *live_arg;
 };
 
 /* Appends a line to the folder's log, stamped (lock held). */
@@ -244,8 +249,29 @@ static int judge(struct sv_folder *f, uint32_t i)
 	struct stat st;
 	if (fstatat(f->dfd, *e->rel ? e->rel : ".", &st, 0))
 		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
-	if (e->judged && same_file(&st, &e->st))
+	if (e->judged && same_file(&st, &e->st)) {
+		e->st = st; /* its mode, owner and ctime as they are now */
 		return 0;
+	}
+	if (e->judged && e->kind == E_FILE && e->writers) {
+		/* Being written through the mount: what it is is judged when
+		 * the writers are done (half a container is no container). */
+		e->st = st;
+		return 0;
+	}
+	if (e->judged && e->kind == E_BOX && e->slot && f->s[e->slot - 1].c) {
+		/* Its container's own commit (or append) changed it: still the
+		 * file the container holds.  A commit under way is not waited
+		 * for: until it is done the file is what it was. */
+		struct stat held;
+		int r = sv_container_identity(f->s[e->slot - 1].c, &held);
+		if (r == -EBUSY)
+			return 0;
+		if (!r && same_file(&held, &st)) {
+			e->st = st;
+			return 0;
+		}
+	}
 	int kind = S_ISDIR(st.st_mode) ? E_DIR : E_FILE;
 	const struct sv_format *fmt = NULL;
 	if (i != 0 && !e->in_raw && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
@@ -267,15 +293,22 @@ static int judge(struct sv_folder *f, uint32_t i)
 	e->fmt = fmt;
 	e->st = st;
 	e->judged = true;
-	/* A small file its first bytes claim is opened at once: a probe
+	/* A small file a weak probe claims is opened at once: that probe
 	 * sees the first bytes only, and a zip of text files or a JSON
-	 * object that is no drawing is told apart by its open. */
-	if (kind == E_BOX && S_ISREG(st.st_mode) && st.st_size <= CONFIRM_AT_ONCE) {
+	 * object that is no drawing is told apart by its open (which is
+	 * then closed again past max_open: nobody asked for it). */
+	if (kind == E_BOX && fmt->probe_weak && S_ISREG(st.st_mode) &&
+	    st.st_size <= CONFIRM_AT_ONCE) {
 		struct sv_container *c;
 		uint32_t slot;
 		struct sv_err err;
-		if (!box_container(f, i, &c, &slot, &err))
+		bool was_open = e->slot && f->s[e->slot - 1].c;
+		if (!box_container(f, i, &c, &slot, &err)) {
 			put_locked(f, slot);
+			if (!was_open && f->opts.max_open && f->nopen > f->opts.max_open &&
+			    !f->s[slot].users)
+				close_slot(f, slot);
+		}
 	}
 	return 0;
 }
@@ -399,6 +432,13 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 		return rc;
 	}
 	f->nopen++;
+	if (!sl->live && !(sl->live = calloc(1, sizeof *sl->live))) {
+		close_slot(f, s);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	*sl->live = (struct sv_relay){f->live_fn, f->live_arg, i, s};
+	if (f->live_fn)
+		sv_container_set_notify(sl->c, sv_relay_fn(), sl->live);
 	uint32_t meta;
 	sl->meta = sv_resolve(sl->c, ".savefs", &meta) ? SV_NONE : meta;
 	sl->users++;
@@ -461,14 +501,13 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	f->dfd = -1;
 	f->opts = *opts;
 	f->opts.format = NULL;
-	/* Its containers are read here, not written: edits inside a folder
-	 * are refused (EROFS) until a folder carries them to its containers. */
-	f->opts.read_only = true;
+	/* One cache, one cap, for every container of the folder. */
+	f->opts.cache = sv_cache_new(opts->cache_cap);
 	f->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
 	f->opts.format_opts = f->format_opts;
-	int rc = 0;
-	f->path = realpath(path, NULL);
-	if (!f->path)
+	int rc = f->opts.cache ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+	f->path = rc ? NULL : realpath(path, NULL);
+	if (!rc && !f->path)
 		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
 	if (!rc && (f->dfd = open(f->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
@@ -509,8 +548,10 @@ void sv_folder_free(struct sv_folder *f)
 {
 	if (!f)
 		return;
-	for (uint32_t s = 0; s < f->ns; s++)
+	for (uint32_t s = 0; s < f->ns; s++) {
 		close_slot(f, s);
+		free(f->s[s].live);
+	}
 	for (uint32_t i = 0; i < f->ne; i++)
 		free(f->e[i].rel);
 	free(f->e);
@@ -522,6 +563,7 @@ void sv_folder_free(struct sv_folder *f)
 	free(f->format_opts);
 	sv_buf_fini(&f->log);
 	sv_blob_unref(f->info);
+	sv_cache_free(f->opts.cache);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
@@ -622,6 +664,34 @@ static void real_stat(const struct stat *s, sv_id id, bool dir, struct sv_stat *
 	st->atime = s->st_atim;
 }
 
+/* True if entry i is in a real directory the mount may change: not in a
+ * container's raw form, and not on a read-only mount. */
+static bool changeable(const struct sv_folder *f, uint32_t i)
+{
+	return !f->opts.read_only && !f->e[i].in_raw && f->e[i].kind != E_RAW &&
+	       !kind_is_meta(f->e[i].kind);
+}
+
+/* The stat of a real entry (judged, lock held). */
+static void entry_stat(struct sv_folder *f, uint32_t i, struct sv_stat *st)
+{
+	const struct entry *e = &f->e[i];
+	if (e->kind == E_RAW) {
+		/* The box's file, read-only (a directory container's raw
+		 * form is the directory itself, beside the folder). */
+		const struct entry *b = &f->e[e->parent];
+		real_stat(&b->st, i, S_ISDIR(b->st.st_mode), st);
+		st->mode &= ~0222u;
+		st->real = !st->dir;
+		return;
+	}
+	real_stat(&e->st, i, e->kind == E_DIR || e->kind == E_BOX, st);
+	st->real = e->kind == E_FILE;
+	st->writable = st->real && changeable(f, i);
+	if (e->in_raw)
+		st->mode &= ~0222u;
+}
+
 int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
 {
 	if (n >> 32) {
@@ -649,14 +719,8 @@ int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
 			st->volatile_ = e->kind != E_MDIR;
 			st->unsized = e->kind == E_MINFO;
 			st->size = e->kind == E_MLOG ? f->log.len : 0;
-		} else if (e->kind == E_RAW) {
-			/* The box's file, read-only (a directory container's raw
-			 * form is the directory itself, beside the folder). */
-			const struct entry *b = &f->e[e->parent];
-			real_stat(&b->st, n, S_ISDIR(b->st.st_mode), st);
-			st->mode &= ~0222u;
 		} else {
-			real_stat(&e->st, n, e->kind == E_DIR || e->kind == E_BOX, st);
+			entry_stat(f, i, st);
 		}
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -832,8 +896,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		uint32_t ci = child(f, d, l.v[i], &e);
 		if (ci == SV_NONE)
 			continue; /* gone since the listing, or not a name savefs shows */
-		const struct entry *ce = &f->e[ci];
-		real_stat(&ce->st, ci, ce->kind == E_DIR || ce->kind == E_BOX, &items[k].st);
+		entry_stat(f, ci, &items[k].st);
 		items[k].next = i + 1 + shift;
 		items[k].name = l.v[i];
 		k++;
@@ -1126,4 +1189,582 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
 	}
 	free(s);
 	return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+}
+
+/* ---- edits ------------------------------------------------------------------------ */
+
+/*
+ * The container a tree id is in, taken (put() when done): a container's
+ * node, or a box (its root).  0, 1 if id is a real entry of the folder
+ * (*node its entry), or -errno.
+ */
+static int take(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
+		uint32_t *slot, struct sv_err *err)
+{
+	pthread_mutex_lock(&f->lock);
+	int rc;
+	if (id >> 32) {
+		rc = node_container(f, id, c, node, slot);
+		if (rc)
+			sv_err_set(err, rc, "a container closed under its user");
+	} else if ((uint32_t)id >= f->ne) {
+		rc = sv_err_set(err, -ENOENT, "no such file");
+	} else if ((rc = judge(f, (uint32_t)id))) {
+		sv_err_set(err, rc, "%s", strerror(-rc));
+	} else if (f->e[id].kind == E_BOX) {
+		rc = box_container(f, (uint32_t)id, c, slot, err);
+		if (rc)
+			rc = sv_err_set(err, rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO, "%s", err->msg);
+		*node = SV_ROOT;
+	} else {
+		*node = (uint32_t)id;
+		rc = 1;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+/* A relay of a container's changes to the client, by tree id. */
+static struct sv_relay relay_for(struct sv_folder *f, uint32_t slot, sv_tree_changed_fn fn,
+				 void *arg)
+{
+	pthread_mutex_lock(&f->lock);
+	struct sv_relay r = {fn, arg, f->s[slot].box, slot};
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+void sv_folder_set_notify(struct sv_folder *f, sv_tree_changed_fn fn, void *arg)
+{
+	pthread_mutex_lock(&f->lock);
+	f->live_fn = fn;
+	f->live_arg = arg;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* The refusal of a change to a real entry that cannot be changed. */
+static int not_here(struct sv_folder *f, struct sv_err *err)
+{
+	return f->opts.read_only ? sv_err_set(err, -EROFS, "mounted read-only")
+				 : sv_err_set(err, -EPERM, "a container's raw form is read-only");
+}
+
+int sv_folder_write(struct sv_folder *f, sv_id n, uint64_t off, const void *buf, size_t size,
+		    struct sv_err *err)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	int rc = take(f, n, &c, &node, &slot, err);
+	if (rc == 1) /* a real file is written through its descriptor */
+		return sv_err_set(err, -EBADF, "a file that passes through is written as itself");
+	if (rc)
+		return rc;
+	rc = sv_write(c, node, off, buf, size, err);
+	put(f, slot);
+	return rc;
+}
+
+/* The real path of entry i (lock not held): a new string, or NULL. */
+static char *path_of(struct sv_folder *f, uint32_t i)
+{
+	pthread_mutex_lock(&f->lock);
+	char *p = full_path(f, i);
+	pthread_mutex_unlock(&f->lock);
+	return p;
+}
+
+int sv_folder_truncate(struct sv_folder *f, sv_id n, uint64_t size, struct sv_err *err)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	int rc = take(f, n, &c, &node, &slot, err);
+	if (rc == 1) {
+		pthread_mutex_lock(&f->lock);
+		bool ok = f->e[node].kind == E_FILE && changeable(f, node);
+		bool dir = f->e[node].kind != E_FILE && f->e[node].kind != E_RAW;
+		pthread_mutex_unlock(&f->lock);
+		if (!ok)
+			return dir ? sv_err_set(err, -EISDIR, "is a directory") : not_here(f, err);
+		char *p = path_of(f, node);
+		rc = !p ? -ENOMEM : truncate(p, (off_t)size) ? -errno : 0;
+		free(p);
+		return rc ? sv_err_set(err, rc, "%s", strerror(-rc)) : 0;
+	}
+	if (rc)
+		return rc;
+	rc = sv_truncate(c, node, size, err);
+	put(f, slot);
+	return rc;
+}
+
+int sv_folder_flush(struct sv_folder *f, sv_id n, sv_tree_changed_fn fn, void *arg,
+		    struct sv_err *err)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	int rc = take(f, n, &c, &node, &slot, err);
+	if (rc == 1)
+		return 0;
+	if (rc)
+		return rc;
+	struct sv_relay r = relay_for(f, slot, fn, arg);
+	rc = sv_flush(c, node, sv_relay_fn(), &r, err);
+	put(f, slot);
+	return rc;
+}
+
+int sv_folder_commit(struct sv_folder *f, sv_tree_changed_fn fn, void *arg, struct sv_err *err)
+{
+	int first = 0;
+	pthread_mutex_lock(&f->lock);
+	uint32_t ns = f->ns;
+	pthread_mutex_unlock(&f->lock);
+	for (uint32_t s = 0; s < ns; s++) {
+		pthread_mutex_lock(&f->lock);
+		struct sv_container *c = f->s[s].c;
+		if (c)
+			f->s[s].users++;
+		pthread_mutex_unlock(&f->lock);
+		if (!c)
+			continue;
+		struct sv_relay r = relay_for(f, s, fn, arg);
+		struct sv_err e1;
+		int rc = sv_commit(c, sv_relay_fn(), &r, &e1);
+		if (rc && !first) {
+			first = rc;
+			*err = e1;
+		}
+		put(f, s);
+	}
+	return first;
+}
+
+/* The entry of name in real directory entry dir (judged), for a change
+ * there: its index, SV_NONE with *rc (-ENOENT if it is not there). */
+static uint32_t real_child(struct sv_folder *f, uint32_t dir, const char *name, int *rc)
+{
+	pthread_mutex_lock(&f->lock);
+	uint32_t i = child(f, dir, name, rc);
+	pthread_mutex_unlock(&f->lock);
+	return i;
+}
+
+/* The real directory entry dir as a place for changes: its path
+ * relative to the folder ("." for the root) joined with name, or NULL
+ * with *rc. */
+static char *real_place(struct sv_folder *f, uint32_t dir, const char *name, int *rc,
+			struct sv_err *err)
+{
+	*rc = 0;
+	pthread_mutex_lock(&f->lock);
+	if (dir >= f->ne || judge(f, dir))
+		*rc = sv_err_set(err, -ENOENT, "no such directory");
+	else if (!real_dir(f, dir))
+		*rc = sv_err_set(err, -ENOTDIR, "not a directory");
+	else if (!changeable(f, dir) || (dir == 0 && !strcmp(name, ".savefs")))
+		*rc = not_here(f, err);
+	else if (!sv_name_ok(name) || strchr(name, '/'))
+		*rc = sv_err_set(err, -EINVAL, "not a name savefs shows");
+	char *rel = NULL;
+	if (!*rc) {
+		const char *base = f->e[dir].rel;
+		size_t n = strlen(base) + strlen(name) + 2;
+		rel = malloc(n);
+		if (rel)
+			snprintf(rel, n, "%s%s%s", base, *base ? "/" : "", name);
+		else
+			*rc = sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	pthread_mutex_unlock(&f->lock);
+	return rel;
+}
+
+int sv_folder_create(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, int flags,
+		     sv_id *out, int *fd, struct sv_err *err)
+{
+	*fd = -1;
+	struct sv_container *c;
+	uint32_t node, slot, n;
+	int rc = take(f, dir, &c, &node, &slot, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		rc = sv_create(c, node, name, mode, &n, err);
+		if (!rc)
+			*out = SLOT_ID(slot, n);
+		put(f, slot);
+		return rc;
+	}
+	char *rel = real_place(f, node, name, &rc, err);
+	if (!rel)
+		return rc;
+	int k = openat(f->dfd, rel, (flags & ~O_CREAT) | O_CREAT | O_EXCL | O_CLOEXEC,
+		       mode & 07777);
+	free(rel);
+	if (k < 0)
+		return sv_err_set(err, -errno, "%s", strerror(errno));
+	pthread_mutex_lock(&f->lock);
+	uint32_t i = child(f, node, name, &rc);
+	if (i != SV_NONE && (flags & O_ACCMODE) != O_RDONLY && f->e[i].kind == E_FILE)
+		f->e[i].writers++;
+	pthread_mutex_unlock(&f->lock);
+	if (i == SV_NONE) {
+		close(k);
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	}
+	*out = i;
+	*fd = k;
+	return 0;
+}
+
+int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, sv_id *out,
+		    struct sv_err *err)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	int rc = take(f, dir, &c, &node, &slot, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		bool ro = sv_container_read_only(c);
+		put(f, slot);
+		return sv_err_set(err, ro ? -EROFS : -EPERM, "a container takes no new directories");
+	}
+	char *rel = real_place(f, node, name, &rc, err);
+	if (!rel)
+		return rc;
+	rc = mkdirat(f->dfd, rel, mode & 07777) ? -errno : 0;
+	free(rel);
+	if (rc)
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	uint32_t i = real_child(f, node, name, &rc);
+	if (i == SV_NONE)
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	*out = i;
+	return 0;
+}
+
+/* Removes the real file (or, with AT_REMOVEDIR, directory) name of real
+ * directory dir. */
+static int real_remove(struct sv_folder *f, uint32_t dir, const char *name, int how,
+		       struct sv_err *err)
+{
+	int rc;
+	char *rel = real_place(f, dir, name, &rc, err);
+	if (!rel)
+		return rc;
+	rc = unlinkat(f->dfd, rel, how) ? -errno : 0;
+	free(rel);
+	return rc ? sv_err_set(err, rc, "%s", strerror(-rc)) : 0;
+}
+
+int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_changed_fn fn,
+		     void *arg, struct sv_err *err)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	int rc = take(f, dir, &c, &node, &slot, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		pthread_mutex_lock(&f->lock);
+		bool raw = node == f->s[slot].meta && !strcmp(name, "container");
+		uint32_t box = f->s[slot].box;
+		pthread_mutex_unlock(&f->lock);
+		if (!raw) {
+			struct sv_relay r = relay_for(f, slot, fn, arg);
+			rc = sv_unlink(c, node, name, sv_relay_fn(), &r, err);
+			put(f, slot);
+			return rc;
+		}
+		put(f, slot);
+		/* NAME/.savefs/container: the container's file goes from the
+		 * folder (its open files keep reading what they read). */
+		pthread_mutex_lock(&f->lock);
+		bool file = S_ISREG(f->e[box].st.st_mode);
+		uint32_t parent = f->e[box].parent;
+		char *bname = strdup(f->e[box].name);
+		pthread_mutex_unlock(&f->lock);
+		if (!bname)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		rc = file ? real_remove(f, parent, bname, 0, err)
+			  : sv_err_set(err, -EISDIR, "a directory container is removed as "
+				       "a directory, outside the mount");
+		if (!rc) {
+			pthread_mutex_lock(&f->lock);
+			folder_log(f, "%s: removed", f->e[box].rel);
+			pthread_mutex_unlock(&f->lock);
+		}
+		free(bname);
+		return rc;
+	}
+	uint32_t i = real_child(f, node, name, &rc);
+	if (i == SV_NONE)
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	pthread_mutex_lock(&f->lock);
+	int kind = f->e[i].kind;
+	pthread_mutex_unlock(&f->lock);
+	if (kind != E_FILE)
+		return sv_err_set(err, -EISDIR, "is a directory");
+	return real_remove(f, node, name, 0, err);
+}
+
+int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_err *err)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	int rc = take(f, dir, &c, &node, &slot, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		bool ro = sv_container_read_only(c);
+		put(f, slot);
+		return sv_err_set(err, ro ? -EROFS : -EPERM, "a container's directories are its own");
+	}
+	uint32_t i = real_child(f, node, name, &rc);
+	if (i == SV_NONE)
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	pthread_mutex_lock(&f->lock);
+	int kind = f->e[i].kind;
+	bool file_box = kind == E_BOX && S_ISREG(f->e[i].st.st_mode);
+	if (file_box)
+		folder_log(f, "%s: a container is not removed as a directory: remove "
+			   "%s/.savefs/container", f->e[i].rel, name);
+	pthread_mutex_unlock(&f->lock);
+	if (kind == E_FILE)
+		return sv_err_set(err, -ENOTDIR, "not a directory");
+	if (file_box)
+		return sv_err_set(err, -ENOTEMPTY, "a container: remove its .savefs/container");
+	return real_remove(f, node, name, AT_REMOVEDIR, err);
+}
+
+int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id newdir,
+		     const char *newname, uint32_t flags, sv_tree_changed_fn fn, void *arg,
+		     struct sv_err *err)
+{
+	struct sv_container *c1, *c2;
+	uint32_t n1, n2, s1, s2;
+	int r1 = take(f, dir, &c1, &n1, &s1, err);
+	if (r1 < 0)
+		return r1;
+	int r2 = take(f, newdir, &c2, &n2, &s2, err);
+	if (r2 < 0) {
+		if (!r1)
+			put(f, s1);
+		return r2;
+	}
+	int rc;
+	if (!r1 && !r2 && s1 == s2) {
+		struct sv_relay r = relay_for(f, s1, fn, arg);
+		rc = sv_rename(c1, n1, name, n2, newname, flags, sv_relay_fn(), &r, err);
+	} else if (r1 == 1 && r2 == 1) {
+		char *from = real_place(f, n1, name, &rc, err);
+		char *to = from ? real_place(f, n2, newname, &rc, err) : NULL;
+		if (to) {
+			/* A container moved is closed first (it holds its file by
+			 * its path) and opened again under its new name; one in use
+			 * stays where it is. */
+			pthread_mutex_lock(&f->lock);
+			uint32_t i = child(f, n1, name, &rc);
+			struct entry *e = i == SV_NONE ? NULL : &f->e[i];
+			if (e && e->kind == E_BOX && e->slot && f->s[e->slot - 1].c) {
+				struct slot *sl = &f->s[e->slot - 1];
+				if (sl->users || !sv_container_idle(sl->c))
+					rc = sv_err_set(err, -EBUSY, "%s is in use (a file of it "
+							"open, or an edit pending)", e->rel);
+				else
+					close_slot(f, e->slot - 1);
+			}
+			if (!rc && renameat2(f->dfd, from, f->dfd, to, flags))
+				rc = sv_err_set(err, -errno, "%s", strerror(errno));
+			pthread_mutex_unlock(&f->lock);
+		}
+		free(from);
+		free(to);
+	} else {
+		rc = sv_err_set(err, -EXDEV, "between a container and another place");
+	}
+	if (!r1)
+		put(f, s1);
+	if (!r2)
+		put(f, s2);
+	return rc;
+}
+
+int sv_folder_open_real(struct sv_folder *f, sv_id n, int flags)
+{
+	if (n >> 32)
+		return -EINVAL;
+	pthread_mutex_lock(&f->lock);
+	int rc;
+	uint32_t i = real_file(f, n, &rc);
+	bool wr = (flags & O_ACCMODE) != O_RDONLY;
+	if (i != SV_NONE && wr && (f->e[i].kind != E_FILE || !changeable(f, i)))
+		rc = f->opts.read_only ? -EROFS : -EACCES;
+	char *rel = i == SV_NONE || rc ? NULL : strdup(f->e[i].rel);
+	if (!rc && !rel)
+		rc = -ENOMEM;
+	pthread_mutex_unlock(&f->lock);
+	if (rc)
+		return rc;
+	int fd = openat(f->dfd, rel, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
+	free(rel);
+	if (fd < 0)
+		return -errno;
+	if (wr) {
+		pthread_mutex_lock(&f->lock);
+		f->e[i].writers++;
+		pthread_mutex_unlock(&f->lock);
+	}
+	return fd;
+}
+
+void sv_folder_close_real(struct sv_folder *f, sv_id n, int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	close(fd);
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || n >> 32)
+		return;
+	pthread_mutex_lock(&f->lock);
+	if ((uint32_t)n < f->ne && f->e[n].writers)
+		f->e[n].writers--;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Entry n's relative path for a change of its attributes, or NULL with
+ * *rc (1: n is a container's node). */
+static char *attr_place(struct sv_folder *f, sv_id n, int *rc)
+{
+	if (n >> 32) {
+		*rc = 1;
+		return NULL;
+	}
+	pthread_mutex_lock(&f->lock);
+	uint32_t i = (uint32_t)n;
+	*rc = i < f->ne ? judge(f, i) : -ENOENT;
+	char *rel = NULL;
+	if (!*rc && f->e[i].kind == E_BOX)
+		*rc = 1; /* the container's root: as its nodes */
+	else if (!*rc && (!changeable(f, i) || i == 0))
+		*rc = f->opts.read_only ? -EROFS : -EPERM;
+	else if (!*rc && !(rel = strdup(f->e[i].rel)))
+		*rc = -ENOMEM;
+	pthread_mutex_unlock(&f->lock);
+	return rel;
+}
+
+int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *atime,
+			const struct timespec *mtime)
+{
+	int rc;
+	char *rel = attr_place(f, n, &rc);
+	if (rc == 1) {
+		struct sv_container *c;
+		uint32_t node, slot;
+		struct sv_err err;
+		rc = take(f, n, &c, &node, &slot, &err);
+		if (rc)
+			return rc < 0 ? rc : -EPERM;
+		rc = sv_set_times(c, node, atime, mtime);
+		put(f, slot);
+		return rc;
+	}
+	if (rc)
+		return rc;
+	struct timespec ts[2] = {atime ? *atime : (struct timespec){0, UTIME_OMIT},
+				 mtime ? *mtime : (struct timespec){0, UTIME_OMIT}};
+	rc = utimensat(f->dfd, rel, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	free(rel);
+	return rc;
+}
+
+int sv_folder_set_mode(struct sv_folder *f, sv_id n, uint32_t mode)
+{
+	int rc;
+	char *rel = attr_place(f, n, &rc);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	rc = fchmodat(f->dfd, rel, mode & 07777, 0) ? -errno : 0;
+	free(rel);
+	return rc;
+}
+
+int sv_folder_set_owner(struct sv_folder *f, sv_id n, uint32_t uid, uint32_t gid)
+{
+	int rc;
+	char *rel = attr_place(f, n, &rc);
+	if (rc)
+		return rc == 1 ? 0 : rc;
+	rc = fchownat(f->dfd, rel, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	free(rel);
+	return rc;
+}
+
+uint32_t sv_folder_drops(struct sv_folder *f, sv_id n)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	if (!(n >> 32) || grab(f, n, &c, &node, &slot))
+		return 0;
+	uint32_t d = sv_drops(c, node);
+	put(f, slot);
+	return d;
+}
+
+sv_id sv_folder_current(struct sv_folder *f, sv_id n)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	if (!(n >> 32) || grab(f, n, &c, &node, &slot))
+		return n;
+	uint32_t k = sv_current(c, node);
+	put(f, slot);
+	return SLOT_ID(slot, k);
+}
+
+bool sv_folder_read_only(struct sv_folder *f, sv_id n)
+{
+	struct sv_container *c;
+	uint32_t node, slot;
+	if (f->opts.read_only || !(n >> 32) || grab(f, n, &c, &node, &slot))
+		return f->opts.read_only;
+	bool ro = sv_container_read_only(c);
+	put(f, slot);
+	return ro;
+}
+
+int sv_folder_path(struct sv_folder *f, sv_id n, char *buf, size_t size)
+{
+	if (!(n >> 32)) {
+		pthread_mutex_lock(&f->lock);
+		int rc = (uint32_t)n < f->ne ? 0 : -ENOENT;
+		if (!rc)
+			snprintf(buf, size, "%s", f->e[n].rel);
+		pthread_mutex_unlock(&f->lock);
+		return rc;
+	}
+	struct sv_container *c;
+	uint32_t node, slot;
+	int rc = grab(f, n, &c, &node, &slot);
+	if (rc)
+		return rc;
+	char inner[4096];
+	rc = sv_path(c, node, inner, sizeof inner);
+	pthread_mutex_lock(&f->lock);
+	if (!rc)
+		snprintf(buf, size, "%s/%s", f->e[f->s[slot].box].rel, inner);
+	put_locked(f, slot);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int sv_folder_temps(struct sv_folder *f, void (*fn)(void *arg, const char *path), void *arg)
+{
+	int total = 0;
+	pthread_mutex_lock(&f->lock);
+	for (uint32_t s = 0; s < f->ns; s++)
+		if (f->s[s].c)
+			total += sv_temps(f->s[s].c, fn, arg);
+	pthread_mutex_unlock(&f->lock);
+	return total;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int sv_tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **out,
 		 struct sv_err *err)
@@ -149,4 +150,209 @@ int sv_tree_info(struct sv_tree *t, struct sv_blob **out, struct sv_err *err)
 	uint32_t n;
 	int rc = sv_resolve(t->c, ".savefs/info", &n);
 	return rc ? sv_err_set(err, rc, "no /.savefs/info") : sv_content(t->c, n, out, err);
+}
+
+/* ---- edits ---------------------------------------------------------------------- */
+
+/* A container's changes passed on with the tree's ids (a container's own
+ * tree: its node numbers). */
+static void relay_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
+			  bool gone)
+{
+	struct sv_relay *r = arg;
+	if (r->fn)
+		r->fn(r->arg, sv_relay_id(r, node), sv_relay_id(r, parent), name, gone);
+}
+
+sv_id sv_relay_id(const struct sv_relay *r, uint32_t node)
+{
+	if (r->box == SV_TREE_NONE)
+		return node;
+	return node == SV_ROOT ? r->box : ((sv_id)r->slot + 1) << 32 | node;
+}
+
+sv_changed_fn sv_relay_fn(void)
+{
+	return relay_changed;
+}
+
+#define CONTAINER_CALL(t, n, k, call)                                                      \
+	do {                                                                               \
+		uint32_t k;                                                                \
+		int rc_ = node_of(n, &k);                                                  \
+		if (rc_)                                                                   \
+			return sv_err_set(err, rc_, "no such node");                       \
+		return call;                                                               \
+	} while (0)
+
+int sv_tree_write(struct sv_tree *t, sv_id n, uint64_t off, const void *buf, size_t size,
+		  struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_write(t->f, n, off, buf, size, err);
+	CONTAINER_CALL(t, n, k, sv_write(t->c, k, off, buf, size, err));
+}
+
+int sv_tree_truncate(struct sv_tree *t, sv_id n, uint64_t size, struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_truncate(t->f, n, size, err);
+	CONTAINER_CALL(t, n, k, sv_truncate(t->c, k, size, err));
+}
+
+int sv_tree_flush(struct sv_tree *t, sv_id n, sv_tree_changed_fn fn, void *arg,
+		  struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_flush(t->f, n, fn, arg, err);
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	CONTAINER_CALL(t, n, k, sv_flush(t->c, k, relay_changed, &r, err));
+}
+
+int sv_tree_commit(struct sv_tree *t, sv_tree_changed_fn fn, void *arg, struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_commit(t->f, fn, arg, err);
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	return sv_commit(t->c, relay_changed, &r, err);
+}
+
+int sv_tree_create(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, int flags,
+		   sv_id *out, int *fd, struct sv_err *err)
+{
+	*fd = -1;
+	if (t->f)
+		return sv_folder_create(t->f, dir, name, mode, flags, out, fd, err);
+	uint32_t d, n;
+	int rc = node_of(dir, &d);
+	if (rc)
+		return sv_err_set(err, rc, "no such directory");
+	rc = sv_create(t->c, d, name, mode, &n, err);
+	if (!rc)
+		*out = n;
+	return rc;
+}
+
+int sv_tree_mkdir(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, sv_id *out,
+		  struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_mkdir(t->f, dir, name, mode, out, err);
+	/* A container takes no new directories. */
+	return sv_err_set(err, sv_container_read_only(t->c) ? -EROFS : -EPERM,
+			  "a container takes no new directories");
+}
+
+int sv_tree_unlink(struct sv_tree *t, sv_id dir, const char *name, sv_tree_changed_fn fn,
+		   void *arg, struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_unlink(t->f, dir, name, fn, arg, err);
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	CONTAINER_CALL(t, dir, k, sv_unlink(t->c, k, name, relay_changed, &r, err));
+}
+
+int sv_tree_rmdir(struct sv_tree *t, sv_id dir, const char *name, struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_rmdir(t->f, dir, name, err);
+	return sv_err_set(err, sv_container_read_only(t->c) ? -EROFS : -EPERM,
+			  "a container's directories are its own");
+}
+
+int sv_tree_rename(struct sv_tree *t, sv_id dir, const char *name, sv_id newdir,
+		   const char *newname, uint32_t flags, sv_tree_changed_fn fn, void *arg,
+		   struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_rename(t->f, dir, name, newdir, newname, flags, fn, arg, err);
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	uint32_t d, nd;
+	if (node_of(dir, &d) || node_of(newdir, &nd))
+		return sv_err_set(err, -ENOENT, "no such directory");
+	return sv_rename(t->c, d, name, nd, newname, flags, relay_changed, &r, err);
+}
+
+int sv_tree_open_real(struct sv_tree *t, sv_id n, int flags)
+{
+	if (t->f)
+		return sv_folder_open_real(t->f, n, flags);
+	return -EINVAL;
+}
+
+int sv_tree_set_times(struct sv_tree *t, sv_id n, const struct timespec *atime,
+		      const struct timespec *mtime)
+{
+	if (t->f)
+		return sv_folder_set_times(t->f, n, atime, mtime);
+	uint32_t k;
+	int rc = node_of(n, &k);
+	return rc ? rc : sv_set_times(t->c, k, atime, mtime);
+}
+
+int sv_tree_set_mode(struct sv_tree *t, sv_id n, uint32_t mode)
+{
+	return t->f ? sv_folder_set_mode(t->f, n, mode) : 0;
+}
+
+int sv_tree_set_owner(struct sv_tree *t, sv_id n, uint32_t uid, uint32_t gid)
+{
+	return t->f ? sv_folder_set_owner(t->f, n, uid, gid) : 0;
+}
+
+uint32_t sv_tree_drops(struct sv_tree *t, sv_id n)
+{
+	if (t->f)
+		return sv_folder_drops(t->f, n);
+	uint32_t k;
+	return node_of(n, &k) ? 0 : sv_drops(t->c, k);
+}
+
+sv_id sv_tree_current(struct sv_tree *t, sv_id n)
+{
+	if (t->f)
+		return sv_folder_current(t->f, n);
+	uint32_t k;
+	return node_of(n, &k) ? n : sv_current(t->c, k);
+}
+
+bool sv_tree_read_only(struct sv_tree *t, sv_id n)
+{
+	if (t->f)
+		return sv_folder_read_only(t->f, n);
+	return sv_container_read_only(t->c);
+}
+
+int sv_tree_path(struct sv_tree *t, sv_id n, char *buf, size_t size)
+{
+	if (t->f)
+		return sv_folder_path(t->f, n, buf, size);
+	uint32_t k;
+	int rc = node_of(n, &k);
+	return rc ? rc : sv_path(t->c, k, buf, size);
+}
+
+int sv_tree_temps(struct sv_tree *t, void (*fn)(void *arg, const char *path), void *arg)
+{
+	if (t->f)
+		return sv_folder_temps(t->f, fn, arg);
+	return sv_temps(t->c, fn, arg);
+}
+
+void sv_tree_set_notify(struct sv_tree *t, sv_tree_changed_fn fn, void *arg)
+{
+	if (t->f) {
+		sv_folder_set_notify(t->f, fn, arg);
+		return;
+	}
+	t->live = (struct sv_relay){fn, arg, SV_TREE_NONE, 0};
+	sv_container_set_notify(t->c, fn ? relay_changed : NULL, fn ? &t->live : NULL);
+}
+
+void sv_tree_close_real(struct sv_tree *t, sv_id n, int fd)
+{
+	if (t->f)
+		sv_folder_close_real(t->f, n, fd);
+	else
+		close(fd);
 }

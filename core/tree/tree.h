@@ -9,8 +9,16 @@
 
 struct sv_folder;
 
+struct sv_relay {
+	sv_tree_changed_fn fn;
+	void *arg;
+	sv_id box;
+	uint32_t slot;
+};
+
 struct sv_tree {
 	struct sv_container *c;  /* a container's own tree, or NULL */
+	struct sv_relay live;    /* a container's: its changes outside commits */
 	struct sv_folder *f;     /* a folder, or NULL */
 };
 
@@ -26,5 +34,40 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 int sv_folder_hold(struct sv_folder *f, sv_id n);
 void sv_folder_release(struct sv_folder *f, sv_id n);
 int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err);
+
+/* (struct sv_relay, above) A container's changes passed on by tree id: box is its root's id in the
+ * tree (SV_TREE_NONE: a container's own tree, ids are node numbers), slot
+ * its place in a folder. */
+sv_id sv_relay_id(const struct sv_relay *r, uint32_t node);
+sv_changed_fn sv_relay_fn(void);
+
+int sv_folder_write(struct sv_folder *f, sv_id n, uint64_t off, const void *buf, size_t size,
+		    struct sv_err *err);
+int sv_folder_truncate(struct sv_folder *f, sv_id n, uint64_t size, struct sv_err *err);
+void sv_folder_set_notify(struct sv_folder *f, sv_tree_changed_fn fn, void *arg);
+int sv_folder_flush(struct sv_folder *f, sv_id n, sv_tree_changed_fn fn, void *arg,
+		    struct sv_err *err);
+int sv_folder_commit(struct sv_folder *f, sv_tree_changed_fn fn, void *arg, struct sv_err *err);
+int sv_folder_create(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, int flags,
+		     sv_id *out, int *fd, struct sv_err *err);
+int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, sv_id *out,
+		    struct sv_err *err);
+int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_changed_fn fn,
+		     void *arg, struct sv_err *err);
+int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_err *err);
+int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id newdir,
+		     const char *newname, uint32_t flags, sv_tree_changed_fn fn, void *arg,
+		     struct sv_err *err);
+int sv_folder_open_real(struct sv_folder *f, sv_id n, int flags);
+void sv_folder_close_real(struct sv_folder *f, sv_id n, int fd);
+int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *atime,
+			const struct timespec *mtime);
+int sv_folder_set_mode(struct sv_folder *f, sv_id n, uint32_t mode);
+int sv_folder_set_owner(struct sv_folder *f, sv_id n, uint32_t uid, uint32_t gid);
+uint32_t sv_folder_drops(struct sv_folder *f, sv_id n);
+sv_id sv_folder_current(struct sv_folder *f, sv_id n);
+bool sv_folder_read_only(struct sv_folder *f, sv_id n);
+int sv_folder_path(struct sv_folder *f, sv_id n, char *buf, size_t size);
+int sv_folder_temps(struct sv_folder *f, void (*fn)(void *arg, const char *path), void *arg);
 
 #endif

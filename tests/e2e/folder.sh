@@ -109,12 +109,74 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	expect_same_file "the raw bytes through the mount" "$F/maps/one.map" "$M/maps/one.map/.savefs/container"
 	expect_eq "/.savefs/info counts the containers" "8" \
 		"$($PYTHON -c 'import json, sys; print(json.load(open(sys.argv[1]))["containers"])' "$M/.savefs/info")"
-	# Read-only, with the reason each tool gives.
-	check "a new file is refused" sh -c "! echo x > '$M/storage/new' 2> /dev/null"
-	expect_eq "EROFS for a new file" "Read-only file system" \
-		"$( (echo x > "$M/storage/new") 2>&1 | sed 's/.*: //')"
-	expect_eq "EROFS for an edit in a container" "Read-only file system" \
-		"$( (echo x >> "$M/maps/one.map/map/settings.cfg") 2>&1 | sed 's/.*: //')"
+	# ---- edits: in two containers, committed each under its own checks ----
+	cp "$F/storage/universe/a.world" "$TMP/a.before"
+	sed -i 's/"a chest"/"the chest of the folder"/' "$M/storage/universe/b.world/world/entities/0,0.json" ||
+		fail "an edit of a world's entities through the folder"
+	echo 'sv_gravity 0.3' >> "$M/maps/one.map/map/settings.cfg" || fail "an append to a map's settings"
+	decoder_ok "b.world after its edit through the folder" "$F/storage/universe/b.world" --exact
+	check "the independent reader finds the edit in b.world" grep -q '"the chest of the folder"' \
+		<("$PYTHON" "$SBDECODE" dump "$F/storage/universe/b.world" "$TMP/bdump" > /dev/null &&
+		  cat "$TMP/bdump/world/entities/0,0.json")
+	expect_same_file "a.world, not edited, is byte for byte as it was" "$TMP/a.before" "$F/storage/universe/a.world"
+	expect_eq "the map's settings as the container alone reads them" 'sv_gravity 0.3' \
+		"$(sv cat "$F/maps/one.map" map/settings.cfg | tail -n 1)"
+	check_decoder "$F/maps/one.map" "$M/maps/one.map"
+	# A second edit of the same container goes on from the first (the
+	# container's own commit is not taken for another program's).
+	sed -i 's/sv_gravity 0.3/sv_gravity 0.25/' "$M/maps/one.map/map/settings.cfg" ||
+		fail "a second edit of the map"
+	expect_eq "the second edit over the first" 'sv_gravity 0.25' \
+		"$(sv cat "$F/maps/one.map" map/settings.cfg | tail -n 1)"
+	expect_eq "no container was opened anew for its own commits" "" \
+		"$(grep -c 'cannot be opened' "$M/.savefs/log" | grep -v '^0$')"
+	# A refusal is the container's, in its own log.
+	expect_eq "a refused edit fails at close" "Invalid argument" \
+		"$($PYTHON -c 'import sys
+try:
+    with open(sys.argv[1], "w") as f:
+        f.write("{ nope")
+except OSError as e:
+    print(e.strerror)' "$M/maps/one.map/map/info.json")"
+	check "and says why in that container's log" grep -q 'info.json' "$M/maps/one.map/.savefs/log"
+	# ---- files that pass through: the real file system's -------------------
+	echo "first" > "$M/storage/notes.txt" || fail "a new file in the folder"
+	expect_eq "a new file is a real file" "first" "$(cat "$F/storage/notes.txt")"
+	echo "second" >> "$M/storage/notes.txt"
+	expect_eq "appended" "first second" "$(tr '\n' ' ' < "$F/storage/notes.txt" | sed 's/ $//')"
+	chmod 600 "$M/storage/notes.txt"
+	expect_eq "its mode, kept by the real file and shown" "600 600" \
+		"$(stat -c %a "$F/storage/notes.txt") $(stat -c %a "$M/storage/notes.txt")"
+	touch -d '2001-02-03 04:05:06 UTC' "$M/storage/notes.txt"
+	expect_eq "its times" "981173106 981173106" \
+		"$(stat -c %Y "$F/storage/notes.txt") $(stat -c %Y "$M/storage/notes.txt")"
+	mv "$M/storage/notes.txt" "$M/storage/player/notes.txt" || fail "a rename in the folder"
+	expect_eq "renamed on the real file system" "no yes" \
+		"$(test -e "$F/storage/notes.txt" && echo yes || echo no) $(test -e "$F/storage/player/notes.txt" && echo yes || echo no)"
+	truncate -s 3 "$M/storage/player/notes.txt"
+	expect_eq "truncated" "fir" "$(cat "$F/storage/player/notes.txt")"
+	mkdir "$M/storage/backups" && cp "$M/storage/metadata" "$M/storage/backups/" || fail "mkdir and cp"
+	expect_same_file "a copy into a new directory" "$F/storage/metadata" "$F/storage/backups/metadata"
+	rm "$M/storage/player/notes.txt" "$M/storage/backups/metadata" && rmdir "$M/storage/backups" ||
+		fail "removals"
+	expect_eq "removed from the real file system" "metadata player universe" \
+		"$(ls "$F/storage" | tr '\n' ' ' | sed 's/ $//')"
+	expect_eq "rename(2) between a container and the folder: EXDEV (mv copies)" "18" \
+		"$($PYTHON -c 'import os, sys
+try:
+    os.rename(sys.argv[1], sys.argv[2])
+except OSError as e:
+    print(e.errno)' "$M/storage/metadata" "$M/maps/one.map/map/metadata")"
+	expect_eq "the raw form is read-only" "Permission denied" \
+		"$( (echo x >> "$M/maps/one.map/.savefs/container") 2>&1 | sed 's/.*: //')"
+	# A container copied in through the mount becomes a directory once
+	# written (never claimed half written).
+	cp "$F/maps/one.map" "$M/maps/copy.map" || fail "cp of a map into the folder"
+	expect_eq "the copy is a container" "d" "$(stat -c %F "$M/maps/copy.map" | cut -c1)"
+	expect_same_file "with the map's settings" <(sv cat "$F/maps/one.map" map/settings.cfg) \
+		"$M/maps/copy.map/map/settings.cfg"
+	rm "$M/maps/copy.map/.savefs/container" || fail "a container removed by its raw file"
+	check "and gone from the folder" test ! -e "$F/maps/copy.map"
 	# The folder followed: a container added, one removed, one replaced.
 	"$MKDATAFILE" map "$F/maps/three.map" --flavour legacy17 > /dev/null 2>&1 ||
 		cp "$F/maps/one.map" "$F/maps/three.map"
@@ -140,6 +202,45 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	expect_same_file "a file open before the replacement reads the old container's bytes" \
 		<(sv cat "$F/storage/universe/a.world.bak" world/entities/1,0.json) "$TMP/old-open.json"
 	umount_sv "$M"
+fi
+
+# ---- kill -9 during one container's commit ---------------------------------------
+if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
+	K=$TMP/kill
+	M3=$TMP/mnt3
+	for step in synced flipped; do
+		rm -rf "$K"
+		mkdir -p "$K/universe"
+		"$MKSBDB" world "$K/universe/a.world" -s 2 -e 2 -S 5 > /dev/null || die mksbdb
+		"$MKSBDB" world "$K/universe/b.world" -s 2 -e 2 -S 7 > /dev/null || die mksbdb
+		"$MKDATAFILE" map "$K/one.map" > /dev/null || die mkdatafile
+		cp "$K/universe/a.world" "$TMP/ka.world"
+		cp "$K/one.map" "$TMP/kone.map"
+		cp "$K/universe/b.world" "$TMP/kb.world"
+		SAVEFS_TEST_KILL_AT=$step mount_sv "$K" "$M3" || die "mount for the kill at $step"
+		pid=${SV_PID[$(realpath "$M3")]}
+		# Another container in use while it happens.
+		cat "$M3/one.map/map/settings.cfg" > /dev/null
+		sed -i 's/"a chest"/"crashed"/' "$M3/universe/b.world/world/entities/0,0.json" 2> /dev/null
+		wait "$pid" 2> /dev/null
+		rc=$?
+		unset "SV_PID[$(realpath "$M3")]"
+		fusermount3 -u -z -- "$M3" 2> /dev/null
+		expect_eq "killed at $step in one container: the daemon died by SIGKILL" 137 "$rc"
+		decoder_ok "b.world, killed at $step" "$K/universe/b.world"
+		if [ "$step" = flipped ]; then
+			check "killed after the flip: the new tree" \
+				grep -q '"crashed"' <(sv cat "$K/universe/b.world" world/entities/0,0.json)
+		else
+			expect_same_file "killed at $step: the old tree" \
+				<(sv cat "$TMP/kb.world" world/entities/0,0.json) \
+				<(sv cat "$K/universe/b.world" world/entities/0,0.json)
+		fi
+		expect_same_file "killed at $step: the other world untouched" "$TMP/ka.world" "$K/universe/a.world"
+		expect_same_file "killed at $step: the map untouched" "$TMP/kone.map" "$K/one.map"
+		expect_eq "killed at $step: nothing else left in the folder" "one.map universe a.world b.world" \
+			"$(ls "$K" | tr '\n' ' ')$(ls "$K/universe" | tr '\n' ' ' | sed 's/ $//')"
+	done
 fi
 
 # ---- max_open=2 over a walk of 20 containers ----------------------------------------

@@ -34,6 +34,7 @@ SRC_ROOT=$(cd "$E2E_DIR/../.." && pwd)
 : "${SAMPLES:=$SRC_ROOT/../shared/samples}"
 : "${DFDECODE:=$SRC_ROOT/tests/tools/dfdecode.py}"
 : "${MAPDECODE:=$SRC_ROOT/tests/tools/mapdecode.py}"
+: "${SBDECODE:=$SRC_ROOT/tests/tools/sbdecode.py}"
 : "${GOLDEN:=$SRC_ROOT/tests/golden}"
 : "${PYTHON:=python3}"
 # Seconds to wait for a mount to appear and for a daemon to exit.
@@ -436,6 +437,17 @@ check_golden()
 		return 1
 	fi
 	expect_same_text "$1: the mounted tree differs from its golden listing $g" "$g" "$2"
+}
+
+# decoder_ok DESC FILE [--exact]: the Starbound file passes every loader
+# rule of the independent reader.
+decoder_ok()
+{
+	CHECKS=$((CHECKS + 1))
+	if ! "$PYTHON" "$SBDECODE" check "$2" ${3:-} > "$TMP/dec.out" 2>&1; then
+		fail "$1: the independent reader rejects $2: $(cat "$TMP/dec.out")"
+		return 1
+	fi
 }
 
 # check_decoder CONTAINER DIR [LISTING]: every items/ and data/ file under

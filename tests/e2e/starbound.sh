@@ -34,16 +34,6 @@ W=$TMP/w
 mkdir -p "$W"
 M=$TMP/mnt
 
-# decoder_ok DESC FILE [--exact]: the file passes every loader rule.
-decoder_ok()
-{
-	CHECKS=$((CHECKS + 1))
-	if ! "$PYTHON" "$SBDECODE" check "$2" ${3:-} > "$TMP/dec.out" 2>&1; then
-		fail "$1: the independent reader rejects $2: $(cat "$TMP/dec.out")"
-		return 1
-	fi
-}
-
 # same_as_decoder DESC FILE: the whole tree (savefs extract) equals the
 # independent reader's, record by record.
 same_as_decoder()

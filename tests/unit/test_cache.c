@@ -2,7 +2,8 @@
  * test_cache.c - the decoded-data cache (core/cache.c) and blobs: put/get,
  * least-recently-used eviction order, the byte cap, oversized blobs,
  * replacing a key, dropping by mask, reference counts across eviction,
- * statistics, table growth, and a small multi-threaded stress run.
+ * statistics, table growth, a small multi-threaded stress run, and
+ * handles that share one store and cap (a folder's containers).
  * Meant to run under ASan too: a blob evicted while held must stay valid.
  */
 #include "savefs.h"
@@ -378,6 +379,46 @@ static void stress(void)
 	sv_cache_free(c);
 }
 
+/* Handles shared by containers of a folder: one store, one cap; each
+ * handle's keys its own; a handle freed takes its entries, the store
+ * lives while a handle does. */
+static void shared(void)
+{
+	struct sv_cache *root = sv_cache_new(100);
+	struct sv_cache *a = sv_cache_share(root), *b = sv_cache_share(root);
+	T_OK(a && b);
+	put(a, 1, 40, 1);
+	put(b, 1, 40, 2);
+	/* The same key in two handles: two entries, each its own bytes. */
+	struct sv_blob *ga = sv_cache_get(a, 1), *gb = sv_cache_get(b, 1);
+	T_OK(intact(ga, 40, 1));
+	T_OK(intact(gb, 40, 2));
+	sv_blob_unref(ga);
+	sv_blob_unref(gb);
+	T_OK(!has(root, 1));
+	T_UINT(80, stats(root).bytes);
+	T_UINT(80, stats(a).bytes); /* the store's figures, whichever handle */
+	/* One cap over both: b's new entry evicts a's (the least recent). */
+	put(b, 2, 40, 3);
+	T_OK(!has(a, 1));
+	T_OK(has(b, 1));
+	T_OK(has(b, 2));
+	T_UINT(80, stats(root).bytes);
+	/* Dropping by mask drops this handle's keys only. */
+	put(a, 7, 10, 4);
+	sv_cache_drop(b, 0, 0);
+	T_OK(has(a, 7));
+	T_UINT(10, stats(root).bytes);
+	/* A handle freed takes its entries; the store stays for the others. */
+	put(b, 3, 20, 5);
+	sv_cache_free(a);
+	T_UINT(20, stats(root).bytes);
+	T_OK(has(b, 3));
+	sv_cache_free(root);
+	T_OK(has(b, 3));
+	sv_cache_free(b); /* the last handle: the store goes (ASan: no leak) */
+}
+
 int main(void)
 {
 	blobs();
@@ -389,5 +430,6 @@ int main(void)
 	held_across_eviction();
 	many_entries();
 	stress();
+	shared();
 	return t_done();
 }

@@ -1135,6 +1135,7 @@ const struct sv_format sv_fmt_doodle = {
 		       ".levelpack: JSON, gzip JSON or zip)",
 	.commit_file = SV_COMMIT_REWRITE,
 	.probe = probe_doodle,
+	.probe_weak = true,
 	.open = open_doodle,
 	.close = close_doodle,
 	.load = sv_dd_load,
