@@ -198,7 +198,9 @@ int sv_container_open_as(const char *path, const struct sv_format *fmt,
 		goto fail;
 	if (why)
 		sv_warn(c, "%s cannot be written (%s): mounted read-only", c->path, strerror(why));
-	if (!c->read_only && c->src->ops->prepare) {
+	/* Lazily: at the first commit (sv_guard_lock). */
+	c->prepared = !opts->lazy_prepare;
+	if (!c->read_only && c->src->ops->prepare && !opts->lazy_prepare) {
 		int e = c->src->ops->prepare(c->src);
 		if (e) {
 			sv_warn(c, "cannot create files beside the container (%s): mounted read-only",

@@ -91,7 +91,19 @@ int sv_guard_claim(struct sv_container *c, struct sv_err *err)
 
 int sv_guard_lock(struct sv_container *c, struct sv_err *err)
 {
-	return c->src->ops->lock ? c->src->ops->lock(c->src, err) : 0;
+	int rc = c->src->ops->lock ? c->src->ops->lock(c->src, err) : 0;
+	if (rc || c->prepared || !c->src->ops->prepare)
+		return rc;
+	/* Opened with opts.lazy_prepare: the source is made ready for writes
+	 * now, under the lock, before the first commit. */
+	int e = c->src->ops->prepare(c->src);
+	if (e) {
+		sv_guard_unlock(c);
+		return sv_err_set(err, -EROFS, "cannot create files beside the container (%s)",
+				  strerror(-e));
+	}
+	c->prepared = true;
+	return 0;
 }
 
 void sv_guard_unlock(struct sv_container *c)

@@ -139,6 +139,7 @@ struct sv_container {
 	struct timespec mtime0;  /* the container's mtime when first opened:
 				  * the mtime of every file not changed since */
 	bool read_only;
+	bool prepared;           /* its source's prepare() ran (or needs none) */
 	uint32_t opened;         /* opens of its files not yet released (atomic;
 				  * sv_open, sv_release): it is not idle */
 	enum sv_commit_kind commit; /* the format's kind for this layout */

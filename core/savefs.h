@@ -52,6 +52,11 @@ struct sv_opts {
 				  * events=builtin for recordings); NULL: none */
 	struct sv_cache *cache;  /* a cache to share (a folder's, for all its
 				  * containers: one cap), or NULL: its own */
+	bool lazy_prepare;       /* what a crashed commit left beside the file
+				  * is removed, and whether files can be made
+				  * there is found, at the first commit, not at
+				  * the open (a folder's containers: an open
+				  * does not read the whole directory) */
 };
 
 #define SV_DEFAULT_CACHE (64ull << 20)
@@ -302,6 +307,10 @@ int sv_tree_lookup(struct sv_tree *t, sv_id dir, const char *name, sv_id *out);
 int sv_tree_resolve(struct sv_tree *t, const char *path, sv_id *out);
 /* Fills st (st->id is n). */
 int sv_tree_stat(struct sv_tree *t, sv_id n, struct sv_stat *st);
+/* The same for a file that is open (fstat): in a folder, the node as it
+ * was opened even if its container was replaced since (where sv_tree_stat
+ * says -ESTALE: the name is to be looked up again). */
+int sv_tree_stat_open(struct sv_tree *t, sv_id n, struct sv_stat *st);
 /* As sv_readdir; each stat's id is the child's id in the tree. */
 int sv_tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg);
 int sv_tree_content(struct sv_tree *t, sv_id n, struct sv_blob **out, struct sv_err *err);

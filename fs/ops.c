@@ -299,10 +299,14 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 }
 
 /* A save folder changes under the mount (the game, a backup tool): the
- * kernel keeps none of its names or attributes, and asks each time. */
+ * core follows it (inotify) and says what changed, and what the kernel
+ * keeps of it is kept a second at most, as a passthrough file system's
+ * (a change the core could not follow shows within it). */
+#define FOLDER_TIMEOUT 1.0
+
 static double stable_timeout(struct fs *fs)
 {
-	return fs->c ? fs->timeout : 0.0;
+	return fs->c ? fs->timeout : FOLDER_TIMEOUT;
 }
 
 static double attr_timeout(struct fs *fs, const struct sv_stat *s)
@@ -534,7 +538,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct fs *fs = FS(req);
 	struct sv_stat s;
-	int rc = sv_tree_stat(fs->t, NODE(ino), &s);
+	/* fstat of an open file: the file it opened. */
+	int rc = fi && fi->fh ? sv_tree_stat_open(fs->t, FH(fi)->node, &s)
+			      : sv_tree_stat(fs->t, NODE(ino), &s);
 	if (rc == -ESTALE) /* replaced by a rename: the file with its name */
 		rc = sv_tree_stat(fs->t, sv_tree_current(fs->t, NODE(ino)), &s);
 	if (rc) {

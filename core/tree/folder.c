@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -51,6 +53,7 @@ struct entry {
 	uint32_t raw;       /* E_BOX: its E_RAW entry, 0 until looked up */
 	uint32_t writers;   /* E_FILE: opens for writing through the mount
 			     * (judged again only when they are done) */
+	int wd;             /* a real directory: its inotify watch, or 0 */
 	uint32_t hnext;     /* the next entry in its hash chain, or SV_NONE */
 };
 
@@ -87,6 +90,12 @@ struct sv_folder {
 				 * offset 0: later pieces come from it */
 	sv_tree_changed_fn live_fn; /* the client's, for changes outside commits */
 	void *live_arg;
+	int ifd;                /* inotify, or -1 */
+	uint32_t *wdir;         /* a watch's directory entry, by watch */
+	int nwd;                /* wdir's length */
+	pthread_t watcher;
+	bool watching;
+	int wake[2];            /* a pipe: the watcher stops when it closes */
 };
 
 /* Appends a line to the folder's log, stamped (lock held). */
@@ -223,6 +232,8 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 			 uint32_t *slot, struct sv_err *err);
 static void put_locked(struct sv_folder *f, uint32_t slot);
 
+static void watch(struct sv_folder *f, uint32_t d);
+
 static void close_slot(struct sv_folder *f, uint32_t s)
 {
 	if (f->s[s].c) {
@@ -285,7 +296,12 @@ static int judge(struct sv_folder *f, uint32_t i)
 	if (e->slot && (kind != E_BOX || e->judged)) {
 		/* Read again whole at its next use, under new node numbers.
 		 * The old container stays for whoever uses it now (its numbers
-		 * show the old file, whole) until it is idle and trimmed. */
+		 * show the old file, whole) until it is idle; unused, it goes
+		 * now (a file rewritten in place: its claim on the file goes
+		 * with it). */
+		struct slot *old = &f->s[e->slot - 1];
+		if (old->c && !old->users && sv_container_idle(old->c))
+			close_slot(f, e->slot - 1);
 		e->slot = 0;
 		e->raw = 0;
 	}
@@ -330,6 +346,7 @@ static uint32_t child(struct sv_folder *f, uint32_t dir, const char *name, int *
 		return SV_NONE;
 	}
 	snprintf(rel, n, "%s%s%s", base, *base ? "/" : "", name);
+	watch(f, dir);
 	uint32_t i = find_entry(f, rel);
 	if (i == SV_NONE) {
 		i = add_entry(f, dir, rel, E_FILE);
@@ -365,6 +382,11 @@ static bool real_dir(const struct sv_folder *f, uint32_t i)
 static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 {
 	int64_t now = mono_ns();
+	/* Containers whose file was replaced go as soon as they are idle. */
+	for (uint32_t k = 0; k < f->ns; k++)
+		if (f->s[k].c && k != keep && f->e[f->s[k].box].slot != k + 1 && !f->s[k].users &&
+		    sv_container_idle(f->s[k].c))
+			close_slot(f, k);
 	while (f->opts.max_open && f->nopen + more > f->opts.max_open) {
 		uint32_t lru = SV_NONE;
 		for (uint32_t k = 0; k < f->ns; k++)
@@ -375,6 +397,10 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 		if (lru == SV_NONE)
 			break;
 		close_slot(f, lru);
+		/* What the client holds of it goes too (its ids are stale). */
+		uint32_t box = f->s[lru].box;
+		if (f->live_fn && f->e[box].slot == lru + 1)
+			f->live_fn(f->live_arg, box, f->e[box].parent, f->e[box].name, true);
 	}
 }
 
@@ -446,14 +472,26 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	return 0;
 }
 
-/* The container and node an id names, for a node of a container (its
- * root: its box). */
-static int node_container(struct sv_folder *f, sv_id id, struct sv_container **c,
-			  uint32_t *node, uint32_t *slot)
+/*
+ * The container and node an id names, for a node of a container (its
+ * root: its box).  With `fresh` (a lookup, a stat, a listing, an open: a
+ * call that names the node anew), its box is looked at first, and a
+ * container whose file was replaced since is -ESTALE: the kernel, which
+ * may hold its names a while, looks the path up again and finds the new
+ * one.  Without (a read or write of a file already open), the container
+ * it was opened in serves it whole.
+ */
+static int node_container_as(struct sv_folder *f, sv_id id, struct sv_container **c,
+			     uint32_t *node, uint32_t *slot, bool fresh)
 {
 	uint64_t s = (id >> 32) - 1;
 	if (s >= f->ns || !f->s[s].c)
 		return -ESTALE;
+	if (fresh) {
+		uint32_t box = f->s[s].box;
+		if (judge(f, box) || f->e[box].slot != s + 1 || !f->s[s].c)
+			return -ESTALE;
+	}
 	f->s[s].used = ++f->clock;
 	f->s[s].used_ns = mono_ns();
 	f->s[s].users++;
@@ -461,6 +499,18 @@ static int node_container(struct sv_folder *f, sv_id id, struct sv_container **c
 	*node = (uint32_t)id;
 	*slot = (uint32_t)s;
 	return 0;
+}
+
+static int node_container(struct sv_folder *f, sv_id id, struct sv_container **c,
+			  uint32_t *node, uint32_t *slot)
+{
+	return node_container_as(f, id, c, node, slot, false);
+}
+
+static int node_fresh(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
+		      uint32_t *slot)
+{
+	return node_container_as(f, id, c, node, slot, true);
 }
 
 /* node_container for a call outside the lock: takes and lets go of it. */
@@ -488,6 +538,133 @@ static void put(struct sv_folder *f, uint32_t slot)
 	pthread_mutex_unlock(&f->lock);
 }
 
+/* ---- following the folder ---------------------------------------------------- */
+
+/*
+ * Each real directory the mount has listed or looked into is watched
+ * (inotify): a name created, removed, renamed, written or changed in it is
+ * reported to the client (live_fn) as gone, so that the kernel drops what
+ * it holds of it and asks again; asked again, the entry is judged anew.
+ */
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | \
+		    IN_MODIFY | IN_ATTRIB | IN_ONLYDIR)
+
+/* Watches real directory entry d (lock held). */
+static void watch(struct sv_folder *f, uint32_t d)
+{
+	struct entry *e = &f->e[d];
+	if (f->ifd < 0 || e->wd || e->in_raw || e->kind != E_DIR)
+		return;
+	char *p = full_path(f, d);
+	int wd = p ? inotify_add_watch(f->ifd, p, WATCH_MASK) : -1;
+	free(p);
+	if (wd < 0) {
+		folder_log(f, "%s: not followed (%s): changes made outside the mount show "
+			   "within a second", *e->rel ? e->rel : ".", strerror(errno));
+		e->wd = -1;
+		return;
+	}
+	if (wd >= f->nwd) {
+		int n = wd * 2 + 16;
+		uint32_t *v = realloc(f->wdir, (size_t)n * sizeof *v);
+		if (!v) {
+			inotify_rm_watch(f->ifd, wd);
+			e->wd = -1;
+			return;
+		}
+		for (int k = f->nwd; k < n; k++)
+			v[k] = SV_NONE;
+		f->wdir = v;
+		f->nwd = n;
+	}
+	f->wdir[wd] = d;
+	e->wd = wd;
+}
+
+static void *watch_main(void *arg)
+{
+	struct sv_folder *f = arg;
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct pollfd pf[2] = {{f->ifd, POLLIN, 0}, {f->wake[0], POLLIN, 0}};
+	for (;;) {
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			break;
+		ssize_t n = read(f->ifd, buf, sizeof buf);
+		if (n <= 0)
+			continue;
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			p += sizeof *ev + ev->len;
+			pthread_mutex_lock(&f->lock);
+			uint32_t d = ev->wd >= 0 && ev->wd < f->nwd ? f->wdir[ev->wd] : SV_NONE;
+			if (d != SV_NONE && (ev->mask & IN_IGNORED)) {
+				f->e[d].wd = 0;
+				f->wdir[ev->wd] = SV_NONE;
+				d = SV_NONE;
+			}
+			sv_tree_changed_fn fn = f->live_fn;
+			void *fa = f->live_arg;
+			sv_id child = SV_NONE;
+			char *name = d != SV_NONE && ev->len ? strdup(ev->name) : NULL;
+			if (name) {
+				const char *base = f->e[d].rel;
+				size_t k = strlen(base) + strlen(name) + 2;
+				char *rel = malloc(k);
+				if (rel) {
+					snprintf(rel, k, "%s%s%s", base, *base ? "/" : "", name);
+					uint32_t i = find_entry(f, rel);
+					child = i == SV_NONE ? d : i;
+					free(rel);
+				}
+			}
+			pthread_mutex_unlock(&f->lock);
+			if (fn && name && child != SV_NONE)
+				fn(fa, child, d, name, true);
+			free(name);
+		}
+	}
+	return NULL;
+}
+
+/* Starts following the folder (lock not held): 0, or the watcher could
+ * not start (the folder is then looked at as its entries expire). */
+static void watch_start(struct sv_folder *f)
+{
+	f->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (f->ifd < 0)
+		return;
+	if (pipe2(f->wake, O_CLOEXEC)) {
+		close(f->ifd);
+		f->ifd = -1;
+		return;
+	}
+	if (pthread_create(&f->watcher, NULL, watch_main, f)) {
+		close(f->ifd);
+		close(f->wake[0]);
+		close(f->wake[1]);
+		f->ifd = -1;
+		return;
+	}
+	f->watching = true;
+}
+
+static void watch_stop(struct sv_folder *f)
+{
+	if (f->watching) {
+		close(f->wake[1]);
+		pthread_join(f->watcher, NULL);
+		close(f->wake[0]);
+		f->watching = false;
+	}
+	if (f->ifd >= 0)
+		close(f->ifd);
+	f->ifd = -1;
+	free(f->wdir);
+	f->wdir = NULL;
+}
+
 /* ---- the calls ---------------------------------------------------------------- */
 
 int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folder **out,
@@ -499,10 +676,12 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&f->lock, NULL);
 	f->dfd = -1;
+	f->ifd = -1;
 	f->opts = *opts;
 	f->opts.format = NULL;
 	/* One cache, one cap, for every container of the folder. */
 	f->opts.cache = sv_cache_new(opts->cache_cap);
+	f->opts.lazy_prepare = true;
 	f->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
 	f->opts.format_opts = f->format_opts;
 	int rc = f->opts.cache ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
@@ -548,6 +727,7 @@ void sv_folder_free(struct sv_folder *f)
 {
 	if (!f)
 		return;
+	watch_stop(f);
 	for (uint32_t s = 0; s < f->ns; s++) {
 		close_slot(f, s);
 		free(f->s[s].live);
@@ -576,7 +756,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 	if (dir >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot, n;
-		rc = node_container(f, dir, &c, &node, &slot);
+		rc = node_fresh(f, dir, &c, &node, &slot);
 		uint32_t meta = rc ? SV_NONE : f->s[slot].meta;
 		uint32_t box = rc ? 0 : f->s[slot].box;
 		pthread_mutex_unlock(&f->lock);
@@ -692,12 +872,14 @@ static void entry_stat(struct sv_folder *f, uint32_t i, struct sv_stat *st)
 		st->mode &= ~0222u;
 }
 
-int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
+static int folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st, bool fresh)
 {
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
-		int rc = grab(f, n, &c, &node, &slot);
+		pthread_mutex_lock(&f->lock);
+		int rc = node_container_as(f, n, &c, &node, &slot, fresh);
+		pthread_mutex_unlock(&f->lock);
 		if (rc)
 			return rc;
 		rc = sv_stat(c, node, st);
@@ -727,6 +909,16 @@ int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
 	return rc;
 }
 
+int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st)
+{
+	return folder_stat(f, n, st, true);
+}
+
+int sv_folder_stat_open(struct sv_folder *f, sv_id n, struct sv_stat *st)
+{
+	return folder_stat(f, n, st, false);
+}
+
 struct name_list {
 	char **v;
 	size_t n, cap;
@@ -741,6 +933,7 @@ static int by_name(const void *a, const void *b)
  * names). */
 static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
 {
+	watch(f, d);
 	int fd = openat(f->dfd, *f->e[d].rel ? f->e[d].rel : ".", O_RDONLY | O_DIRECTORY |
 			O_CLOEXEC);
 	DIR *dir = fd < 0 ? NULL : fdopendir(fd);
@@ -819,7 +1012,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	pthread_mutex_lock(&f->lock);
 	int rc = 0;
 	if (dir >> 32) {
-		rc = node_container(f, dir, &c, &node, &slot);
+		rc = node_fresh(f, dir, &c, &node, &slot);
 		if (!rc)
 			meta = f->s[slot].meta;
 	} else if ((uint32_t)dir >= f->ne) {
@@ -1067,7 +1260,7 @@ int sv_folder_hold(struct sv_folder *f, sv_id n)
 	struct sv_container *c;
 	uint32_t node, slot;
 	pthread_mutex_lock(&f->lock);
-	int rc = node_container(f, n, &c, &node, &slot);
+	int rc = node_fresh(f, n, &c, &node, &slot);
 	if (!rc) {
 		rc = sv_open(c, node); /* under the lock: not closed meanwhile */
 		put_locked(f, slot);
@@ -1198,15 +1391,17 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
  * node, or a box (its root).  0, 1 if id is a real entry of the folder
  * (*node its entry), or -errno.
  */
-static int take(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		uint32_t *slot, struct sv_err *err)
+static int take_as(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
+		   uint32_t *slot, bool fresh, struct sv_err *err)
 {
+	*node = 0;
+	*slot = 0;
 	pthread_mutex_lock(&f->lock);
 	int rc;
 	if (id >> 32) {
-		rc = node_container(f, id, c, node, slot);
+		rc = node_container_as(f, id, c, node, slot, fresh);
 		if (rc)
-			sv_err_set(err, rc, "a container closed under its user");
+			sv_err_set(err, rc, "a container closed or replaced under its user");
 	} else if ((uint32_t)id >= f->ne) {
 		rc = sv_err_set(err, -ENOENT, "no such file");
 	} else if ((rc = judge(f, (uint32_t)id))) {
@@ -1224,6 +1419,20 @@ static int take(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t
 	return rc;
 }
 
+/* take_as for a change naming a place anew (a new name, a removal, a
+ * rename), and for a change of a file already open. */
+static int take(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
+		uint32_t *slot, struct sv_err *err)
+{
+	return take_as(f, id, c, node, slot, true, err);
+}
+
+static int take_open(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
+		     uint32_t *slot, struct sv_err *err)
+{
+	return take_as(f, id, c, node, slot, false, err);
+}
+
 /* A relay of a container's changes to the client, by tree id. */
 static struct sv_relay relay_for(struct sv_folder *f, uint32_t slot, sv_tree_changed_fn fn,
 				 void *arg)
@@ -1239,7 +1448,13 @@ void sv_folder_set_notify(struct sv_folder *f, sv_tree_changed_fn fn, void *arg)
 	pthread_mutex_lock(&f->lock);
 	f->live_fn = fn;
 	f->live_arg = arg;
+	bool start = fn && !f->watching;
 	pthread_mutex_unlock(&f->lock);
+	/* Followed while a client listens (the daemon; not a command). */
+	if (start)
+		watch_start(f);
+	else if (!fn)
+		watch_stop(f);
 }
 
 /* The refusal of a change to a real entry that cannot be changed. */
@@ -1254,7 +1469,7 @@ int sv_folder_write(struct sv_folder *f, sv_id n, uint64_t off, const void *buf,
 {
 	struct sv_container *c;
 	uint32_t node, slot;
-	int rc = take(f, n, &c, &node, &slot, err);
+	int rc = take_open(f, n, &c, &node, &slot, err);
 	if (rc == 1) /* a real file is written through its descriptor */
 		return sv_err_set(err, -EBADF, "a file that passes through is written as itself");
 	if (rc)
@@ -1277,7 +1492,7 @@ int sv_folder_truncate(struct sv_folder *f, sv_id n, uint64_t size, struct sv_er
 {
 	struct sv_container *c;
 	uint32_t node, slot;
-	int rc = take(f, n, &c, &node, &slot, err);
+	int rc = take_open(f, n, &c, &node, &slot, err);
 	if (rc == 1) {
 		pthread_mutex_lock(&f->lock);
 		bool ok = f->e[node].kind == E_FILE && changeable(f, node);
@@ -1302,7 +1517,7 @@ int sv_folder_flush(struct sv_folder *f, sv_id n, sv_tree_changed_fn fn, void *a
 {
 	struct sv_container *c;
 	uint32_t node, slot;
-	int rc = take(f, n, &c, &node, &slot, err);
+	int rc = take_open(f, n, &c, &node, &slot, err);
 	if (rc == 1)
 		return 0;
 	if (rc)

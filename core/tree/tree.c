@@ -97,6 +97,13 @@ int sv_tree_stat(struct sv_tree *t, sv_id n, struct sv_stat *st)
 	return rc ? rc : sv_stat(t->c, k, st);
 }
 
+int sv_tree_stat_open(struct sv_tree *t, sv_id n, struct sv_stat *st)
+{
+	if (t->f)
+		return sv_folder_stat_open(t->f, n, st);
+	return sv_tree_stat(t, n, st);
+}
+
 int sv_tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg)
 {
 	if (t->f)

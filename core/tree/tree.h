@@ -27,6 +27,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 void sv_folder_free(struct sv_folder *f);
 int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *out);
 int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st);
+int sv_folder_stat_open(struct sv_folder *f, sv_id n, struct sv_stat *st);
 int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg);
 int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct sv_err *err);
 int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t size,

@@ -201,6 +201,15 @@ except OSError as e:
 	exec 8<&-
 	expect_same_file "a file open before the replacement reads the old container's bytes" \
 		<(sv cat "$F/storage/universe/a.world.bak" world/entities/1,0.json) "$TMP/old-open.json"
+	# Rewritten in place (the same inode, as Starbound writes its worlds):
+	# read again too (it was refused: the old container still held its
+	# claim on the file).
+	ino=$(stat -c %i "$F/storage/universe/a.world")
+	"$MKSBDB" world "$F/storage/universe/a.world" -s 2 -e 2 -S 9 > /dev/null || die mksbdb
+	expect_eq "the world rewritten in place keeps its inode" "$ino" "$(stat -c %i "$F/storage/universe/a.world")"
+	expect_same_file "a container rewritten in place is read again" \
+		<(sv cat "$F/storage/universe/a.world" world/entities/0,0.json) \
+		"$M/storage/universe/a.world/world/entities/0,0.json"
 	umount_sv "$M"
 fi
 
