@@ -315,16 +315,19 @@ static int judge(struct sv_folder *f, uint32_t i)
 	 * then closed again past max_open: nobody asked for it). */
 	if (kind == E_BOX && fmt->probe_weak && S_ISREG(st.st_mode) &&
 	    st.st_size <= CONFIRM_AT_ONCE) {
-		struct sv_container *c;
-		uint32_t slot;
+		/* Read-only, and closed again: nobody asked for it yet. */
+		struct sv_container *c = NULL;
 		struct sv_err err;
-		bool was_open = e->slot && f->s[e->slot - 1].c;
-		if (!box_container(f, i, &c, &slot, &err)) {
-			put_locked(f, slot);
-			if (!was_open && f->opts.max_open && f->nopen > f->opts.max_open &&
-			    !f->s[slot].users)
-				close_slot(f, slot);
+		struct sv_opts o = f->opts;
+		o.format = fmt->name;
+		o.read_only = true;
+		char *p = full_path(f, i);
+		if (p && sv_container_open(p, &o, &c, &err) == -EMEDIUMTYPE) {
+			e->kind = E_FILE;
+			e->fmt = NULL;
 		}
+		free(p);
+		sv_container_free(c);
 	}
 	return 0;
 }
