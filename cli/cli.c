@@ -45,7 +45,7 @@ void sv_cli_usage(void)
 	       "LOCATION is a container (a file, or the directory a recorder is\n"
 	       "writing) or a save folder: a directory no format claims, shown as it\n"
 	       "is, each container in it a directory holding its tree (its raw bytes\n"
-	       "at NAME/.savefs/container), mounted read-only.\n"
+	       "at NAME/.savefs/container), everything else the real files.\n"
 	       "\n"
 	       "mount options:\n"
 	       "  -f                 stay in the foreground\n"

@@ -1635,19 +1635,30 @@ int sv_folder_create(struct sv_folder *f, sv_id dir, const char *name, uint32_t 
 	return 0;
 }
 
+/* The real directory entry dir is (*node), for a change only a real
+ * directory takes: 0, or the refusal (`why`) if it is a container's. */
+static int real_dir_of(struct sv_folder *f, sv_id dir, uint32_t *node, const char *why,
+		       struct sv_err *err)
+{
+	struct sv_container *c;
+	uint32_t slot;
+	int rc = take(f, dir, &c, node, &slot, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		return 0;
+	bool ro = sv_container_read_only(c);
+	put(f, slot);
+	return sv_err_set(err, ro ? -EROFS : -EPERM, "%s", why);
+}
+
 int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, sv_id *out,
 		    struct sv_err *err)
 {
-	struct sv_container *c;
-	uint32_t node, slot;
-	int rc = take(f, dir, &c, &node, &slot, err);
-	if (rc < 0)
+	uint32_t node;
+	int rc = real_dir_of(f, dir, &node, "a container takes no new directories", err);
+	if (rc)
 		return rc;
-	if (rc == 0) {
-		bool ro = sv_container_read_only(c);
-		put(f, slot);
-		return sv_err_set(err, ro ? -EROFS : -EPERM, "a container takes no new directories");
-	}
 	char *rel = real_place(f, node, name, &rc, err);
 	if (!rel)
 		return rc;
@@ -1729,16 +1740,10 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 
 int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_err *err)
 {
-	struct sv_container *c;
-	uint32_t node, slot;
-	int rc = take(f, dir, &c, &node, &slot, err);
-	if (rc < 0)
+	uint32_t node;
+	int rc = real_dir_of(f, dir, &node, "a container's directories are its own", err);
+	if (rc)
 		return rc;
-	if (rc == 0) {
-		bool ro = sv_container_read_only(c);
-		put(f, slot);
-		return sv_err_set(err, ro ? -EROFS : -EPERM, "a container's directories are its own");
-	}
 	uint32_t i = real_child(f, node, name, &rc);
 	if (i == SV_NONE)
 		return sv_err_set(err, rc, "%s", strerror(-rc));

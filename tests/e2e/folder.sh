@@ -226,16 +226,10 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 		cp "$K/universe/a.world" "$TMP/ka.world"
 		cp "$K/one.map" "$TMP/kone.map"
 		cp "$K/universe/b.world" "$TMP/kb.world"
-		SAVEFS_TEST_KILL_AT=$step mount_sv "$K" "$M3" || die "mount for the kill at $step"
-		pid=${SV_PID[$(realpath "$M3")]}
 		# Another container in use while it happens.
-		cat "$M3/one.map/map/settings.cfg" > /dev/null
-		sed -i 's/"a chest"/"crashed"/' "$M3/universe/b.world/world/entities/0,0.json" 2> /dev/null
-		wait "$pid" 2> /dev/null
-		rc=$?
-		unset "SV_PID[$(realpath "$M3")]"
-		fusermount3 -u -z -- "$M3" 2> /dev/null
-		expect_eq "killed at $step in one container: the daemon died by SIGKILL" 137 "$rc"
+		killed_during "$step" "$K" "$M3" sh -c 'cat "$1/one.map/map/settings.cfg" > /dev/null &&
+			sed -i "s/\"a chest\"/\"crashed\"/" "$1/universe/b.world/world/entities/0,0.json"' _ "$M3"
+		expect_eq "killed at $step in one container: the daemon died by SIGKILL" 137 "$KILLED_RC"
 		decoder_ok "b.world, killed at $step" "$K/universe/b.world"
 		if [ "$step" = flipped ]; then
 			check "killed after the flip: the new tree" \

@@ -439,6 +439,22 @@ check_golden()
 	expect_same_text "$1: the mounted tree differs from its golden listing $g" "$g" "$2"
 }
 
+# killed_during STEP LOCATION MNT CMD...: mounts LOCATION with its daemon set
+# to die by SIGKILL at the commit step STEP, runs CMD (which commits), waits
+# for the daemon and unmounts what it left; its exit status in KILLED_RC.
+killed_during()
+{
+	local step=$1 c=$2 m=$3 pid
+	shift 3
+	SAVEFS_TEST_KILL_AT=$step mount_sv "$c" "$m" || die "cannot mount $c for the kill at $step"
+	pid=${SV_PID[$(realpath "$m")]}
+	"$@" 2> /dev/null
+	wait "$pid" 2> /dev/null
+	KILLED_RC=$?
+	unset "SV_PID[$(realpath "$m")]"
+	fusermount3 -u -z -- "$m" 2> /dev/null
+}
+
 # decoder_ok DESC FILE [--exact]: the Starbound file passes every loader
 # rule of the independent reader.
 decoder_ok()

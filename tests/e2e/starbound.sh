@@ -301,14 +301,8 @@ decoder_ok "after the daemon's commits" "$W/large.world" --exact
 # ---- crashes at every step of a commit ---------------------------------------
 for step in blocks synced root flipped; do
 	cp "$W/v416.world" "$W/crash.world"
-	SAVEFS_TEST_KILL_AT=$step mount_sv "$W/crash.world" "$M" || die "cannot mount for $step"
-	pid=${SV_PID[$(realpath "$M")]}
-	sed -i 's/"a chest"/"crashed"/' "$M/world/entities/0,0.json" 2> /dev/null
-	wait "$pid" 2> /dev/null
-	rc=$?
-	unset "SV_PID[$(realpath "$M")]"
-	fusermount3 -u -z -- "$M" 2> /dev/null
-	expect_eq "killed at $step: the daemon died by SIGKILL" 137 "$rc"
+	killed_during "$step" "$W/crash.world" "$M" sed -i 's/"a chest"/"crashed"/' "$M/world/entities/0,0.json"
+	expect_eq "killed at $step: the daemon died by SIGKILL" 137 "$KILLED_RC"
 	decoder_ok "killed at $step" "$W/crash.world"
 	same_as_decoder "killed at $step" "$W/crash.world"
 	if [ "$step" = flipped ]; then
