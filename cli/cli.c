@@ -646,6 +646,11 @@ int sv_cli_main(int argc, char **argv)
 		if (mkdir(out, 0755) && errno != EEXIST) {
 			fprintf(stderr, "savefs: %s: %s\n", out, strerror(errno));
 			status = SV_EXIT_FAIL;
+		} else if (!sv_tree_container(t) && sv_path_within(out, argv[argi])) {
+			/* It would read what it writes, without end. */
+			fprintf(stderr, "savefs: %s: inside the folder %s: extract it elsewhere\n",
+				out, argv[argi]);
+			status = SV_EXIT_USAGE;
 		} else if (!force && !dir_empty(out)) {
 			fprintf(stderr, "savefs: %s: not empty: extract writes into an empty (or new) "
 				"directory, or over what is there with --force\n", out);

@@ -133,6 +133,8 @@ const char *sv_show_char(char buf[16], const uint8_t *p, size_t n);
 /* True if s can be a file name: not empty, ".", ".." or longer than 255
  * bytes, and without '/' or control characters. */
 bool sv_name_ok(const char *s);
+/* True if path (which exists) is dir or below it, symbolic links followed. */
+bool sv_path_within(const char *path, const char *dir);
 /* The value of a hex digit (either case), or -1. */
 int sv_hexval(int c);
 /* Writes all of p to fd, retrying short writes.  0 or -errno. */

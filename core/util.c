@@ -394,6 +394,16 @@ const char *sv_show_char(char buf[16], const uint8_t *p, size_t n)
 	return buf;
 }
 
+bool sv_path_within(const char *path, const char *dir)
+{
+	char *p = realpath(path, NULL), *d = realpath(dir, NULL);
+	size_t n = d ? strlen(d) : 0;
+	bool in = p && d && !strncmp(p, d, n) && (p[n] == '/' || p[n] == 0 || !strcmp(d, "/"));
+	free(p);
+	free(d);
+	return in;
+}
+
 bool sv_name_ok(const char *s)
 {
 	if (!*s || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)

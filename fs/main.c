@@ -314,6 +314,14 @@ int main(int argc, char **argv)
 	fs.cache_cap = o.cache_cap;
 	fs.one_thread = fo.singlethread;
 	status = SV_EXIT_MOUNT;
+	if (!c && sv_path_within(cl.mountpoint, cl.container)) {
+		/* The folder would list its own mount, and the daemon serve
+		 * itself. */
+		fprintf(stderr, "savefs: %s: inside the folder %s: mount it elsewhere\n",
+			cl.mountpoint, cl.container);
+		status = SV_EXIT_USAGE;
+		goto out;
+	}
 	if (mount_point(cl.mountpoint, &mnt))
 		goto out;
 	se = fuse_session_new(&args, &fs_ops, sizeof fs_ops, &fs);

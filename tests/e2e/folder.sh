@@ -290,6 +290,15 @@ print(j["open"], j["max_open"])' "$M2/.savefs/info")"
 fi
 
 # ---- errors --------------------------------------------------------------------
+# A folder extracted or mounted into itself would read what it writes (the
+# extract went on writing out/out/out/...), or serve its own mount.
+mkdir -p "$F/maps/out" "$F/maps/mnt"
+expect_exit "extract into the folder itself" 2 "savefs: $F/maps/out: inside the folder $F: extract it elsewhere" \
+	"$SAVEFS" extract "$F" "$F/maps/out"
+expect_eq "and wrote nothing" "" "$(ls -A "$F/maps/out")"
+expect_exit "a mount inside the folder" 2 "savefs: $F/maps/mnt: inside the folder $F: mount it elsewhere" \
+	"$SAVEFS" "$F" "$F/maps/mnt"
+rmdir "$F/maps/out" "$F/maps/mnt"
 expect_exit "a path that is not there" 7 "savefs: storage/nothing: No such file or directory" \
 	"$SAVEFS" ls "$F" storage/nothing
 expect_exit "cat of a container is cat of a directory" 7 "savefs: maps/one.map: is a directory" \
