@@ -1559,12 +1559,24 @@ int sv_folder_commit(struct sv_folder *f, sv_tree_changed_fn fn, void *arg, stru
 
 /* The entry of name in real directory entry dir (judged), for a change
  * there: its index, SV_NONE with *rc (-ENOENT if it is not there). */
-static uint32_t real_child(struct sv_folder *f, uint32_t dir, const char *name, int *rc)
+static uint32_t real_child(struct sv_folder *f, uint32_t dir, const char *name, int *rc,
+			   struct sv_err *err)
 {
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = child(f, dir, name, rc);
 	pthread_mutex_unlock(&f->lock);
+	if (i == SV_NONE)
+		sv_err_set(err, *rc, "%s", strerror(-*rc));
 	return i;
+}
+
+/* The kind of entry i (lock not held). */
+static int kind_of(struct sv_folder *f, uint32_t i)
+{
+	pthread_mutex_lock(&f->lock);
+	int kind = f->e[i].kind;
+	pthread_mutex_unlock(&f->lock);
+	return kind;
 }
 
 /* The real directory entry dir as a place for changes: its path
@@ -1666,9 +1678,9 @@ int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t m
 	free(rel);
 	if (rc)
 		return sv_err_set(err, rc, "%s", strerror(-rc));
-	uint32_t i = real_child(f, node, name, &rc);
+	uint32_t i = real_child(f, node, name, &rc, err);
 	if (i == SV_NONE)
-		return sv_err_set(err, rc, "%s", strerror(-rc));
+		return rc;
 	*out = i;
 	return 0;
 }
@@ -1727,13 +1739,10 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 		free(bname);
 		return rc;
 	}
-	uint32_t i = real_child(f, node, name, &rc);
+	uint32_t i = real_child(f, node, name, &rc, err);
 	if (i == SV_NONE)
-		return sv_err_set(err, rc, "%s", strerror(-rc));
-	pthread_mutex_lock(&f->lock);
-	int kind = f->e[i].kind;
-	pthread_mutex_unlock(&f->lock);
-	if (kind != E_FILE)
+		return rc;
+	if (kind_of(f, i) != E_FILE)
 		return sv_err_set(err, -EISDIR, "is a directory");
 	return real_remove(f, node, name, 0, err);
 }
@@ -1744,9 +1753,9 @@ int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_
 	int rc = real_dir_of(f, dir, &node, "a container's directories are its own", err);
 	if (rc)
 		return rc;
-	uint32_t i = real_child(f, node, name, &rc);
+	uint32_t i = real_child(f, node, name, &rc, err);
 	if (i == SV_NONE)
-		return sv_err_set(err, rc, "%s", strerror(-rc));
+		return rc;
 	pthread_mutex_lock(&f->lock);
 	int kind = f->e[i].kind;
 	bool file_box = kind == E_BOX && S_ISREG(f->e[i].st.st_mode);
