@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -94,6 +95,33 @@ void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b);
 /* Removes every key k of this handle with (k & mask) == (key & mask). */
 void sv_cache_drop(struct sv_cache *c, uint64_t key, uint64_t mask);
 void sv_cache_stats(struct sv_cache *c, struct sv_cache_stats *st);
+
+/* ---- the persistent index (index.c) --------------------------------------- */
+
+/*
+ * What a format found in a container, kept between mounts: a record per
+ * (format, version, what, container), used only while the container is
+ * exactly as it was read (device, inode, size, mtime, ctime).  dir is the
+ * store (sv_index_dir: $XDG_CACHE_HOME/savefs, or ~/.cache/savefs).
+ */
+struct sv_index_key {
+	const char *format;  /* the format's name (under 32 bytes) */
+	uint32_t version;    /* of the format's record layout */
+	const char *what;    /* which record of the container (under 32 bytes) */
+	struct stat st;      /* the container as read */
+};
+/* The store's directory into buf: 0, or -ENOENT with no home at all. */
+int sv_index_dir(char *buf, size_t size);
+/* The record for k: 0 and *out; -ENOENT if there is none; -ESTALE (made
+ * for the container before it changed), -EBADMSG (damaged or foreign) or
+ * -EFBIG (over max bytes), the record then removed. */
+int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
+		  struct sv_blob **out);
+/* Stores the record for k (dir made if need be), written beside and
+ * renamed into place; then the least recently used records go until the
+ * store holds at most cap bytes.  0 or -errno. */
+int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p, size_t n,
+		   uint64_t cap);
 
 /* ---- zlib, files, decimals ------------------------------------------------ */
 

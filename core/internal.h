@@ -7,7 +7,8 @@
  * The core in layers, bottom up; a file calls only into the layers below
  * its own (tests/tools/layers.py checks it in `meson test`):
  *   helpers   util.c (errors, buffers, blobs, names, zlib, files),
- *             decimal.c, cache.c, rd.c, codec/ (PNG, base64, gzip, zip)
+ *             decimal.c, cache.c, rd.c, index.c (the persistent index),
+ *             codec/ (PNG, base64, gzip, zip)
  *   sources   source/: source.c (opening, identity, the calls formats make
  *             for bytes and members), file.c, dir.c
  *   log.c     the container's log and warnings

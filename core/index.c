@@ -1,0 +1,265 @@
+/*
+ * index.c - the persistent index: what a format found in a container (a
+ * listing's names, a log's line offsets, a chunk table), kept between
+ * mounts in a directory (under $XDG_CACHE_HOME/savefs/ by default).
+ *
+ * A record is one file, named by a hash of what identifies it (the format
+ * and its index version, what is kept, the container's device and inode),
+ * and holds a header that says it all again in full: the container's
+ * device, inode, size, mtime and ctime as read, the format, the version,
+ * what, the payload's length and its xxh3.  A record is used only if every
+ * field matches: a container changed in any way moves its ctime (which
+ * nothing but the kernel sets), so a changed container never meets a
+ * stale record; a truncated, damaged or foreign file matches nothing and
+ * is removed.  A record is written beside and renamed into place, so that
+ * two mounts writing at once leave one of the two whole.  The directory is
+ * capped in bytes: after a store, the least recently used records (their
+ * mtime, set at each use) go until it fits.
+ */
+#include "savefs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define MAGIC "savefs-index\n\0\0"
+#define MAGIC_LEN 16
+
+struct head {
+	char magic[MAGIC_LEN];
+	uint64_t dev, ino, size;
+	int64_t mtime_s, mtime_ns, ctime_s, ctime_ns;
+	uint32_t version;
+	uint32_t payload_len_lo, payload_len_hi;
+	uint32_t pad;
+	uint64_t payload_hash;
+	char format[32];
+	char what[32];
+};
+
+/* Reads n bytes at off: 0, or -errno (-EIO if the file is shorter). */
+static int pread_all(int fd, void *buf, size_t n, off_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = pread(fd, (char *)buf + got, n - got, off + (off_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+int sv_index_dir(char *buf, size_t size)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+	if (xdg && *xdg == '/')
+		n = snprintf(buf, size, "%s/savefs", xdg);
+	else if (home && *home)
+		n = snprintf(buf, size, "%s/.cache/savefs", home);
+	else
+		return -ENOENT;
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static void fill_head(struct head *h, const struct sv_index_key *k, uint64_t len, uint64_t hash)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->magic, MAGIC, MAGIC_LEN);
+	h->dev = (uint64_t)k->st.st_dev;
+	h->ino = (uint64_t)k->st.st_ino;
+	h->size = (uint64_t)k->st.st_size;
+	h->mtime_s = k->st.st_mtim.tv_sec;
+	h->mtime_ns = k->st.st_mtim.tv_nsec;
+	h->ctime_s = k->st.st_ctim.tv_sec;
+	h->ctime_ns = k->st.st_ctim.tv_nsec;
+	h->version = k->version;
+	h->payload_len_lo = (uint32_t)len;
+	h->payload_len_hi = (uint32_t)(len >> 32);
+	h->payload_hash = hash;
+	snprintf(h->format, sizeof h->format, "%s", k->format);
+	snprintf(h->what, sizeof h->what, "%s", k->what);
+}
+
+/* The record's path (a new string), or NULL. */
+static char *record_path(const char *dir, const struct sv_index_key *k)
+{
+	char id[256];
+	int n = snprintf(id, sizeof id, "%s\n%u\n%s\n%llu\n%llu", k->format, k->version, k->what,
+			 (unsigned long long)k->st.st_dev, (unsigned long long)k->st.st_ino);
+	if (n < 0 || (size_t)n >= sizeof id)
+		return NULL;
+	XXH128_hash_t h = XXH3_128bits(id, (size_t)n);
+	size_t len = strlen(dir) + 48;
+	char *p = malloc(len);
+	if (p)
+		snprintf(p, len, "%s/%016llx%016llx", dir, (unsigned long long)h.high64,
+			 (unsigned long long)h.low64);
+	return p;
+}
+
+static bool key_ok(const struct sv_index_key *k)
+{
+	return k->format && k->what && strlen(k->format) < 32 && strlen(k->what) < 32;
+}
+
+int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
+		  struct sv_blob **out)
+{
+	*out = NULL;
+	if (!key_ok(k))
+		return -EINVAL;
+	char *path = record_path(dir, k);
+	if (!path)
+		return -ENOMEM;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int e = errno;
+		free(path);
+		return e == ENOENT ? -ENOENT : -e;
+	}
+	struct head h, want;
+	struct stat st;
+	int rc = -EBADMSG;
+	struct sv_blob *b = NULL;
+	if (!fstat(fd, &st) && (uint64_t)st.st_size >= sizeof h && pread_all(fd, &h, sizeof h, 0) == 0) {
+		uint64_t len = (uint64_t)h.payload_len_lo | (uint64_t)h.payload_len_hi << 32;
+		fill_head(&want, k, len, h.payload_hash);
+		bool whole = (uint64_t)st.st_size == sizeof h + len;
+		if (!memcmp(&h, &want, sizeof h) && whole) {
+			if (len > max)
+				rc = -EFBIG;
+			else if ((b = sv_blob_new((size_t)len)) &&
+				 pread_all(fd, b->data, (size_t)len, sizeof h) == 0 &&
+				 XXH3_64bits(b->data, (size_t)len) == h.payload_hash)
+				rc = 0;
+		} else if (whole && !memcmp(h.magic, MAGIC, MAGIC_LEN) && h.dev == want.dev &&
+			   h.ino == want.ino && h.version == want.version &&
+			   !memcmp(h.format, want.format, sizeof h.format) &&
+			   !memcmp(h.what, want.what, sizeof h.what)) {
+			rc = -ESTALE; /* the same container's, before it changed */
+		}
+	}
+	close(fd);
+	if (rc) {
+		sv_blob_unref(b);
+		/* Stale, damaged or foreign: nobody can use it. */
+		unlink(path);
+		free(path);
+		return rc;
+	}
+	/* Used now: the last to go when the directory is trimmed. */
+	utimensat(AT_FDCWD, path, NULL, 0);
+	free(path);
+	*out = b;
+	return 0;
+}
+
+struct rec {
+	char *name;
+	off_t size;
+	struct timespec used;
+};
+
+static int by_use(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	if (x->used.tv_nsec != y->used.tv_nsec)
+		return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Removes the least recently used records until the directory holds at
+ * most cap bytes of them (its other files untouched). */
+static void trim_dir(const char *dir, uint64_t cap)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct rec *v = NULL;
+	size_t n = 0, capn = 0;
+	uint64_t total = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (strlen(e->d_name) != 32 || strspn(e->d_name, "0123456789abcdef") != 32 ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (n == capn) {
+			size_t c = capn ? capn * 2 : 64;
+			struct rec *nv = realloc(v, c * sizeof *nv);
+			if (!nv)
+				break;
+			v = nv;
+			capn = c;
+		}
+		v[n].name = strdup(e->d_name);
+		if (!v[n].name)
+			break;
+		v[n].size = st.st_size;
+		v[n].used = st.st_mtim;
+		total += (uint64_t)st.st_size;
+		n++;
+	}
+	if (n)
+		qsort(v, n, sizeof *v, by_use);
+	for (size_t i = 0; i < n && total > cap; i++) {
+		if (!unlinkat(dirfd(d), v[i].name, 0))
+			total -= (uint64_t)v[i].size;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	closedir(d);
+}
+
+int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p, size_t n,
+		   uint64_t cap)
+{
+	if (!key_ok(k))
+		return -EINVAL;
+	if (sizeof(struct head) + n > cap)
+		return -EFBIG;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	char *path = record_path(dir, k);
+	size_t tlen = path ? strlen(path) + 16 : 0;
+	char *tmp = path ? malloc(tlen) : NULL;
+	if (!tmp) {
+		free(path);
+		return -ENOMEM;
+	}
+	snprintf(tmp, tlen, "%s.XXXXXX", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	int rc = fd < 0 ? -errno : 0;
+	if (!rc) {
+		struct head h;
+		fill_head(&h, k, n, XXH3_64bits(p, n));
+		rc = sv_write_all(fd, &h, sizeof h);
+		if (!rc)
+			rc = sv_write_all(fd, p, n);
+		if (close(fd) && !rc)
+			rc = -errno;
+		if (!rc && rename(tmp, path))
+			rc = -errno;
+		if (rc)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(path);
+	if (!rc)
+		trim_dir(dir, cap);
+	return rc;
+}
