@@ -63,6 +63,9 @@ void sv_cli_usage(void)
 	       "  -o events=NAME     recordings: the host's event table, parkour (the\n"
 	       "                     default: ids 0-14) or builtin (0-9); also taken by\n"
 	       "                     ls, cat, extract and info, before their arguments\n"
+	       "  -o noindex         keep no index between mounts (what a listing found\n"
+	       "                     in a container, under $XDG_CACHE_HOME/savefs);\n"
+	       "                     the commands take it too, before their arguments\n"
 	       "  -o upgrade         commits write the newest container version (a v1/v2\n"
 	       "                     Sketchy Maze drawing becomes a zip with RLE chunks)\n"
 	       "  -o allow_other     other users may use the mount, as the container's\n"
@@ -542,14 +545,21 @@ int sv_cli_main(int argc, char **argv)
 	struct ls_ctx lx = {0};
 	int argi = 2;
 	char *format_opts = NULL;
-	/* Options every verb takes: the formats' own (-o events=NAME). */
+	bool noindex = false;
+	/* Options every verb takes: the formats' own (-o events=NAME), and
+	 * -o noindex. */
 	while (argi + 1 < argc && !strcmp(argv[argi], "-o")) {
 		const char *kv = argv[argi + 1];
 		size_t k = strcspn(kv, "=");
+		if (!strcmp(kv, "noindex")) {
+			noindex = true;
+			argi += 2;
+			continue;
+		}
 		if (kv[k] != '=' || !sv_format_option(kv, k)) {
 			free(format_opts);
 			return usage_error("the commands take only the formats' options "
-					   "(-o events=NAME)");
+					   "(-o events=NAME) and -o noindex");
 		}
 		if (sv_format_opts_add(&format_opts, kv)) {
 			free(format_opts);
@@ -590,6 +600,7 @@ int sv_cli_main(int argc, char **argv)
 	struct sv_opts o;
 	sv_opts_init(&o);
 	o.read_only = true;
+	o.noindex = noindex;
 	o.format_opts = format_opts;
 	if (!strcmp(verb, "bench-inproc")) {
 		/* One thread decoding one file after another: the baseline. */

@@ -64,6 +64,47 @@ bool sv_format_option(const char *key, size_t len)
 	return false;
 }
 
+/* The persistent index's store, and its cap in bytes. */
+#define INDEX_CAP (256ull << 20)
+
+/* The store's directory for c, or false if c keeps no index. */
+static bool index_dir(const struct sv_container *c, char *buf, size_t size)
+{
+	return !c->opts.noindex && c->path[0] == '/' && !sv_index_dir(buf, size);
+}
+
+static struct sv_index_key index_key(const struct sv_container *c, const char *what,
+				     uint32_t version)
+{
+	struct sv_index_key k = {c->fmt->name, version, what, c->src->st};
+	return k;
+}
+
+int sv_container_index_load(struct sv_container *c, const char *what, uint32_t version,
+			    struct sv_blob **out)
+{
+	char dir[4096];
+	*out = NULL;
+	if (!index_dir(c, dir, sizeof dir))
+		return -ENOENT;
+	struct sv_index_key k = index_key(c, what, version);
+	int rc = sv_index_load(dir, &k, c->opts.max_decode, out);
+	return rc ? -ENOENT : 0;
+}
+
+void sv_container_index_store(struct sv_container *c, const char *what, uint32_t version,
+			      const void *p, size_t n)
+{
+	char dir[4096];
+	if (!index_dir(c, dir, sizeof dir))
+		return;
+	struct sv_index_key k = index_key(c, what, version);
+	int rc = sv_index_store(dir, &k, p, n, INDEX_CAP);
+	if (rc)
+		sv_log(c, "the index of %s was not kept (%s): it is made again next time", what,
+		       strerror(-rc));
+}
+
 int sv_format_opts_add(char **opts, const char *kv)
 {
 	size_t old = *opts ? strlen(*opts) : 0, k = strlen(kv);

@@ -229,6 +229,19 @@ const struct sv_opts *sv_container_opts(const struct sv_container *c);
  * pointer into the options, `len` bytes), or NULL if it was not given. */
 const char *sv_container_option(const struct sv_container *c, const char *key, size_t *len);
 /*
+ * The persistent index: a record the format made for this container in an
+ * earlier mount (`what` names it, `version` the layout of its bytes: bump
+ * it when the layout changes), used only while the container is exactly as
+ * it was read.  0 and *out; -ENOENT if there is none (make it, then store
+ * it), or the index is off (-o noindex, a container held in memory, no
+ * home directory).  A store failure is not an error: the record is made
+ * again next time.
+ */
+int sv_container_index_load(struct sv_container *c, const char *what, uint32_t version,
+			    struct sv_blob **out);
+void sv_container_index_store(struct sv_container *c, const char *what, uint32_t version,
+			      const void *p, size_t n);
+/*
  * Adds (or, while re-indexing after a commit, finds again) the node `name`
  * under `parent`.  flags: SV_N_DIR and/or SV_N_RO, SV_N_BAD.  Returns the
  * node number, or SV_NONE if out of memory.  A name that is not a valid

@@ -225,6 +225,28 @@ static void trim_dir(const char *dir, uint64_t cap)
 	closedir(d);
 }
 
+/* Makes dir and the directories above it that are missing (0700). */
+static int make_dirs(const char *dir)
+{
+	if (!mkdir(dir, 0700) || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	char *up = strdup(dir);
+	if (!up)
+		return -ENOMEM;
+	char *slash = strrchr(up, '/');
+	int rc = -ENOENT;
+	if (slash && slash != up) {
+		*slash = 0;
+		rc = make_dirs(up);
+	}
+	free(up);
+	if (!rc && mkdir(dir, 0700) && errno != EEXIST)
+		rc = -errno;
+	return rc;
+}
+
 int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p, size_t n,
 		   uint64_t cap)
 {
@@ -232,8 +254,9 @@ int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p,
 		return -EINVAL;
 	if (sizeof(struct head) + n > cap)
 		return -EFBIG;
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
+	int made = make_dirs(dir);
+	if (made)
+		return made;
 	char *path = record_path(dir, k);
 	size_t tlen = path ? strlen(path) + 16 : 0;
 	char *tmp = path ? malloc(tlen) : NULL;

@@ -43,6 +43,9 @@ struct sv_opts {
 	bool read_only;       /* refuse every write with EROFS */
 	unsigned readahead;   /* files decoded ahead of a sequential reader
 			       * (default 8; 0 = off) */
+	bool noindex;         /* no persistent index: what a format found in a
+			       * container is not kept between mounts (under
+			       * $XDG_CACHE_HOME/savefs) */
 	bool upgrade;         /* a commit writes the format's newest container
 			       * version (formats that have several) */
 	unsigned max_open;    /* a save folder: containers held open at once

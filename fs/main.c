@@ -26,7 +26,7 @@ struct cmdline {
 	char *container, *mountpoint, *extra;
 	char *cache, *format, *maxdecode, *maxedit, *readahead, *max_open;
 	char *format_opts; /* -o keys a format takes, "key=value,..." */
-	int ro, upgrade, help, version, allow_other;
+	int ro, upgrade, noindex, help, version, allow_other;
 	int nonopt;
 };
 
@@ -43,6 +43,7 @@ static const struct fuse_opt savefs_opts[] = {
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"upgrade", offsetof(struct cmdline, upgrade), 1},
+	{"noindex", offsetof(struct cmdline, noindex), 1},
 	FUSE_OPT_END,
 };
 
@@ -274,6 +275,7 @@ int main(int argc, char **argv)
 	}
 	o.read_only = cl.ro;
 	o.upgrade = cl.upgrade;
+	o.noindex = cl.noindex;
 	/* Other users are let in only as the container's modes allow. */
 	if (cl.allow_other)
 		fuse_opt_add_arg(&args, "-odefault_permissions");

@@ -49,6 +49,8 @@ declare -A SV_ARGS=()  # mount point -> "container<TAB>options" for remount
 SV_NLOG=0
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/savefs-$TEST_NAME.XXXXXX") || exit 1
+# The persistent index of the mounts and commands run here: their own.
+export XDG_CACHE_HOME=$TMP/cache
 
 # ---- reporting ---------------------------------------------------------
 

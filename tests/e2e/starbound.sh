@@ -90,6 +90,35 @@ check "v418.world has root tiles" grep -q $'\t[0-9]*,[0-9]*$' <(sv cat "$W/v418.
 check "v417.world keeps OpenStarbound's trailers" grep -q '"subversions"' <(sv cat "$W/v417.world" world/entities/0,0.json)
 check "celestial chunks are named by their coordinate" test "$(sv ls "$W/universe.chunks" celestial | grep -c '^-\?[0-9]*,-\?[0-9]*\.json$')" = 300
 
+# ---- the persistent index: a universe's names kept between mounts ------------
+export XDG_CACHE_HOME=$TMP/index-cache
+IDX=$XDG_CACHE_HOME/savefs
+U=$W/index.chunks
+"$MKSBDB" celestial "$U" -n 200 > /dev/null || die "mksbdb celestial"
+sv ls -o noindex "$U" celestial > "$TMP/cel.want"
+expect_eq "-o noindex keeps nothing" "" "$(ls -A "$IDX" 2> /dev/null)"
+expect_same_text "the first listing (names from inside the chunks)" "$TMP/cel.want" <(sv ls "$U" celestial)
+expect_eq "one record kept" 1 "$(ls "$IDX" | wc -l)"
+rec=$IDX/$(ls "$IDX")
+touch -d '2001-01-01' "$rec"
+expect_same_text "the second listing, from the record" "$TMP/cel.want" <(sv ls "$U" celestial)
+check "the record was used (its time of use moved)" test "$(stat -c %Y "$rec")" -gt 978307200
+# Damaged: ignored, the names found again, the record made again whole.
+truncate -s 100 "$rec"
+expect_same_text "a damaged record: listed the long way" "$TMP/cel.want" <(sv ls "$U" celestial)
+check "and the record made again" test "$(stat -c %s "$rec")" -gt 100
+# The universe changed (another chunk): never the old names.
+"$MKSBDB" celestial "$U" -n 201 > /dev/null || die "mksbdb celestial"
+sv ls -o noindex "$U" celestial > "$TMP/cel.want2"
+check "the changed universe lists another set of names" \
+	sh -c '! cmp -s "$1" "$2"' _ "$TMP/cel.want" "$TMP/cel.want2"
+expect_same_text "a changed universe: its own names" "$TMP/cel.want2" <(sv ls "$U" celestial)
+# Through a mount.
+mount_sv "$U" "$M" || die "mount of the universe"
+expect_same_text "the mount lists what the record says" <(LC_ALL=C sort "$TMP/cel.want2") \
+	<(ls "$M/celestial" | LC_ALL=C sort)
+umount_sv "$M"
+
 if [ -f "$SAMPLES/starbound/go-starbound_test.world" ]; then
 	decoder_ok "sample" "$SAMPLES/starbound/go-starbound_test.world"
 	same_as_decoder "sample" "$SAMPLES/starbound/go-starbound_test.world"

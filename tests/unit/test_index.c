@@ -251,7 +251,8 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	snprintf(dir, sizeof dir, "%s/store", root); /* made by the first store */
+	/* Made by the first store, with the directory above it. */
+	snprintf(dir, sizeof dir, "%s/cache/store", root);
 	snprintf(cont, sizeof cont, "%s/game.world", root);
 	round_trip();
 	stale();

@@ -630,11 +630,73 @@ static int load_bt(struct sv_container *c, uint32_t n, struct sv_blob **out, str
 
 /* ---- celestial chunks, listed on first use ----------------------------------- */
 
+/*
+ * The names of a universe's chunks come from inside each chunk (every one
+ * inflated): what the first listing found is kept in the persistent index
+ * ("celestial", version 1): a u32 count, then for each record its flags (1:
+ * malformed, 2: read-only), its name and, when malformed, the reason, each
+ * NUL-terminated.
+ */
+#define CEL_INDEX 1
+enum { CEL_BAD = 1, CEL_RO = 2 };
+
+/* Lists celestial/ from a kept record: 0, or -EBADMSG (not this
+ * universe's: listed the long way). */
+static int cel_from_index(struct sv_container *c, struct sb *s, uint32_t d,
+			  const struct sv_blob *b, struct sv_err *err)
+{
+	const uint8_t *p = b->data, *end = b->data + b->len;
+	if (b->len < 4 || sv_get_le(p, 4) != s->t->nrecs)
+		return -EBADMSG;
+	/* Checked whole first: nothing is added from a record that is cut. */
+	p += 4;
+	for (uint32_t i = 0; i < s->t->nrecs; i++) {
+		if (p >= end || *p & ~(CEL_BAD | CEL_RO))
+			return -EBADMSG;
+		int parts = *p++ & CEL_BAD ? 2 : 1;
+		for (int k = 0; k < parts; k++) {
+			const uint8_t *z = memchr(p, 0, (size_t)(end - p));
+			if (!z)
+				return -EBADMSG;
+			p = z + 1;
+		}
+	}
+	if (p != end)
+		return -EBADMSG;
+	p = b->data + 4;
+	for (uint32_t i = 0; i < s->t->nrecs; i++) {
+		uint8_t f = *p++;
+		const char *name = (const char *)p;
+		p += strlen(name) + 1;
+		uint32_t flags = LAZY | (f & CEL_RO ? SV_N_RO : 0);
+		if (f & CEL_BAD) {
+			flags |= SV_N_BAD;
+			sv_log(c, "celestial/%s: %s", name, (const char *)p);
+			p += strlen((const char *)p) + 1;
+		}
+		if (rec_node(c, s, d, name, flags, 0, KEY(K_CEL, i), i) == SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
 {
 	struct sb *s = sv_container_priv(c);
 	if (d != s->cel_dir)
 		return 0;
+	struct sv_blob *kept = NULL;
+	if (!sv_container_index_load(c, "celestial", CEL_INDEX, &kept)) {
+		int rc = cel_from_index(c, s, d, kept, err);
+		sv_blob_unref(kept);
+		if (rc != -EBADMSG)
+			return rc;
+	}
+	struct sv_buf idx;
+	sv_buf_init(&idx);
+	uint8_t count[4] = {(uint8_t)s->t->nrecs, (uint8_t)(s->t->nrecs >> 8),
+			    (uint8_t)(s->t->nrecs >> 16), (uint8_t)(s->t->nrecs >> 24)};
+	int oom = sv_buf_add(&idx, count, 4);
 	char name[2 * 256 + 16];
 	for (uint32_t i = 0; i < s->t->nrecs; i++) {
 		struct sv_buf v;
@@ -663,9 +725,19 @@ static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
 		}
 		json_decref(j);
 		sv_buf_fini(&v);
-		if (rec_node(c, s, d, name, flags, 0, KEY(K_CEL, i), i) == SV_NONE)
+		uint8_t f = (flags & SV_N_BAD ? CEL_BAD : 0) | (flags & SV_N_RO ? CEL_RO : 0);
+		oom |= sv_buf_add(&idx, &f, 1);
+		oom |= sv_buf_add(&idx, name, strlen(name) + 1);
+		if (flags & SV_N_BAD)
+			oom |= sv_buf_add(&idx, e.msg, strlen(e.msg) + 1);
+		if (rec_node(c, s, d, name, flags, 0, KEY(K_CEL, i), i) == SV_NONE) {
+			sv_buf_fini(&idx);
 			return sv_err_set(err, -ENOMEM, "out of memory");
+		}
 	}
+	if (!oom)
+		sv_container_index_store(c, "celestial", CEL_INDEX, idx.p, idx.len);
+	sv_buf_fini(&idx);
 	return 0;
 }
 
