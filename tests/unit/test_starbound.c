@@ -88,6 +88,17 @@ int main(void)
 	struct sv_err err;
 	T_STR("btreedb5", sv_format_name(sv_container_format(c)));
 	T_INT(SV_COMMIT_IN_PLACE, sv_container_commit_kind(c));
+	/* Opened without a node per record: the root's files and directories,
+	 * world/'s, and /.savefs/'s.  A record's views are made when their
+	 * directory is first looked into. */
+	uint32_t at_open = sv_node_count(c);
+	T_OK(at_open < 16);
+	uint32_t key;
+	T_INT(0, sv_resolve(c, "keys/0100000000", &key));
+	/* keys/: a node per record (2 tile sectors, 2 entity sectors, the
+	 * metadata and what mksbdb adds besides). */
+	uint32_t after_keys = sv_node_count(c);
+	T_OK(after_keys >= at_open + 5);
 	/* Two tile sectors (three views each) and two entity sectors. */
 	T_UINT(6, count_kids(c, "world/tiles"));
 	T_UINT(2, count_kids(c, "world/entities"));

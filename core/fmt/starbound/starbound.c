@@ -239,66 +239,69 @@ static uint32_t dir(struct sv_container *c, uint32_t parent, const char *name, u
 	return sv_node_add(c, parent, name, SV_N_DIR | flags, 0, KEY(K_DIR, 0));
 }
 
-static int build(struct sv_container *c, struct sb *s)
+/* The views of the records under lazy directory d (keys/, world/tiles/,
+ * world/entities/), added when it is first listed or looked into. */
+static int build_dir(struct sv_container *c, struct sb *s, uint32_t d)
 {
 	const struct sv_bt5_tree *t = s->t;
 	uint32_t ks = t->h.key_size;
 	char name[2 * 256 + 16];
-	if (make_header(s))
-		return -ENOMEM;
-	s->keys_dir = dir(c, SV_ROOT, "keys", 0);
-	if (s->keys_dir == SV_NONE)
-		return -ENOMEM;
+	uint64_t png = sv_png_size(32, 32, SV_SB_NPAL);
 	for (uint32_t i = 0; i < t->nrecs; i++) {
-		if (ks > 256)
-			break;
-		hex(rkey(s, i), ks, name);
-		if (rec_node(c, s, s->keys_dir, name, LAZY, 0, KEY(K_KEY, i), i) == SV_NONE)
+		const uint8_t *k = rkey(s, i);
+		uint32_t n = 0;
+		if (d == s->keys_dir) {
+			hex(k, ks, name);
+			n = rec_node(c, s, d, name, LAZY, 0, KEY(K_KEY, i), i);
+		} else if (d == s->tiles_dir && k[0] == 1) {
+			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
+			memcpy(name + len, ".tsv", 5);
+			n = rec_node(c, s, d, name, LAZY, 0, KEY(K_TSV, i), i);
+			memcpy(name + len, ".txt", 5);
+			if (n != SV_NONE)
+				n = rec_node(c, s, d, name, LAZY, 0, KEY(K_TXT, i), i);
+			memcpy(name + len, ".png", 5);
+			if (n != SV_NONE)
+				n = rec_node(c, s, d, name, SV_N_RO, png, KEY(K_PNG, i), i);
+		} else if (d == s->ent_dir && k[0] == 2) {
+			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
+			memcpy(name + len, ".json", 6);
+			n = rec_node(c, s, d, name, LAZY, 0, KEY(K_ENT, i), i);
+		}
+		if (n == SV_NONE)
 			return -ENOMEM;
 	}
+	return 0;
+}
+
+/*
+ * The tree an open needs: the directories, a record view for each record
+ * (one per key, three per tile sector, one per entity sector) only when
+ * its directory is first listed or looked into, so that a mount costs the
+ * B-tree's index and not a node per record.
+ */
+static int build(struct sv_container *c, struct sb *s)
+{
+	const struct sv_bt5_tree *t = s->t;
+	uint32_t ks = t->h.key_size;
+	if (make_header(s))
+		return -ENOMEM;
+	/* Keys too long to name are not listed (a warning says so). */
+	s->keys_dir = dir(c, SV_ROOT, "keys", ks > 256 ? 0 : SV_N_LAZYDIR);
+	if (s->keys_dir == SV_NONE)
+		return -ENOMEM;
 	if (s->family == F_WORLD) {
 		uint32_t world = dir(c, SV_ROOT, "world", 0);
-		s->tiles_dir = dir(c, world, "tiles", 0);
-		s->ent_dir = dir(c, world, "entities", 0);
+		s->tiles_dir = dir(c, world, "tiles", SV_N_LAZYDIR);
+		s->ent_dir = dir(c, world, "entities", SV_N_LAZYDIR);
 		if (world == SV_NONE || s->tiles_dir == SV_NONE || s->ent_dir == SV_NONE)
 			return -ENOMEM;
-		uint64_t png = sv_png_size(32, 32, SV_SB_NPAL);
-		bool uniques = false;
 		for (uint32_t i = 0; i < t->nrecs; i++) {
-			const uint8_t *k = rkey(s, i);
-			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
-			uint32_t n = 0;
-			switch (k[0]) {
-			case 0:
-				if (!memcmp(k, "\0\0\0\0\0", 5))
-					n = rec_node(c, s, world, "metadata.json", LAZY, 0,
-						     KEY(K_META, i), i);
-				break;
-			case 1:
-				memcpy(name + len, ".tsv", 5);
-				n = rec_node(c, s, s->tiles_dir, name, LAZY, 0, KEY(K_TSV, i), i);
-				memcpy(name + len, ".txt", 5);
-				if (n != SV_NONE)
-					n = rec_node(c, s, s->tiles_dir, name, LAZY, 0,
-						     KEY(K_TXT, i), i);
-				memcpy(name + len, ".png", 5);
-				if (n != SV_NONE)
-					n = rec_node(c, s, s->tiles_dir, name, SV_N_RO, png,
-						     KEY(K_PNG, i), i);
-				break;
-			case 2:
-				memcpy(name + len, ".json", 6);
-				n = rec_node(c, s, s->ent_dir, name, LAZY, 0, KEY(K_ENT, i), i);
-				break;
-			case 3:
-			case 4:
-				uniques = true;
-				break;
-			}
-			if (n == SV_NONE)
+			if (!memcmp(rkey(s, i), "\0\0\0\0\0", 5) &&
+			    rec_node(c, s, world, "metadata.json", LAZY, 0, KEY(K_META, i), i) ==
+				    SV_NONE)
 				return -ENOMEM;
 		}
-		(void)uniques;
 		if (sv_node_add(c, world, "uniques.json",
 				SV_N_RO | SV_N_DERIVED | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
 				KEY(K_UNIQ, 0)) == SV_NONE ||
@@ -684,7 +687,7 @@ static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
 {
 	struct sb *s = sv_container_priv(c);
 	if (d != s->cel_dir)
-		return 0;
+		return build_dir(c, s, d) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 	struct sv_blob *kept = NULL;
 	if (!sv_container_index_load(c, "celestial", CEL_INDEX, &kept)) {
 		int rc = cel_from_index(c, s, d, kept, err);
