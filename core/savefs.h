@@ -366,6 +366,11 @@ int sv_tree_rename(struct sv_tree *t, sv_id dir, const char *name, sv_id newdir,
 /* Opens a file that passes through (sv_stat.real) with open(2)'s flags:
  * a descriptor, or -errno. */
 int sv_tree_open_real(struct sv_tree *t, sv_id n, int flags);
+/* A writer of a file that passes through is done (its close): while one
+ * writes, what the file is is not judged again (half a container is no
+ * container).  Once per open for writing (sv_tree_open_real with write
+ * access, sv_tree_create). */
+void sv_tree_real_written(struct sv_tree *t, sv_id n);
 /* Closes a descriptor sv_tree_open_real or sv_tree_create gave. */
 void sv_tree_close_real(struct sv_tree *t, sv_id n, int fd);
 /* Times as sv_set_times; mode and owner as chmod and chown: kept by a real

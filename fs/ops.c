@@ -309,9 +309,12 @@ static double stable_timeout(struct fs *fs)
 	return fs->c ? fs->timeout : FOLDER_TIMEOUT;
 }
 
+/* A file that passes through is asked for each time, as the file system
+ * would answer: another program may write it, and once written it may be
+ * a container (a map copied into the folder is a directory then). */
 static double attr_timeout(struct fs *fs, const struct sv_stat *s)
 {
-	return s->volatile_ || s->unsized ? 0.0 : stable_timeout(fs);
+	return s->volatile_ || s->unsized || s->real ? 0.0 : stable_timeout(fs);
 }
 
 static void fill_entry(struct fs *fs, const struct sv_stat *s, struct fuse_entry_param *e)
@@ -322,7 +325,7 @@ static void fill_entry(struct fs *fs, const struct sv_stat *s, struct fuse_entry
 	to_stat(s, &e->attr);
 	/* A size not known yet is asked for again (GETATTR) before use. */
 	e->attr_timeout = s->unsized ? 0.0 : attr_timeout(fs, s);
-	e->entry_timeout = stable_timeout(fs);
+	e->entry_timeout = s->real ? 0.0 : stable_timeout(fs);
 }
 
 static int reply_entry_for(fuse_req_t req, sv_id n)
@@ -357,6 +360,8 @@ struct fh {
 	struct fh *prev, *next; /* in fs->open_files */
 	sv_id node;
 	int fd;                /* a save folder's real file: its descriptor, or -1 */
+	bool real_writer;      /* it opened that file for writing, and has not
+				* closed it yet (counted by the core) */
 	bool wrote;            /* written since its last close committed */
 	bool changed;          /* changed, and not committed yet */
 	bool failed;           /* its edit was dropped: writes fail */
@@ -474,6 +479,17 @@ static void fh_free(struct fs *fs, struct fh *h)
 	free(h);
 }
 
+/* Closes a real file's open: its writer (if it still counts as one) is
+ * done, and its descriptor closed. */
+static void real_close(struct fs *fs, struct fh *h)
+{
+	if (h->real_writer)
+		sv_tree_real_written(fs->t, h->node);
+	h->real_writer = false;
+	sv_tree_close_real(fs->t, h->node, h->fd);
+	h->fd = -1;
+}
+
 /* ---- operations -------------------------------------------------------- */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -516,7 +532,7 @@ static void op_destroy(void *userdata)
 	while (fs->open_files) {
 		struct fh *h = fs->open_files;
 		if (h->fd >= 0)
-			sv_tree_close_real(fs->t, h->node, h->fd);
+			real_close(fs, h);
 		else
 			sv_tree_release(fs->t, h->node);
 		fh_free(fs, h);
@@ -719,18 +735,24 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 static void open_real(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
+	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY;
 	int fd = sv_tree_open_real(fs->t, NODE(ino), fi->flags);
 	int rc = fd < 0 ? fd : fh_new(fs, fi, NODE(ino));
 	if (rc) {
+		if (fd >= 0 && wr)
+			sv_tree_real_written(fs->t, NODE(ino));
 		if (fd >= 0)
 			sv_tree_close_real(fs->t, NODE(ino), fd);
 		reply_err(req, rc);
 		return;
 	}
 	FH(fi)->fd = fd;
+	FH(fi)->real_writer = wr;
 	/* Another program may change it: its pages are read again at each
-	 * open (the kernel's default), and its size asked for each time. */
-	fi->noflush = 1;
+	 * open (the kernel's default).  A writer's close (FLUSH) says it is
+	 * done, before close() returns: the file is judged again (a map
+	 * copied in is a container) at the next look. */
+	fi->noflush = !wr;
 	fuse_reply_open(req, fi);
 }
 
@@ -897,6 +919,13 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct changes ch = {.fs = fs};
 	struct fh *h = fi && fi->fh ? FH(fi) : NULL;
 	int rc = 0;
+	if (h && h->fd >= 0) {
+		if (h->real_writer)
+			sv_tree_real_written(fs->t, h->node);
+		h->real_writer = false;
+		fuse_reply_err(req, 0);
+		return;
+	}
 	/* A close by another process (a child closing its inherited copy at
 	 * exec) must not commit a file its writer is still writing: that
 	 * edit is committed by the writer's close, or at release. */
@@ -940,7 +969,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		publish(&ch, false, 0);
 	}
 	if (h && h->fd >= 0)
-		sv_tree_close_real(fs->t, h->node, h->fd);
+		real_close(fs, h);
 	else if (h)
 		sv_tree_release(fs->t, h->node);
 	fh_free(fs, h);
@@ -952,35 +981,36 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct fs *fs = FS(req);
 	struct sv_err err;
-	sv_id n;
+	sv_id n = SV_TREE_NONE;
 	int fd = -1;
 	int rc = S_ISREG(mode) || !(mode & S_IFMT) ? 0 : -EPERM;
 	if (!rc)
 		rc = sv_tree_create(fs->t, NODE(parent), name, mode, fi->flags, &n, &fd, &err);
+	/* A real file made for writing counts its writer until its close. */
+	struct fh real = {.node = n, .fd = fd,
+			  .real_writer = fd >= 0 && (fi->flags & O_ACCMODE) != O_RDONLY};
 	struct sv_stat s;
 	if (!rc)
 		rc = sv_tree_stat(fs->t, n, &s);
+	fi->fh = 0;
+	if (!rc && (fh_new(fs, fi, n) || (fd < 0 && sv_tree_hold(fs->t, n)))) {
+		fh_free(fs, FH(fi));
+		rc = -ENOMEM;
+	}
 	if (rc) {
 		if (fd >= 0)
-			sv_tree_close_real(fs->t, n, fd);
+			real_close(fs, &real);
 		reply_err(req, rc);
 		return;
 	}
-	fi->fh = 0;
-	if (fh_new(fs, fi, n) || (fd < 0 && sv_tree_hold(fs->t, n))) {
-		if (fd >= 0)
-			sv_tree_close_real(fs->t, n, fd);
-		fh_free(fs, FH(fi));
-		reply_err(req, -ENOMEM);
-		return;
-	}
 	FH(fi)->fd = fd;
+	FH(fi)->real_writer = real.real_writer;
 	struct fuse_entry_param e;
 	fill_entry(fs, &s, &e);
 	fi->keep_cache = fd < 0;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		if (fd >= 0)
-			sv_tree_close_real(fs->t, n, fd);
+			real_close(fs, FH(fi));
 		else
 			sv_tree_release(fs->t, n);
 		fh_free(fs, FH(fi));

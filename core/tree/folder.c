@@ -1851,11 +1851,9 @@ int sv_folder_open_real(struct sv_folder *f, sv_id n, int flags)
 	return fd;
 }
 
-void sv_folder_close_real(struct sv_folder *f, sv_id n, int fd)
+void sv_folder_real_written(struct sv_folder *f, sv_id n)
 {
-	int fl = fcntl(fd, F_GETFL);
-	close(fd);
-	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || n >> 32)
+	if (n >> 32)
 		return;
 	pthread_mutex_lock(&f->lock);
 	if ((uint32_t)n < f->ne && f->e[n].writers)

@@ -356,10 +356,13 @@ void sv_tree_set_notify(struct sv_tree *t, sv_tree_changed_fn fn, void *arg)
 	sv_container_set_notify(t->c, fn ? relay_changed : NULL, fn ? &t->live : NULL);
 }
 
-void sv_tree_close_real(struct sv_tree *t, sv_id n, int fd)
+void sv_tree_real_written(struct sv_tree *t, sv_id n)
 {
 	if (t->f)
-		sv_folder_close_real(t->f, n, fd);
-	else
-		close(fd);
+		sv_folder_real_written(t->f, n);
+}
+
+void sv_tree_close_real(struct sv_tree *t, sv_id n, int fd)
+{
+	close(fd);
 }

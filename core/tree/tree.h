@@ -60,7 +60,7 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 		     const char *newname, uint32_t flags, sv_tree_changed_fn fn, void *arg,
 		     struct sv_err *err);
 int sv_folder_open_real(struct sv_folder *f, sv_id n, int flags);
-void sv_folder_close_real(struct sv_folder *f, sv_id n, int fd);
+void sv_folder_real_written(struct sv_folder *f, sv_id n);
 int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *atime,
 			const struct timespec *mtime);
 int sv_folder_set_mode(struct sv_folder *f, sv_id n, uint32_t mode);
