@@ -19,6 +19,13 @@
  * close, least recently used first, when more than opts->max_open are open
  * and idle (no open file, no pending edit).
  *
+ * Edits: a container's node is edited and committed by its container
+ * (its lock, its checks, its log); a file that passes through is the real
+ * file, opened by descriptor; a real directory takes new files,
+ * directories, renames and removals as the file system does.  Each real
+ * directory looked into is watched (inotify), and what changed in it is
+ * told to the client (live_fn), which drops what the kernel holds of it.
+ *
  * Locking: `lock` guards the tables; a container's calls run outside it
  * (the container has its own locks), and so do the callers' callbacks.
  */
