@@ -295,44 +295,32 @@ static int copy_stream(struct sv_tree *t, sv_id n, int fd, uint64_t *bytes,
 	return rc;
 }
 
-/*
- * Writes b to path: into a new file beside it, renamed over it, so that a
- * file already there (a link someone left in the target directory, a hard
- * link to a file elsewhere) is replaced, never written through.
- */
+/* What write_file writes. */
+struct file_fill {
+	const struct sv_blob *b;
+	struct sv_tree *t;
+	sv_id stream;
+	uint64_t *bytes;
+	struct sv_err *err;
+};
+
+static int fill_file(int fd, void *arg)
+{
+	struct file_fill *x = arg;
+	if (!x->b)
+		return copy_stream(x->t, x->stream, fd, x->bytes, x->err);
+	*x->bytes += x->b->len;
+	return sv_write_all(fd, x->b->data, x->b->len);
+}
+
+/* Writes b (or, if NULL, the stream) to path, replacing what is there
+ * (a link someone left in the target directory, a hard link to a file
+ * elsewhere), never writing through it. */
 static int write_file(const char *path, const struct sv_blob *b, struct sv_tree *t,
 		      sv_id stream, uint64_t *bytes, struct sv_err *err)
 {
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
-	if (!tmp)
-		return -ENOMEM;
-	const char *slash = strrchr(path, '/');
-	int dlen = slash ? (int)(slash - path + 1) : 0;
-	snprintf(tmp, n, "%.*s.savefs-XXXXXX", dlen, path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		int rc = -errno;
-		free(tmp);
-		return rc;
-	}
-	mode_t mask = umask(0);
-	umask(mask);
-	int rc = fchmod(fd, 0644 & ~mask) ? -errno : 0;
-	if (!rc && b) {
-		rc = sv_write_all(fd, b->data, b->len);
-		*bytes += b->len;
-	} else if (!rc) {
-		rc = copy_stream(t, stream, fd, bytes, err);
-	}
-	if (close(fd) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	struct file_fill x = {b, t, stream, bytes, err};
+	return sv_write_replace(path, 0644, fill_file, &x);
 }
 
 /* An extracted file or directory gets the times the mount shows. */

@@ -161,6 +161,14 @@ const char *sv_show_char(char buf[16], const uint8_t *p, size_t n);
 /* True if s can be a file name: not empty, ".", ".." or longer than 255
  * bytes, and without '/' or control characters. */
 bool sv_name_ok(const char *s);
+/*
+ * Writes a new file at path, whole or not at all: fill(fd, arg) writes it
+ * into a temporary beside path (".savefs-XXXXXX" in its directory), which
+ * is then renamed over path, so that a file already there (or a link) is
+ * replaced, never written through.  mode: the new file's permissions (the
+ * umask applied), or 0 for the temporary's 0600.  0 or -errno (fill's).
+ */
+int sv_write_replace(const char *path, mode_t mode, int (*fill)(int fd, void *arg), void *arg);
 /* True if path (which exists) is dir or below it, symbolic links followed. */
 bool sv_path_within(const char *path, const char *dir);
 /* The value of a hex digit (either case), or -1. */

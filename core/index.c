@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -192,8 +193,16 @@ static void trim_dir(const char *dir, uint64_t cap)
 	size_t n = 0, capn = 0;
 	uint64_t total = 0;
 	struct dirent *e;
+	time_t now = time(NULL);
 	while ((e = readdir(d))) {
 		struct stat st;
+		/* A store's temporary an hour old: left by a crash. */
+		if (!strncmp(e->d_name, ".savefs-", 8) &&
+		    !fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISREG(st.st_mode) && st.st_mtime < now - 3600) {
+			unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
 		if (strlen(e->d_name) != 32 || strspn(e->d_name, "0123456789abcdef") != 32 ||
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
@@ -247,6 +256,22 @@ static int make_dirs(const char *dir)
 	return rc;
 }
 
+/* What sv_index_store writes: the header, then the payload. */
+struct record {
+	const struct sv_index_key *k;
+	const void *p;
+	size_t n;
+};
+
+static int fill_record(int fd, void *arg)
+{
+	const struct record *r = arg;
+	struct head h;
+	fill_head(&h, r->k, r->n, XXH3_64bits(r->p, r->n));
+	int rc = sv_write_all(fd, &h, sizeof h);
+	return rc ? rc : sv_write_all(fd, r->p, r->n);
+}
+
 int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p, size_t n,
 		   uint64_t cap)
 {
@@ -258,29 +283,10 @@ int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p,
 	if (made)
 		return made;
 	char *path = record_path(dir, k);
-	size_t tlen = path ? strlen(path) + 16 : 0;
-	char *tmp = path ? malloc(tlen) : NULL;
-	if (!tmp) {
-		free(path);
+	if (!path)
 		return -ENOMEM;
-	}
-	snprintf(tmp, tlen, "%s.XXXXXX", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	int rc = fd < 0 ? -errno : 0;
-	if (!rc) {
-		struct head h;
-		fill_head(&h, k, n, XXH3_64bits(p, n));
-		rc = sv_write_all(fd, &h, sizeof h);
-		if (!rc)
-			rc = sv_write_all(fd, p, n);
-		if (close(fd) && !rc)
-			rc = -errno;
-		if (!rc && rename(tmp, path))
-			rc = -errno;
-		if (rc)
-			unlink(tmp);
-	}
-	free(tmp);
+	struct record r = {k, p, n};
+	int rc = sv_write_replace(path, 0, fill_record, &r);
 	free(path);
 	if (!rc)
 		trim_dir(dir, cap);

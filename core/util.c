@@ -6,11 +6,13 @@
 #include "savefs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -392,6 +394,39 @@ const char *sv_show_char(char buf[16], const uint8_t *p, size_t n)
 	else
 		snprintf(buf, 16, "byte 0x%02x", *p);
 	return buf;
+}
+
+int sv_write_replace(const char *path, mode_t mode, int (*fill)(int fd, void *arg), void *arg)
+{
+	size_t n = strlen(path) + 16;
+	char *tmp = malloc(n);
+	if (!tmp)
+		return -ENOMEM;
+	const char *slash = strrchr(path, '/');
+	int dlen = slash ? (int)(slash - path + 1) : 0;
+	snprintf(tmp, n, "%.*s.savefs-XXXXXX", dlen, path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int rc = -errno;
+		free(tmp);
+		return rc;
+	}
+	int rc = 0;
+	if (mode) {
+		mode_t mask = umask(0);
+		umask(mask);
+		rc = fchmod(fd, mode & ~mask) ? -errno : 0;
+	}
+	if (!rc)
+		rc = fill(fd, arg);
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
 }
 
 bool sv_path_within(const char *path, const char *dir)

@@ -72,6 +72,7 @@ struct slot {
 	int64_t used_ns;        /* and when, monotonic */
 	unsigned users;         /* calls using it outside the lock: it is not
 				 * closed under them */
+	bool opening;           /* a call is opening it (outside the lock) */
 	int err;                /* its last open's failure, or 0 */
 	char why[SV_ERR_MAX];
 	struct sv_relay *live;  /* owned: its changes outside commits, by id */
@@ -79,6 +80,7 @@ struct slot {
 
 struct sv_folder {
 	pthread_mutex_t lock;
+	pthread_cond_t opened;  /* a slot's open is done */
 	char *path;             /* owned: the folder, real path */
 	int dfd;
 	struct sv_opts opts;
@@ -91,6 +93,7 @@ struct sv_folder {
 	uint32_t ns, caps;
 	uint64_t clock;
 	unsigned nopen;
+	unsigned superseded;    /* open containers whose file was replaced */
 	uint32_t mdir, minfo, mlog; /* /.savefs/, its info and log */
 	struct sv_buf log;      /* the folder's own log (its last 64 KiB) */
 	struct sv_blob *info;   /* /.savefs/info as made for the last read at
@@ -229,10 +232,12 @@ static bool kind_is_meta(int kind)
 	return kind == E_MDIR || kind == E_MINFO || kind == E_MLOG;
 }
 
+/* The same file, unchanged: as a source's identity is checked (device,
+ * inode, size, mtime and ctime, which catches a rewrite whose mtime was put
+ * back, and a chmod). */
 static bool same_file(const struct stat *a, const struct stat *b)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+	return sv_source_same(a, b) == SV_SOURCE_SAME;
 }
 
 static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
@@ -244,11 +249,50 @@ static void watch(struct sv_folder *f, uint32_t d);
 static void close_slot(struct sv_folder *f, uint32_t s)
 {
 	if (f->s[s].c) {
+		if (f->e[f->s[s].box].slot != s + 1 && f->superseded)
+			f->superseded--;
 		sv_container_free(f->s[s].c);
 		f->s[s].c = NULL;
 		f->nopen--;
 	}
 	f->s[s].err = 0;
+}
+
+/*
+ * The format that claims the file or directory at path (its stat st), or
+ * NULL; lock not held.  A small file a weak probe claims is opened at
+ * once, read-only, and closed again: that probe sees the first bytes
+ * only, and a zip of text files or a JSON object that is no drawing is
+ * told apart by its open.
+ */
+static const struct sv_format *sniff(struct sv_folder *f, const char *path,
+				     const struct stat *st)
+{
+	int why = 0;
+	const struct sv_format *fmt = sv_sniff(path, &why);
+	if (!fmt || !fmt->probe_weak || !S_ISREG(st->st_mode) ||
+	    st->st_size > CONFIRM_AT_ONCE)
+		return fmt;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	struct sv_opts o = f->opts;
+	o.format = fmt->name;
+	o.read_only = true;
+	int rc = sv_container_open(path, &o, &c, &err);
+	sv_container_free(c);
+	return rc == -EMEDIUMTYPE ? NULL : fmt;
+}
+
+/* Slot s's container no longer stands for its entry (its file was
+ * replaced or rewritten): closed now if unused, else when idle (lock
+ * held). */
+static void supersede(struct sv_folder *f, uint32_t s)
+{
+	struct slot *old = &f->s[s];
+	if (old->c && !old->users && sv_container_idle(old->c))
+		close_slot(f, s);
+	else if (old->c)
+		f->superseded++;
 }
 
 /*
@@ -267,10 +311,8 @@ static int judge(struct sv_folder *f, uint32_t i)
 	struct stat st;
 	if (fstatat(f->dfd, *e->rel ? e->rel : ".", &st, 0))
 		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
-	if (e->judged && same_file(&st, &e->st)) {
-		e->st = st; /* its mode, owner and ctime as they are now */
+	if (e->judged && same_file(&st, &e->st))
 		return 0;
-	}
 	if (e->judged && e->kind == E_FILE && e->writers) {
 		/* Being written through the mount: what it is is judged when
 		 * the writers are done (half a container is no container). */
@@ -290,13 +332,18 @@ static int judge(struct sv_folder *f, uint32_t i)
 			return 0;
 		}
 	}
+	/* What it is, found outside the lock (a sniff reads the file; a
+	 * weak probe's claim is confirmed by an open): other containers'
+	 * calls go on meanwhile.  The table may move: e is taken again. */
 	int kind = S_ISDIR(st.st_mode) ? E_DIR : E_FILE;
 	const struct sv_format *fmt = NULL;
 	if (i != 0 && !e->in_raw && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
 		char *p = full_path(f, i);
-		int why = 0;
-		fmt = p ? sv_sniff(p, &why) : NULL;
+		pthread_mutex_unlock(&f->lock);
+		fmt = p ? sniff(f, p, &st) : NULL;
 		free(p);
+		pthread_mutex_lock(&f->lock);
+		e = &f->e[i];
 	}
 	if (fmt)
 		kind = E_BOX;
@@ -306,9 +353,7 @@ static int judge(struct sv_folder *f, uint32_t i)
 		 * show the old file, whole) until it is idle; unused, it goes
 		 * now (a file rewritten in place: its claim on the file goes
 		 * with it). */
-		struct slot *old = &f->s[e->slot - 1];
-		if (old->c && !old->users && sv_container_idle(old->c))
-			close_slot(f, e->slot - 1);
+		supersede(f, e->slot - 1);
 		e->slot = 0;
 		e->raw = 0;
 	}
@@ -316,26 +361,6 @@ static int judge(struct sv_folder *f, uint32_t i)
 	e->fmt = fmt;
 	e->st = st;
 	e->judged = true;
-	/* A small file a weak probe claims is opened at once: that probe
-	 * sees the first bytes only, and a zip of text files or a JSON
-	 * object that is no drawing is told apart by its open (which is
-	 * then closed again past max_open: nobody asked for it). */
-	if (kind == E_BOX && fmt->probe_weak && S_ISREG(st.st_mode) &&
-	    st.st_size <= CONFIRM_AT_ONCE) {
-		/* Read-only, and closed again: nobody asked for it yet. */
-		struct sv_container *c = NULL;
-		struct sv_err err;
-		struct sv_opts o = f->opts;
-		o.format = fmt->name;
-		o.read_only = true;
-		char *p = full_path(f, i);
-		if (p && sv_container_open(p, &o, &c, &err) == -EMEDIUMTYPE) {
-			e->kind = E_FILE;
-			e->fmt = NULL;
-		}
-		free(p);
-		sv_container_free(c);
-	}
 	return 0;
 }
 
@@ -393,7 +418,7 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 {
 	int64_t now = mono_ns();
 	/* Containers whose file was replaced go as soon as they are idle. */
-	for (uint32_t k = 0; k < f->ns; k++)
+	for (uint32_t k = 0; f->superseded && k < f->ns; k++)
 		if (f->s[k].c && k != keep && f->e[f->s[k].box].slot != k + 1 && !f->s[k].users &&
 		    sv_container_idle(f->s[k].c))
 			close_slot(f, k);
@@ -438,7 +463,10 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	sl->used = ++f->clock;
 	sl->used_ns = mono_ns();
 	*slot = s;
-	trim(f, s, sl->c ? 0 : 1);
+	trim(f, s, f->s[s].c ? 0 : 1);
+	/* Another call opening it: its open is waited for (and only it). */
+	while (f->s[s].opening)
+		pthread_cond_wait(&f->opened, &f->lock);
 	sl = &f->s[s];
 	if (sl->c) {
 		sl->users++;
@@ -449,9 +477,21 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	if (!p)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	struct sv_opts o = f->opts;
-	o.format = e->fmt->name;
-	int rc = sv_container_open(p, &o, &sl->c, err);
+	o.format = f->e[i].fmt ? f->e[i].fmt->name : NULL;
+	/* Opened outside the lock: reading a big container's index does
+	 * not hold up the other containers' calls.  The tables may move. */
+	struct sv_container *c = NULL;
+	f->s[s].opening = true;
+	pthread_mutex_unlock(&f->lock);
+	int rc = o.format ? sv_container_open(p, &o, &c, err)
+			  : sv_err_set(err, -EMEDIUMTYPE, "no format claims it");
 	free(p);
+	pthread_mutex_lock(&f->lock);
+	sl = &f->s[s];
+	sl->opening = false;
+	sl->c = c;
+	pthread_cond_broadcast(&f->opened);
+	e = &f->e[i];
 	if (rc == -EMEDIUMTYPE) {
 		/* Its format's open says it is not one of its containers: it
 		 * passes through. */
@@ -468,6 +508,8 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 		return rc;
 	}
 	f->nopen++;
+	if (e->slot != s + 1)
+		f->superseded++; /* judged again while it was opening */
 	if (!sl->live && !(sl->live = calloc(1, sizeof *sl->live))) {
 		close_slot(f, s);
 		return sv_err_set(err, -ENOMEM, "out of memory");
@@ -685,6 +727,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	if (!f)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->opened, NULL);
 	f->dfd = -1;
 	f->ifd = -1;
 	f->opts = *opts;
@@ -755,6 +798,7 @@ void sv_folder_free(struct sv_folder *f)
 	sv_blob_unref(f->info);
 	sv_cache_free(f->opts.cache);
 	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->opened);
 	free(f);
 }
 

@@ -457,6 +457,30 @@ killed_during()
 	fusermount3 -u -z -- "$m" 2> /dev/null
 }
 
+# game_loads DESC CONTAINER: what savefs wrote passes the game's own loader
+# rules: the independent decoders (mapdecode.py --loader, sbdecode.py
+# check, ddecode.py), and DDNet's map_resave where installed.
+: "${DDNET_TOOLS:=/usr/lib/x86_64-linux-gnu/ddnet}"
+game_loads()
+{
+	CHECKS=$((CHECKS + 1))
+	local out=$TMP/loader.out home=$TMP/ddnet-home
+	case $2 in
+	*.map)
+		"$PYTHON" "$MAPDECODE" --loader "$2" > "$out" 2>&1 &&
+			if [ -x "$DDNET_TOOLS/map_resave" ]; then
+				# map_resave writes under ~/.local/share/ddnet.
+				mkdir -p "$home/.local/share/ddnet"
+				rm -f "$home/.local/share/ddnet/resaved.map"
+				(cd "$(dirname "$2")" && HOME=$home "$DDNET_TOOLS/map_resave" \
+					"$(basename "$2")" resaved.map) >> "$out" 2>&1 &&
+					[ -s "$home/.local/share/ddnet/resaved.map" ]
+			fi ;;
+	*.world) "$PYTHON" "$SBDECODE" check "$2" > "$out" 2>&1 ;;
+	*) rm -rf -- "$TMP/dd" && mkdir -p "$TMP/dd" && "$PYTHON" "$DDECODE" "$2" "$TMP/dd" > "$out" 2>&1 ;;
+	esac || { fail "$1: the game's loader rules refuse $2: $(tail -3 "$out")"; return 1; }
+}
+
 # decoder_ok DESC FILE [--exact]: the Starbound file passes every loader
 # rule of the independent reader.
 decoder_ok()
@@ -661,18 +685,28 @@ changed_files()
 
 # ---- the fault shim ------------------------------------------------------
 
-# mount_shim C MNT VAR=VALUE...: mounts with the shim and those settings
-# (registered as mount_sv does, for cleanup).  FAULTSHIM names the shim
-# (tests/tools/faultshim.c).
+# mount_shim C MNT VAR=VALUE... [-oOPTS]: mounts with the shim and those
+# settings, and savefs options (registered as mount_sv does, for
+# cleanup).  FAULTSHIM names the shim (tests/tools/faultshim.c).
 mount_shim()
 {
-	local c=$1 m=$2
+	local c=$1 m=$2 a
 	shift 2
+	local envs=() opts=()
+	for a in "$@"; do
+		case $a in
+		-*) opts+=("$a") ;;
+		*) envs+=("$a") ;;
+		esac
+	done
 	mkdir -p -- "$m"
 	m=$(realpath -- "$m")
 	SV_NLOG=$((SV_NLOG + 1))
 	local log="$TMP/daemon.$SV_NLOG.log"
-	env LD_PRELOAD="$FAULTSHIM" "$@" "$SAVEFS" -f "$c" "$m" 2> "$log" < /dev/null &
+	# The shim comes before the sanitizer runtime in a sanitized daemon.
+	env ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0" \
+		LD_PRELOAD="$FAULTSHIM" "${envs[@]}" "$SAVEFS" -f "${opts[@]}" "$c" "$m" \
+		2> "$log" < /dev/null &
 	local pid=$!
 	SV_PID[$m]=$pid
 	SV_LOG[$m]=$log

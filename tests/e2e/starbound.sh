@@ -101,8 +101,12 @@ expect_same_text "the first listing (names from inside the chunks)" "$TMP/cel.wa
 expect_eq "one record kept" 1 "$(ls "$IDX" | wc -l)"
 rec=$IDX/$(ls "$IDX")
 touch -d '2001-01-01' "$rec"
+rec_ino=$(stat -c %i "$rec")
 expect_same_text "the second listing, from the record" "$TMP/cel.want" <(sv ls "$U" celestial)
+# Used, not made again: its time of use moved, and it is the same file (a
+# record made again is a new file renamed into place).
 check "the record was used (its time of use moved)" test "$(stat -c %Y "$rec")" -gt 978307200
+expect_eq "the record was not made again" "$rec_ino" "$(stat -c %i "$rec")"
 # Damaged: ignored, the names found again, the record made again whole.
 truncate -s 100 "$rec"
 expect_same_text "a damaged record: listed the long way" "$TMP/cel.want" <(sv ls "$U" celestial)

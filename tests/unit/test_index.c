@@ -48,7 +48,7 @@ static struct sv_index_key key_now(const char *what)
 static int count_files(void)
 {
 	char cmd[256];
-	snprintf(cmd, sizeof cmd, "ls %s | grep -c .", dir);
+	snprintf(cmd, sizeof cmd, "ls -A %s | grep -c .", dir);
 	FILE *p = popen(cmd, "r");
 	int n = -1;
 	if (!p || fscanf(p, "%d", &n) != 1)
@@ -63,7 +63,7 @@ static int only_record(char *buf, size_t size)
 {
 	int n = count_files();
 	char cmd[256];
-	snprintf(cmd, sizeof cmd, "ls %s", dir);
+	snprintf(cmd, sizeof cmd, "ls -A %s", dir);
 	FILE *p = popen(cmd, "r");
 	char name[128] = "";
 	if (p && fgets(name, sizeof name, p))
@@ -223,6 +223,19 @@ static void capped(void)
 	sv_blob_unref(b);
 	T_INT(0, sv_index_load(dir, &k[3], 1 << 20, &b));
 	sv_blob_unref(b);
+	/* A temporary a crashed store left an hour ago goes; a fresh one (a
+	 * store under way) stays. */
+	char old_tmp[256], new_tmp[256];
+	snprintf(old_tmp, sizeof old_tmp, "%s/.savefs-AAAAAA", dir);
+	snprintf(new_tmp, sizeof new_tmp, "%s/.savefs-BBBBBB", dir);
+	put_file(old_tmp, "half");
+	put_file(new_tmp, "half");
+	struct timespec hour_ago[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+	T_INT(0, utimensat(AT_FDCWD, old_tmp, hour_ago, 0));
+	T_INT(0, sv_index_store(dir, &k[3], big, sizeof big, 3500));
+	T_INT(-1, access(old_tmp, F_OK));
+	T_INT(0, access(new_tmp, F_OK));
+	unlink(new_tmp);
 	/* A record bigger than the whole store is not stored. */
 	T_INT(-EFBIG, sv_index_store(dir, &k[2], big, sizeof big, 500));
 }
