@@ -153,12 +153,42 @@ static void path_error(struct sv_tree *t, const char *path, int rc);
 struct ls_ent {
 	char *name;
 	struct sv_stat st;
+	bool held;   /* looked up here (it was listed without a node) */
 };
 
 struct ls_list {
 	struct ls_ent *v;
 	size_t n, cap;
+	struct sv_tree *t;
+	sv_id dir;
 };
+
+/* Entry i in full: an entry a directory lists from its format's index
+ * without a node (st.unmade) is looked up, and let go again by ls_done.
+ * False if it is gone meanwhile. */
+static bool ls_made(struct ls_list *l, size_t i)
+{
+	struct ls_ent *e = &l->v[i];
+	if (!e->st.unmade)
+		return true;
+	sv_id id;
+	if (sv_tree_lookup(l->t, l->dir, e->name, &id))
+		return false;
+	e->held = true;
+	if (sv_tree_stat(l->t, id, &e->st)) {
+		sv_tree_forget(l->t, id, 1);
+		e->held = false;
+		return false;
+	}
+	return true;
+}
+
+static void ls_done(struct ls_list *l, size_t i)
+{
+	if (l->v[i].held)
+		sv_tree_forget(l->t, l->v[i].st.id, 1);
+	l->v[i].held = false;
+}
 
 static int ls_collect(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
 {
@@ -176,20 +206,23 @@ static int ls_collect(void *arg, const char *name, const struct sv_stat *st, uin
 		return 1;
 	l->v[l->n].name = copy;
 	l->v[l->n].st = *st;
+	l->v[l->n].held = false;
 	l->n++;
 	return 0;
 }
 
 static void ls_free(struct ls_list *l)
 {
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
+		ls_done(l, i);
 		free(l->v[i].name);
+	}
 	free(l->v);
 }
 
 static int ls_dir(struct ls_ctx *x, sv_id dir, const char *prefix)
 {
-	struct ls_list l = {0};
+	struct ls_list l = {.t = x->t, .dir = dir};
 	int rc = sv_tree_readdir(x->t, dir, 0, ls_collect, &l);
 	if (rc) {
 		char shown[4096];
@@ -207,6 +240,10 @@ static int ls_dir(struct ls_ctx *x, sv_id dir, const char *prefix)
 		if (!path)
 			break;
 		snprintf(path, plen, "%s%s", prefix, e->name);
+		if ((x->lng || (x->rec && e->st.dir)) && !ls_made(&l, i)) {
+			free(path);
+			continue; /* gone since it was listed */
+		}
 		if (x->lng && e->st.unsized)
 			sv_tree_stat(x->t, e->st.id, &e->st);
 		if (x->lng) {
@@ -224,6 +261,7 @@ static int ls_dir(struct ls_ctx *x, sv_id dir, const char *prefix)
 			ls_dir(x, e->st.id, path);
 		}
 		free(path);
+		ls_done(&l, i);
 	}
 	ls_free(&l);
 	return rc;
@@ -257,12 +295,17 @@ static void ex_progress(struct ex_ctx *x, bool final)
 
 static uint64_t count_files(struct sv_tree *t, sv_id dir)
 {
-	struct ls_list l = {0};
+	struct ls_list l = {.t = t, .dir = dir};
 	uint64_t n = 0;
 	sv_tree_readdir(t, dir, 0, ls_collect, &l);
 	for (size_t i = 0; i < l.n; i++) {
-		if (strcmp(l.v[i].name, ".savefs"))
-			n += l.v[i].st.dir ? count_files(t, l.v[i].st.id) : 1;
+		if (!strcmp(l.v[i].name, ".savefs"))
+			continue;
+		if (!l.v[i].st.dir)
+			n++;
+		else if (ls_made(&l, i))
+			n += count_files(t, l.v[i].st.id);
+		ls_done(&l, i);
 	}
 	ls_free(&l);
 	return n;
@@ -346,14 +389,16 @@ static bool dir_empty(const char *dir)
 
 static void ex_dir(struct ex_ctx *x, sv_id dir, const char *out, const char *rel)
 {
-	struct ls_list l = {0};
+	struct ls_list l = {.t = x->t, .dir = dir};
 	sv_tree_readdir(x->t, dir, 0, ls_collect, &l);
-	for (size_t i = 0; i < l.n; i++) {
+	for (size_t i = 0; i < l.n; ls_done(&l, i), i++) {
 		struct ls_ent *e = &l.v[i];
 		/* A container's own files (and, in a folder, its raw bytes)
 		 * are not its tree. */
 		if (!strcmp(e->name, ".savefs") && e->st.dir)
 			continue;
+		if (!ls_made(&l, i))
+			continue; /* gone since it was listed */
 		size_t plen = strlen(out) + strlen(e->name) + 2;
 		size_t rlen = strlen(rel) + strlen(e->name) + 2;
 		char *path = malloc(plen), *rpath = malloc(rlen);
@@ -439,10 +484,12 @@ static bool bi_wanted(const struct bi_ctx *x, const char *name)
 
 static void bi_dir(struct bi_ctx *x, sv_id dir)
 {
-	struct ls_list l = {0};
+	struct ls_list l = {.t = x->t, .dir = dir};
 	sv_tree_readdir(x->t, dir, 0, ls_collect, &l);
-	for (size_t i = 0; i < l.n; i++) {
+	for (size_t i = 0; i < l.n; ls_done(&l, i), i++) {
 		struct ls_ent *e = &l.v[i];
+		if (!ls_made(&l, i))
+			continue;
 		if (e->st.dir) {
 			if (strcmp(e->name, ".savefs"))
 				bi_dir(x, e->st.id);

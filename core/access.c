@@ -52,12 +52,16 @@ void sv_release(struct sv_container *c, uint32_t n)
 	if (n < c->nnodes && __atomic_load_n(&c->opened, __ATOMIC_ACQUIRE))
 		__atomic_sub_fetch(&c->opened, 1, __ATOMIC_ACQ_REL);
 	bool last = n < c->nnodes &&
-		    __atomic_sub_fetch(&c->nodes[n].opens, 1, __ATOMIC_ACQ_REL) == 0 &&
-		    (c->nodes[n].flags & SV_N_ORPHAN);
+		    __atomic_sub_fetch(&c->nodes[n].opens, 1, __ATOMIC_ACQ_REL) == 0;
+	bool orphan = last && (c->nodes[n].flags & SV_N_ORPHAN);
+	/* An index directory's entry nothing holds any more goes. */
+	bool forget = last && !orphan && sv_node_forgettable(c, n);
 	pthread_rwlock_unlock(&c->lock);
-	if (!last)
+	if (!orphan && !forget)
 		return;
 	pthread_rwlock_wrlock(&c->lock);
+	if (forget && sv_node_forgettable(c, n))
+		sv_node_free(c, n);
 	struct sv_inode *node = &c->nodes[n];
 	if (!__atomic_load_n(&node->opens, __ATOMIC_ACQUIRE) && (node->flags & SV_N_ORPHAN)) {
 		node->flags &= ~SV_N_ORPHAN;
@@ -68,9 +72,12 @@ void sv_release(struct sv_container *c, uint32_t n)
 }
 
 /* A name the table does not have: the format may make it (a file any
- * name of a pattern opens, not all of them listed).  Read lock held,
- * dropped and taken again.  0 and the node, or -ENOENT. */
-static int sv_lookup_new(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out)
+ * name of a pattern opens, not all of them listed; an index directory's
+ * entry).  Read lock held, dropped and taken again.  0 and the node, held
+ * once more if `hold` (counted under the write lock, so that a forget
+ * cannot let it go first), or -ENOENT. */
+static int sv_lookup_new(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out,
+			 bool hold)
 {
 	pthread_rwlock_unlock(&c->lock);
 	pthread_rwlock_wrlock(&c->lock);
@@ -82,20 +89,24 @@ static int sv_lookup_new(struct sv_container *c, uint32_t dir, const char *name,
 		} else {
 			struct sv_err e;
 			sv_err_clear(&e);
+			c->reuse = (c->nodes[dir].flags & SV_N_INDEXDIR) != 0;
 			rc = c->fmt->lookup(c, dir, name, &e);
+			c->reuse = false;
 			if (!rc)
 				*out = sv_find_child(c, dir, name);
 			if (!rc && *out == SV_NONE)
 				rc = -ENOENT;
 		}
+		if (!rc && hold)
+			__atomic_add_fetch(&c->nodes[*out].held, 1, __ATOMIC_ACQ_REL);
 	}
 	pthread_rwlock_unlock(&c->lock);
 	pthread_rwlock_rdlock(&c->lock);
 	return rc;
 }
 
-int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
-	      uint32_t *out)
+static int lookup(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out,
+		  bool hold)
 {
 	int rc = 0;
 	pthread_rwlock_rdlock(&c->lock);
@@ -110,9 +121,54 @@ int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
 	else if (!strcmp(name, ".."))
 		*out = c->nodes[dir].parent;
 	else if ((*out = sv_find_child(c, dir, name)) == SV_NONE)
-		rc = c->fmt->lookup ? sv_lookup_new(c, dir, name, out) : -ENOENT;
+		rc = c->fmt->lookup ? sv_lookup_new(c, dir, name, out, hold) : -ENOENT;
+	else if (hold)
+		__atomic_add_fetch(&c->nodes[*out].held, 1, __ATOMIC_ACQ_REL);
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
+}
+
+int sv_lookup(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out)
+{
+	return lookup(c, dir, name, out, false);
+}
+
+int sv_lookup_held(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out)
+{
+	return lookup(c, dir, name, out, true);
+}
+
+void sv_hold(struct sv_container *c, uint32_t n)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	if (sv_live(c, n))
+		__atomic_add_fetch(&c->nodes[n].held, 1, __ATOMIC_ACQ_REL);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* Takes count from n's holds (never below none); true if none are left. */
+static bool unhold(struct sv_inode *n, uint64_t count)
+{
+	uint32_t was = __atomic_load_n(&n->held, __ATOMIC_ACQUIRE), now;
+	do
+		now = was > count ? was - (uint32_t)count : 0;
+	while (!__atomic_compare_exchange_n(&n->held, &was, now, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE));
+	return now == 0;
+}
+
+void sv_forget(struct sv_container *c, uint32_t n, uint64_t count)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	bool go = sv_live(c, n) && unhold(&c->nodes[n], count) && sv_node_forgettable(c, n);
+	pthread_rwlock_unlock(&c->lock);
+	if (!go)
+		return;
+	pthread_rwlock_wrlock(&c->lock);
+	/* Looked up again meanwhile, opened, edited: it stays. */
+	if (sv_node_forgettable(c, n))
+		sv_node_free(c, n);
+	pthread_rwlock_unlock(&c->lock);
 }
 
 int sv_resolve(struct sv_container *c, const char *path, uint32_t *out)
@@ -173,6 +229,92 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 	return rc;
 }
 
+/* A child's stat in a listing: a size that costs a decode is left for
+ * its own stat (st->unsized). */
+static void kid_stat(struct sv_container *c, uint32_t k, struct sv_stat *st)
+{
+	const struct sv_inode *kn = &c->nodes[k];
+	bool costly = (kn->flags & (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
+			      (SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
+		      !(kn->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) &&
+		      !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
+	if (!costly) {
+		sv_settle_size(c, k);
+		sv_settle_verify(c, k);
+	}
+	sv_fill_stat(c, k, st);
+	st->unsized = costly;
+	if (kn->flags & SV_N_META) {
+		struct sv_blob *b = NULL;
+		if (!sv_meta_content(c, k, &b))
+			st->size = b->len;
+		sv_blob_unref(b);
+	}
+}
+
+/* Passes child k to fn; true to stop.  A client that keeps the entry
+ * (SV_DIR_HELD) holds the node as a lookup would. */
+static bool pass_kid(struct sv_container *c, uint32_t k, sv_dir_fn fn, void *arg, uint64_t next)
+{
+	struct sv_stat st;
+	kid_stat(c, k, &st);
+	int r = fn(arg, c->nodes[k].name, &st, next);
+	if (r == SV_DIR_HELD)
+		__atomic_add_fetch(&c->nodes[k].held, 1, __ATOMIC_ACQ_REL);
+	return r && r != SV_DIR_HELD;
+}
+
+/* Positions of an index directory's listing past the format's own: its
+ * files not yet in the container (created, temporary), by place in kids. */
+#define EXTRA_POS (1ull << 62)
+
+/* An index directory's listing: the format's entries, each a node only
+ * if it is one already; then the files it does not know yet.  Read lock
+ * held. */
+static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv_dir_fn fn,
+			 void *arg)
+{
+	char name[256];
+	uint64_t pos = from;
+	while (pos < EXTRA_POS) {
+		bool is_dir = false;
+		uint64_t at = pos;
+		int r = c->fmt->list(c, dir, pos, name, &is_dir, &at);
+		if (r < 0)
+			return r;
+		if (r || at >= EXTRA_POS - 1)
+			break;
+		uint32_t k = sv_find_child(c, dir, name);
+		if (k != SV_NONE) {
+			if (pass_kid(c, k, fn, arg, at + 1))
+				return 0;
+		} else {
+			struct sv_stat st;
+			sv_fill_stat(c, dir, &st);
+			st.node = SV_NONE;
+			st.id = SV_TREE_NONE;
+			st.unmade = true;
+			if (!is_dir) {
+				st.dir = false;
+				st.nlink = 1;
+				st.mode = S_IFREG | (st.mode & 0444);
+			}
+			int took = fn(arg, name, &st, at + 1);
+			if (took && took != SV_DIR_HELD)
+				return 0;
+		}
+		pos = at + 1;
+	}
+	const struct sv_inode *d = &c->nodes[dir];
+	for (uint64_t i = pos < EXTRA_POS ? 0 : pos - EXTRA_POS; i < d->nkids; i++) {
+		uint32_t k = d->kids[i];
+		if ((c->nodes[k].flags & (SV_N_NEW | SV_N_TEMP)) && !(c->nodes[k].flags & SV_N_UNLISTED) &&
+		    pass_kid(c, k, fn, arg, EXTRA_POS + i + 1))
+			break;
+	}
+	return 0;
+}
+
 int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	       sv_dir_fn fn, void *arg)
 {
@@ -184,32 +326,21 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 		rc = -ENOENT;
 	} else if (!(c->nodes[dir].flags & SV_N_DIR)) {
 		rc = -ENOTDIR;
+	} else if ((c->nodes[dir].flags & SV_N_INDEXDIR) && c->fmt->list) {
+		rc = readdir_index(c, dir, from, fn, arg);
+		if (rc) {
+			struct sv_err e;
+			sv_err_set(&e, rc, "its index could not be read");
+			sv_log_failure(c, dir, "cannot list", &e);
+			rc = -EIO;
+		}
 	} else {
 		const struct sv_inode *d = &c->nodes[dir];
 		for (uint64_t i = from; i < d->nkids; i++) {
-			struct sv_stat st;
 			uint32_t k = d->kids[i];
-			const struct sv_inode *kn = &c->nodes[k];
-			if (kn->flags & SV_N_UNLISTED)
+			if (c->nodes[k].flags & SV_N_UNLISTED)
 				continue;
-			bool costly = (kn->flags & (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
-					      (SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
-				      !(kn->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
-						     SV_N_ORPHAN)) &&
-				      !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
-			if (!costly) {
-				sv_settle_size(c, k);
-				sv_settle_verify(c, k);
-			}
-			sv_fill_stat(c, k, &st);
-			st.unsized = costly;
-			if (c->nodes[k].flags & SV_N_META) {
-				struct sv_blob *b = NULL;
-				if (!sv_meta_content(c, k, &b))
-					st.size = b->len;
-				sv_blob_unref(b);
-			}
-			if (fn(arg, c->nodes[k].name, &st, i + 1))
+			if (pass_kid(c, k, fn, arg, i + 1))
 				break;
 		}
 	}

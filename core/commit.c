@@ -249,6 +249,21 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 			again = true;
 		}
 	}
+	/* An index directory's entries are nodes only while the client holds
+	 * them: each is asked for again by name, to keep its number. */
+	for (uint32_t i = 1; rc == 0 && c->fmt->lookup && i < c->nnodes; i++) {
+		struct sv_inode *n = &c->nodes[i];
+		if (!(n->flags & SV_N_STALE) || (n->flags & SV_N_GONE) || !n->name ||
+		    !sv_live(c, n->parent) || (c->nodes[n->parent].flags & SV_N_STALE) ||
+		    !(c->nodes[n->parent].flags & SV_N_INDEXDIR))
+			continue;
+		struct sv_err e;
+		sv_err_clear(&e);
+		char *name = strdup(n->name);
+		if (name)
+			c->fmt->lookup(c, n->parent, name, &e);
+		free(name);
+	}
 	c->reindexing = false;
 	uint32_t last_dir = SV_NONE;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
@@ -278,6 +293,12 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 				sv_changed_add(changed, last_dir = n->parent);
 		}
 	}
+	/* Whether an index directory's listing changed is not known without
+	 * comparing it whole: the client's copy of each is dropped (its
+	 * time stays unless the format touched it). */
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		if ((c->nodes[i].flags & (SV_N_INDEXDIR | SV_N_GONE)) == SV_N_INDEXDIR)
+			sv_changed_add(changed, i);
 	c->ntgroups = 0;
 	c->tgroups_all = false;
 	free(old_gen);

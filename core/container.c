@@ -378,6 +378,7 @@ void sv_container_free(struct sv_container *c)
 		sv_buf_fini(&c->nodes[i].pending);
 	}
 	free(c->nodes);
+	free(c->freed);
 	free(c->htab);
 	free(c->tgroups);
 	sv_cache_free(c->cache);

@@ -23,7 +23,7 @@
  * What a format declares of a node (sv_node_add's flags).  Some go only
  * with another, and sv_node_add refuses (SV_NONE, logged) a node that
  * breaks these:
- *   SV_N_LAZYDIR      with SV_N_DIR
+ *   SV_N_LAZYDIR, SV_N_INDEXDIR  with SV_N_DIR, not together
  *   SV_N_COSTLYSIZE   with SV_N_LAZYSIZE
  *   SV_N_REMOVABLE    with SV_N_RO
  *   SV_N_STREAM, SV_N_DIRECT, SV_N_LAZYSIZE, SV_N_UNLISTED  not with SV_N_DIR
@@ -53,10 +53,15 @@ enum {
 	SV_N_REMOVABLE = 1 << 19,  /* with SV_N_RO: a view that cannot be
 				    * written but that rm may remove (the
 				    * format's unlink() decides) */
+	SV_N_INDEXDIR = 1 << 20,   /* a directory listed from the format's
+				    * own index (list()), whose entries are
+				    * nodes only while looked up (lookup()
+				    * makes them; the core drops them again
+				    * when the client forgets them) */
 };
 #define SV_N_DECLARED (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_N_DERIVED | SV_N_LAZYSIZE | \
 		       SV_N_LAZYDIR | SV_N_STREAM | SV_N_DIRECT | SV_N_COSTLYSIZE |   \
-		       SV_N_UNLISTED | SV_N_REMOVABLE)
+		       SV_N_UNLISTED | SV_N_REMOVABLE | SV_N_INDEXDIR)
 
 /* What the core tracks of a node, as sv_node_state() gives it. */
 enum {
@@ -177,10 +182,23 @@ struct sv_format {
 	int (*expand)(struct sv_container *c, uint32_t dir, struct sv_err *err);
 	/* A name not in directory dir was looked up: the format may add it
 	 * with sv_node_add (a file every name of a pattern opens, of which
-	 * the listing shows some) and return 0, else -ENOENT (lock held
-	 * exclusively).  NULL: only listed names exist. */
+	 * the listing shows some; an SV_N_INDEXDIR directory's entry) and
+	 * return 0, else -ENOENT (lock held exclusively).  After a commit it
+	 * is asked again for each entry of an SV_N_INDEXDIR directory a
+	 * client still holds, so that the entry keeps its number.  NULL:
+	 * only listed names exist. */
 	int (*lookup)(struct sv_container *c, uint32_t dir, const char *name,
 		      struct sv_err *err);
+	/* The listing of an SV_N_INDEXDIR directory, from the format's own
+	 * index, one entry per call: the first entry at position pos or
+	 * after it (positions are the format's: an index into its table),
+	 * its name in name (NUL-terminated; a valid file name, unique in
+	 * the directory, the very name lookup() takes), whether it is a
+	 * directory, and its position in *at.  0, 1 past the last entry, or
+	 * -errno (lock held shared: it only reads format state).  NULL: no
+	 * index directories. */
+	int (*list)(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
+		    bool *is_dir, uint64_t *at);
 	/* The size of an SV_N_LAZYSIZE stream, found without reading it
 	 * whole (lock held shared).  NULL: the stream is read to measure it. */
 	int (*size)(struct sv_container *c, uint32_t node, uint64_t *size,

@@ -59,9 +59,12 @@ enum {
 	SV_N_ORPHAN = 1 << 11,   /* removed or replaced while open: pending
 				  * holds its content until the last release */
 	SV_N_TOUCHED = 1 << 14,  /* content changed by a commit (sv_node_touch) */
+	SV_N_FREE = 1 << 21,     /* with SV_N_GONE: an index directory's entry
+				  * the client forgot: the number may be
+				  * given again (to a new lookup's node) */
 };
 #define SV_N_STATE (SV_N_META | SV_N_TEMP | SV_N_NEW | SV_N_GONE | SV_N_DIRTY | SV_N_STALE | \
-		    SV_N_READY | SV_N_ORPHAN | SV_N_TOUCHED)
+		    SV_N_READY | SV_N_ORPHAN | SV_N_TOUCHED | SV_N_FREE)
 _Static_assert((SV_N_STATE & SV_N_DECLARED) == 0, "declared and state bits overlap");
 
 /* A node as the core holds it: the fields a format sees (struct sv_node,
@@ -79,6 +82,9 @@ struct sv_inode {
 	uint32_t dupnext;  /* next "~N" suffix for a duplicate name */
 	uint32_t kidpos;   /* index in the parent's kids */
 	uint32_t opens;    /* open files on it (atomic; sv_open/sv_release) */
+	uint32_t held;     /* the client's lookups of it not yet forgotten
+			    * (atomic; sv_lookup_held, sv_forget): an index
+			    * directory's entry goes when none are left */
 	uint32_t sized;    /* SV_N_LAZYSIZE: size is known (atomic) */
 	uint32_t drops;    /* edits of it dropped (refused, or their commit
 			    * failed) so far (atomic) */
@@ -147,6 +153,11 @@ struct sv_container {
 
 	struct sv_inode *nodes;  /* owned; nnodes used of cap */
 	uint32_t nnodes, cap;
+	uint32_t *freed;         /* numbers of SV_N_FREE nodes, given again
+				  * by sv_node_new while `reuse` is set */
+	uint32_t nfreed, capfreed;
+	bool reuse;              /* a lookup in an index directory is making
+				  * its entry's node */
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
 	uint64_t name_steps;     /* hash-chain steps of name lookups (atomic) */
 	uint32_t hsize;          /* power of two */
@@ -266,6 +277,11 @@ bool sv_usable(struct sv_container *c, uint32_t n);
  * (its number is old), -ENOENT for a number never given. */
 int sv_gone_code(struct sv_container *c, uint32_t n);
 int sv_path_locked(struct sv_container *c, uint32_t n, char *buf, size_t size);
+/* True if node i is an index directory's entry nothing holds: no lookup
+ * the client has not forgotten, no open, no edit, no listed children. */
+bool sv_node_forgettable(struct sv_container *c, uint32_t i);
+/* Lets such a node go: its number joins the free list (write lock). */
+void sv_node_free(struct sv_container *c, uint32_t i);
 
 /* ---- meta.c ---- */
 int sv_add_meta(struct sv_container *c);

@@ -60,7 +60,10 @@ void sv_fill_stat(struct sv_container *c, uint32_t i, struct sv_stat *st)
 		bool w = !c->read_only && !(n->flags & SV_N_RO);
 		uint32_t m = w ? perm : perm & ~0222u;
 		st->mode = S_IFDIR | m | ((m & 0444) >> 2);
-		st->nlink = 2 + n->nsubdirs;
+		/* An index directory does not know how many of its entries
+		 * are directories without a node each: 1, as file systems
+		 * that do not count them say. */
+		st->nlink = n->flags & SV_N_INDEXDIR ? 1 : 2 + n->nsubdirs;
 	} else {
 		st->mode = S_IFREG | (st->writable ? perm : perm & ~0222u);
 		st->nlink = n->flags & SV_N_ORPHAN ? 0 : 1;

@@ -45,16 +45,32 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	if (!o)
 		return -ENOMEM;
 	/* What the mount shows below its root, /.savefs/ aside (the entries
-	 * of a lazy directory once it was first listed). */
-	uint32_t files = 0, dirs = 0;
+	 * of a lazy directory once it was first listed; an index directory's
+	 * from the format's index), and the nodes made for them now. */
+	uint64_t files = 0, dirs = 0, nodes = 0;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		const struct sv_inode *n = &c->nodes[i];
 		if (n->flags & (SV_N_GONE | SV_N_META) || i == c->meta_dir)
 			continue;
+		nodes++;
+		if ((c->nodes[n->parent].flags & SV_N_INDEXDIR) && c->fmt->list &&
+		    !(n->flags & (SV_N_NEW | SV_N_TEMP)))
+			continue; /* counted from the index below */
 		if (n->flags & SV_N_DIR)
 			dirs++;
 		else
 			files++;
+		if ((n->flags & SV_N_INDEXDIR) && c->fmt->list) {
+			char name[256];
+			bool is_dir;
+			for (uint64_t pos = 0, at; !c->fmt->list(c, i, pos, name, &is_dir, &at);
+			     pos = at + 1) {
+				if (is_dir)
+					dirs++;
+				else
+					files++;
+			}
+		}
 	}
 	json_object_set_new(o, "format", json_string(c->fmt->name));
 	json_object_set_new(o, "description", json_string(c->fmt->description));
@@ -62,8 +78,9 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_object_set_new(o, "container_size", json_integer((json_int_t)container_size(c)));
 	json_object_set_new(o, "read_only", json_boolean(c->read_only));
 	json_object_set_new(o, "fingerprinted", json_boolean(sv_guard_fingerprinted(c)));
-	json_object_set_new(o, "files", json_integer(files));
-	json_object_set_new(o, "directories", json_integer(dirs));
+	json_object_set_new(o, "files", json_integer((json_int_t)files));
+	json_object_set_new(o, "directories", json_integer((json_int_t)dirs));
+	json_object_set_new(o, "nodes", json_integer((json_int_t)nodes));
 	if (c->fmt->info)
 		c->fmt->info(c, o);
 	json_t *w = json_array();

@@ -1,6 +1,8 @@
 /*
  * nodes.c - the node table: an array indexed by node number, never shrunk,
- * so numbers are stable; node 0 is the root.  Names are found through a
+ * so numbers are stable; node 0 is the root.  A number is given again only
+ * for an index directory's entry whose node the client forgot (a free
+ * list of such numbers).  Names are found through a
  * chained hash of (parent, name) threaded through sv_inode.hnext.  Names
  * from containers are made valid and unique here.
  */
@@ -135,6 +137,33 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 			 const char *name, uint32_t flags, uint64_t size,
 			 uint64_t key)
 {
+	if (c->reuse && c->nfreed) {
+		/* A number the client forgot, for an index directory's entry
+		 * looked up anew: its generation goes on from the old node's,
+		 * so nothing cached of that one is taken for this one. */
+		uint32_t i = c->freed[--c->nfreed];
+		struct sv_inode *n = &c->nodes[i];
+		uint32_t gen = n->gen + 1;
+		memset(n, 0, sizeof *n);
+		n->gen = gen;
+		n->name = strdup(name);
+		if (!n->name || sv_kid_add(c, &c->nodes[parent], i)) {
+			free(n->name);
+			n->name = NULL;
+			n->flags = SV_N_GONE | SV_N_FREE;
+			c->freed[c->nfreed++] = i;
+			return SV_NONE;
+		}
+		n->parent = parent;
+		n->flags = flags;
+		n->size = n->stored_size = size;
+		n->key = key;
+		n->hnext = SV_NONE;
+		sv_buf_init(&n->pending);
+		n->kidpos = c->nodes[parent].nkids - 1;
+		sv_hash_insert(c, i);
+		return i;
+	}
 	if (c->nnodes == UINT32_MAX - 1)
 		return SV_NONE;
 	if (c->nnodes == c->cap) {
@@ -170,13 +199,52 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 	return i;
 }
 
+bool sv_node_forgettable(struct sv_container *c, uint32_t i)
+{
+	const struct sv_inode *n = &c->nodes[i];
+	return i != SV_ROOT && i < c->nnodes &&
+	       !(n->flags & (SV_N_GONE | SV_N_META | SV_N_NEW | SV_N_TEMP | SV_N_DIRTY |
+			     SV_N_ORPHAN | SV_N_STALE)) &&
+	       (c->nodes[n->parent].flags & SV_N_INDEXDIR) && !n->nkids &&
+	       !__atomic_load_n(&n->held, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE);
+}
+
+void sv_node_free(struct sv_container *c, uint32_t i)
+{
+	struct sv_inode *n = &c->nodes[i];
+	sv_hash_remove(c, i);
+	sv_kid_remove(c, &c->nodes[n->parent], i);
+	free(n->name);
+	n->name = NULL;
+	free(n->kids);
+	n->kids = NULL;
+	n->nkids = n->capkids = n->nsubdirs = 0;
+	sv_buf_fini(&n->pending);
+	n->flags = SV_N_GONE | SV_N_FREE;
+	n->size = n->stored_size = 0;
+	n->group = 0;
+	n->gen++;
+	if (c->nfreed == c->capfreed) {
+		uint32_t cap = c->capfreed ? c->capfreed * 2 : 64;
+		uint32_t *p = realloc(c->freed, cap * sizeof *p);
+		if (!p)
+			return; /* the number stays unused */
+		c->freed = p;
+		c->capfreed = cap;
+	}
+	c->freed[c->nfreed++] = i;
+}
+
 /* The declared flags of format.h that go together (meta files are the
  * core's own, added through here too). */
 static bool flags_ok(uint32_t f)
 {
 	if (f & ~(uint32_t)(SV_N_DECLARED | SV_N_META))
 		return false;
-	if ((f & SV_N_LAZYDIR) && !(f & SV_N_DIR))
+	if ((f & (SV_N_LAZYDIR | SV_N_INDEXDIR)) && !(f & SV_N_DIR))
+		return false;
+	if ((f & SV_N_LAZYDIR) && (f & SV_N_INDEXDIR))
 		return false;
 	if ((f & SV_N_COSTLYSIZE) && !(f & SV_N_LAZYSIZE))
 		return false;

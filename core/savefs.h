@@ -154,6 +154,10 @@ struct sv_stat {
 			 * leaves the bytes as they are (a restore) */
 	bool real;      /* a save folder's file that passes through: opened
 			 * with sv_tree_open_real and used as the real file */
+	bool unmade;    /* in a listing: an entry of a directory listed from
+			 * its format's index that is no node yet (node
+			 * SV_NONE, id SV_TREE_NONE): only its name and kind
+			 * are known here; look it up for the rest */
 	uint32_t mode;  /* full st_mode: permissions from the container's */
 	uint32_t uid, gid; /* the container's owner */
 	uint32_t nlink;
@@ -167,6 +171,17 @@ uint32_t sv_node_count(const struct sv_container *c);
 /* Looks up name in directory dir.  -ENOENT, -ENOTDIR. */
 int sv_lookup(struct sv_container *c, uint32_t dir, const char *name,
 	      uint32_t *out);
+/*
+ * Lookups a client keeps (the kernel's): as sv_lookup, and the node is
+ * held until sv_forget gives back as many.  An entry of a directory listed
+ * from its format's index is a node only while held (or open, or edited):
+ * when the last hold is forgotten its node goes, and its number may be
+ * given again later; while held, its number stays.  sv_hold holds a node
+ * the client got otherwise (a file it created).
+ */
+int sv_lookup_held(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out);
+void sv_hold(struct sv_container *c, uint32_t n);
+void sv_forget(struct sv_container *c, uint32_t n, uint64_t count);
 /* Resolves a slash-separated path from the root ("" or "/" is the root). */
 int sv_resolve(struct sv_container *c, const char *path, uint32_t *out);
 int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st);
@@ -178,11 +193,15 @@ int sv_path(struct sv_container *c, uint32_t n, char *buf, size_t size);
  * until fn returns non-zero; *next receives the position after the last
  * child passed.  The stat is filled as by sv_stat.  fn runs with the
  * container's lock held: it must not call into the container (collect the
- * names, then walk them).  -EIO if dir is a lazy directory whose entries
- * could not be read (the reason is logged).
+ * names, then walk them).  fn returns 0 to go on, SV_DIR_HELD to go on
+ * holding the entry's node, anything else to stop.  -EIO if dir is a lazy
+ * directory whose entries could not be read (the reason is logged).
  */
 typedef int (*sv_dir_fn)(void *arg, const char *name, const struct sv_stat *st,
 			 uint64_t next);
+/* fn's answer for an entry it took and whose node the client now holds as
+ * after a lookup (a listing that gives the kernel its entries). */
+#define SV_DIR_HELD 2
 int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	       sv_dir_fn fn, void *arg);
 
@@ -306,7 +325,11 @@ int sv_tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **
 void sv_tree_free(struct sv_tree *t);
 /* The container the tree is, or NULL for a folder. */
 struct sv_container *sv_tree_container(struct sv_tree *t);
+/* Lookups are held (sv_lookup_held) until sv_tree_forget gives them back. */
 int sv_tree_lookup(struct sv_tree *t, sv_id dir, const char *name, sv_id *out);
+void sv_tree_forget(struct sv_tree *t, sv_id n, uint64_t count);
+/* Holds n as a lookup would (a file or directory the client made). */
+void sv_tree_held(struct sv_tree *t, sv_id n);
 int sv_tree_resolve(struct sv_tree *t, const char *path, sv_id *out);
 /* Fills st (st->id is n). */
 int sv_tree_stat(struct sv_tree *t, sv_id n, struct sv_stat *st);

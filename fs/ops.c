@@ -544,10 +544,25 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	sv_id n;
 	int rc = sv_tree_lookup(FS(req)->t, NODE(parent), name, &n);
-	if (!rc)
-		rc = reply_entry_for(req, n);
+	if (!rc && (rc = reply_entry_for(req, n)))
+		sv_tree_forget(FS(req)->t, n, 1); /* the kernel did not get it */
 	if (rc)
 		reply_err(req, rc);
+}
+
+/* The kernel let go of nodes it had looked up: an index directory's
+ * entry nothing else holds goes (its number may be given again). */
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	sv_tree_forget(FS(req)->t, NODE(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		sv_tree_forget(FS(req)->t, NODE(forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -623,10 +638,20 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 struct dir_fill {
 	fuse_req_t req;
 	struct fs *fs;
+	fuse_ino_t dir;
 	char *buf;
 	size_t size, used;
 	bool plus;
 };
+
+/* The inode number a listing shows for an entry that is no node yet (one
+ * of a directory listed from its format's index): apart from every node's
+ * number, the same for the same place in the same directory.  Its own
+ * lookup gives its node's number. */
+static uint64_t unmade_ino(fuse_ino_t dir, uint64_t next)
+{
+	return 1ull << 62 | ((dir * 0x9e3779b97f4a7c15ull) ^ next) >> 2;
+}
 
 static int dir_add(void *arg, const char *name, const struct sv_stat *s, uint64_t next)
 {
@@ -638,22 +663,31 @@ static int dir_add(void *arg, const char *name, const struct sv_stat *s, uint64_
 	if (d->plus) {
 		struct fuse_entry_param e;
 		fill_entry(d->fs, s, &e);
+		if (s->unmade) {
+			/* No node: the kernel takes the name and kind alone
+			 * (node 0) and looks the entry up when it is used. */
+			e.ino = 0;
+			e.attr.st_ino = (ino_t)unmade_ino(d->dir, next);
+		}
 		k = fuse_add_direntry_plus(d->req, d->buf + d->used, left, name, &e, off);
 	} else {
 		struct stat st;
 		to_stat(s, &st);
+		if (s->unmade)
+			st.st_ino = (ino_t)unmade_ino(d->dir, next);
 		k = fuse_add_direntry(d->req, d->buf + d->used, left, name, &st, off);
 	}
 	if (k > left)
 		return 1;
 	d->used += k;
-	return 0;
+	/* The kernel keeps an entry given with its node as a lookup. */
+	return d->plus && !s->unmade ? SV_DIR_HELD : 0;
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	struct fs *fs = FS(req);
-	struct dir_fill d = {req, fs, malloc(size), size, 0, plus};
+	struct dir_fill d = {req, fs, ino, malloc(size), size, 0, plus};
 	if (!d.buf) {
 		reply_err(req, -ENOMEM);
 		return;
@@ -1008,6 +1042,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	fill_entry(fs, &s, &e);
 	fi->keep_cache = fd < 0;
+	sv_tree_held(fs->t, n);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		if (fd >= 0)
 			real_close(fs, FH(fi));
@@ -1030,7 +1065,9 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	if (fd >= 0)
 		sv_tree_close_real(fs->t, n, fd);
 	if (!rc)
-		rc = reply_entry_for(req, n);
+		sv_tree_held(fs->t, n);
+	if (!rc && (rc = reply_entry_for(req, n)))
+		sv_tree_forget(fs->t, n, 1);
 	if (rc)
 		reply_err(req, rc);
 }
@@ -1041,7 +1078,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	sv_id n;
 	int rc = sv_tree_mkdir(FS(req)->t, NODE(parent), name, mode, &n, &err);
 	if (!rc)
-		rc = reply_entry_for(req, n);
+		sv_tree_held(FS(req)->t, n);
+	if (!rc && (rc = reply_entry_for(req, n)))
+		sv_tree_forget(FS(req)->t, n, 1);
 	if (rc)
 		reply_err(req, rc);
 }
@@ -1088,6 +1127,8 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.init = op_init,
 	.destroy = op_destroy,
 	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
 	.getattr = op_getattr,
 	.setattr = op_setattr,
 	.readdir = op_readdir,

@@ -73,6 +73,7 @@ struct slot {
 	unsigned users;         /* calls using it outside the lock: it is not
 				 * closed under them */
 	bool opening;           /* a call is opening it (outside the lock) */
+	uint32_t epoch;         /* containers opened in it so far */
 	int err;                /* its last open's failure, or 0 */
 	char why[SV_ERR_MAX];
 	struct sv_relay *live;  /* owned: its changes outside commits, by id */
@@ -148,7 +149,13 @@ static int64_t mono_ns(void)
 /* Files up to this size that a probe claims are opened when first seen. */
 #define CONFIRM_AT_ONCE (256u << 10)
 
-#define SLOT_ID(slot, node) ((sv_id)((uint64_t)(slot) + 1) << 32 | (uint32_t)(node))
+/* A container's node as an id: the slot, the slot's epoch (which of the
+ * containers opened in it, so that a forget meant for an earlier one is
+ * not taken by the present one), the node. */
+#define SLOT_ID(slot, node) slot_id(f, slot, node)
+
+struct sv_folder;
+static sv_id slot_id(struct sv_folder *f, uint32_t slot, uint32_t node);
 
 /* ---- the entry table (lock held) -------------------------------------------- */
 
@@ -446,6 +453,8 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 {
 	struct entry *e = &f->e[i];
 	if (!e->slot) {
+		if (f->ns >= 0x3ffffe)
+			return sv_err_set(err, -ENOSPC, "more containers than a folder gives ids to");
 		if (f->ns == f->caps) {
 			uint32_t cap = f->caps ? f->caps * 2 : 16;
 			struct slot *s = realloc(f->s, cap * sizeof *s);
@@ -508,13 +517,14 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 		return rc;
 	}
 	f->nopen++;
+	sl->epoch++;
 	if (e->slot != s + 1)
 		f->superseded++; /* judged again while it was opening */
 	if (!sl->live && !(sl->live = calloc(1, sizeof *sl->live))) {
 		close_slot(f, s);
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
-	*sl->live = (struct sv_relay){f->live_fn, f->live_arg, i, s};
+	*sl->live = (struct sv_relay){f->live_fn, f->live_arg, i, s, sl->epoch};
 	if (f->live_fn)
 		sv_container_set_notify(sl->c, sv_relay_fn(), sl->live);
 	uint32_t meta;
@@ -536,8 +546,8 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 static int node_container_as(struct sv_folder *f, sv_id id, struct sv_container **c,
 			     uint32_t *node, uint32_t *slot, bool fresh)
 {
-	uint64_t s = (id >> 32) - 1;
-	if (s >= f->ns || !f->s[s].c)
+	uint64_t s = sv_slot_of(id);
+	if (s >= f->ns || !f->s[s].c || sv_epoch_of(id) != (f->s[s].epoch & SV_EPOCH_MASK))
 		return -ESTALE;
 	if (fresh) {
 		uint32_t box = f->s[s].box;
@@ -581,6 +591,15 @@ static void put_locked(struct sv_folder *f, uint32_t slot)
 {
 	if (f->s[slot].users)
 		f->s[slot].users--;
+}
+
+/* The id of node `node` of the container in slot (lock not held). */
+static sv_id slot_id(struct sv_folder *f, uint32_t slot, uint32_t node)
+{
+	pthread_mutex_lock(&f->lock);
+	uint32_t epoch = f->s[slot].epoch;
+	pthread_mutex_unlock(&f->lock);
+	return sv_slot_id(slot, epoch, node);
 }
 
 static void put(struct sv_folder *f, uint32_t slot)
@@ -815,7 +834,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		uint32_t box = rc ? 0 : f->s[slot].box;
 		pthread_mutex_unlock(&f->lock);
 		if (!rc) {
-			rc = sv_lookup(c, node, name, &n);
+			rc = sv_lookup_held(c, node, name, &n);
 			put(f, slot);
 		}
 		if (!rc) {
@@ -868,7 +887,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		pthread_mutex_unlock(&f->lock);
 		if (rc)
 			return rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
-		rc = sv_lookup(c, SV_ROOT, name, &n);
+		rc = sv_lookup_held(c, SV_ROOT, name, &n);
 		put(f, slot);
 		if (!rc)
 			*out = SLOT_ID(slot, n);
@@ -878,6 +897,36 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 	}
 	pthread_mutex_unlock(&f->lock);
 	return rc;
+}
+
+/* The client's lookups of a container's node given back, or one more
+ * (a file it made); a folder's own entries are kept while it is open. */
+static void hold_or_forget(struct sv_folder *f, sv_id n, uint64_t count, bool hold)
+{
+	if (!(n >> 32))
+		return;
+	struct sv_container *c;
+	uint32_t node, slot;
+	pthread_mutex_lock(&f->lock);
+	int rc = node_container(f, n, &c, &node, &slot);
+	pthread_mutex_unlock(&f->lock);
+	if (rc)
+		return;
+	if (hold)
+		sv_hold(c, node);
+	else
+		sv_forget(c, node, count);
+	put(f, slot);
+}
+
+void sv_folder_forget(struct sv_folder *f, sv_id n, uint64_t count)
+{
+	hold_or_forget(f, n, count, false);
+}
+
+void sv_folder_held(struct sv_folder *f, sv_id n)
+{
+	hold_or_forget(f, n, 1, true);
 }
 
 /* The stat of a real file (or directory) as the tree shows it. */
@@ -1034,7 +1083,7 @@ static void names_free(struct name_list *l)
 struct relay {
 	sv_dir_fn fn;
 	void *arg;
-	uint32_t slot;
+	uint32_t slot, epoch;
 	uint64_t last;      /* the position after the last entry passed */
 	bool stopped;
 };
@@ -1043,10 +1092,10 @@ static int relay_one(void *arg, const char *name, const struct sv_stat *st, uint
 {
 	struct relay *r = arg;
 	struct sv_stat s = *st;
-	s.id = SLOT_ID(r->slot, st->node);
+	s.id = st->unmade ? SV_TREE_NONE : sv_slot_id(r->slot, r->epoch, st->node);
 	r->last = next;
 	int rc = r->fn(r->arg, name, &s, next);
-	r->stopped = rc != 0;
+	r->stopped = rc != 0 && rc != SV_DIR_HELD;
 	return rc;
 }
 
@@ -1083,10 +1132,11 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		}
 	}
 	if (rc || c) {
+		uint32_t epoch = rc ? 0 : f->s[slot].epoch;
 		pthread_mutex_unlock(&f->lock);
 		if (rc)
 			return rc;
-		struct relay r = {fn, arg, slot, from, false};
+		struct relay r = {fn, arg, slot, epoch, from, false};
 		rc = sv_readdir(c, node, from, relay_one, &r);
 		uint64_t count = 0;
 		if (!rc && !r.stopped && node == meta)
@@ -1492,7 +1542,7 @@ static struct sv_relay relay_for(struct sv_folder *f, uint32_t slot, sv_tree_cha
 				 void *arg)
 {
 	pthread_mutex_lock(&f->lock);
-	struct sv_relay r = {fn, arg, f->s[slot].box, slot};
+	struct sv_relay r = {fn, arg, f->s[slot].box, slot, f->s[slot].epoch};
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }

@@ -65,10 +65,28 @@ int sv_tree_lookup(struct sv_tree *t, sv_id dir, const char *name, sv_id *out)
 	uint32_t d, n;
 	int rc = node_of(dir, &d);
 	if (!rc)
-		rc = sv_lookup(t->c, d, name, &n);
+		rc = sv_lookup_held(t->c, d, name, &n);
 	if (!rc)
 		*out = n;
 	return rc;
+}
+
+void sv_tree_forget(struct sv_tree *t, sv_id n, uint64_t count)
+{
+	uint32_t k;
+	if (t->f)
+		sv_folder_forget(t->f, n, count);
+	else if (!node_of(n, &k))
+		sv_forget(t->c, k, count);
+}
+
+void sv_tree_held(struct sv_tree *t, sv_id n)
+{
+	uint32_t k;
+	if (t->f)
+		sv_folder_held(t->f, n);
+	else if (!node_of(n, &k))
+		sv_hold(t->c, k);
 }
 
 int sv_tree_resolve(struct sv_tree *t, const char *path, sv_id *out)
@@ -175,7 +193,7 @@ sv_id sv_relay_id(const struct sv_relay *r, uint32_t node)
 {
 	if (r->box == SV_TREE_NONE)
 		return node;
-	return node == SV_ROOT ? r->box : ((sv_id)r->slot + 1) << 32 | node;
+	return node == SV_ROOT ? r->box : sv_slot_id(r->slot, r->epoch, node);
 }
 
 sv_changed_fn sv_relay_fn(void)
@@ -212,7 +230,7 @@ int sv_tree_flush(struct sv_tree *t, sv_id n, sv_tree_changed_fn fn, void *arg,
 {
 	if (t->f)
 		return sv_folder_flush(t->f, n, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
 	CONTAINER_CALL(t, n, k, sv_flush(t->c, k, relay_changed, &r, err));
 }
 
@@ -220,7 +238,7 @@ int sv_tree_commit(struct sv_tree *t, sv_tree_changed_fn fn, void *arg, struct s
 {
 	if (t->f)
 		return sv_folder_commit(t->f, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
 	return sv_commit(t->c, relay_changed, &r, err);
 }
 
@@ -255,7 +273,7 @@ int sv_tree_unlink(struct sv_tree *t, sv_id dir, const char *name, sv_tree_chang
 {
 	if (t->f)
 		return sv_folder_unlink(t->f, dir, name, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
 	CONTAINER_CALL(t, dir, k, sv_unlink(t->c, k, name, relay_changed, &r, err));
 }
 
@@ -273,7 +291,7 @@ int sv_tree_rename(struct sv_tree *t, sv_id dir, const char *name, sv_id newdir,
 {
 	if (t->f)
 		return sv_folder_rename(t->f, dir, name, newdir, newname, flags, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0};
+	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
 	uint32_t d, nd;
 	if (node_of(dir, &d) || node_of(newdir, &nd))
 		return sv_err_set(err, -ENOENT, "no such directory");
@@ -352,7 +370,7 @@ void sv_tree_set_notify(struct sv_tree *t, sv_tree_changed_fn fn, void *arg)
 		sv_folder_set_notify(t->f, fn, arg);
 		return;
 	}
-	t->live = (struct sv_relay){fn, arg, SV_TREE_NONE, 0};
+	t->live = (struct sv_relay){fn, arg, SV_TREE_NONE, 0, 0};
 	sv_container_set_notify(t->c, fn ? relay_changed : NULL, fn ? &t->live : NULL);
 }
 

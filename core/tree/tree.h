@@ -13,8 +13,24 @@ struct sv_relay {
 	sv_tree_changed_fn fn;
 	void *arg;
 	sv_id box;
-	uint32_t slot;
+	uint32_t slot, epoch;
 };
+
+/* A folder's id of a container's node: node number (32 bits), slot + 1
+ * (22 bits), the slot's epoch (9 bits). */
+#define SV_EPOCH_MASK 0x1ffu
+static inline sv_id sv_slot_id(uint32_t slot, uint32_t epoch, uint32_t node)
+{
+	return (sv_id)(epoch & SV_EPOCH_MASK) << 54 | (sv_id)(slot + 1) << 32 | node;
+}
+static inline uint64_t sv_slot_of(sv_id id)
+{
+	return ((id >> 32) & 0x3fffff) - 1;
+}
+static inline uint32_t sv_epoch_of(sv_id id)
+{
+	return (uint32_t)(id >> 54) & SV_EPOCH_MASK;
+}
 
 struct sv_tree {
 	struct sv_container *c;  /* a container's own tree, or NULL */
@@ -26,6 +42,8 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 		   struct sv_err *err);
 void sv_folder_free(struct sv_folder *f);
 int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *out);
+void sv_folder_forget(struct sv_folder *f, sv_id n, uint64_t count);
+void sv_folder_held(struct sv_folder *f, sv_id n);
 int sv_folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st);
 int sv_folder_stat_open(struct sv_folder *f, sv_id n, struct sv_stat *st);
 int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg);

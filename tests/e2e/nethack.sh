@@ -149,6 +149,40 @@ for d in beta1 beta2 beta3 mixed; do
 	umount_sv "$m"
 done
 
+# ---- entries made when used, let go when the kernel forgets them --------------------
+
+g="$TMP/gen-beta3.nhgame"
+m="$TMP/m-nodes"
+if mount_sv "$g" "$m" -o ro; then
+	nodes() { json_field "$m/.savefs/info" nodes; }
+	states=$(grep -c '^[*~]' "$g")
+	base=$(nodes)
+	expect_eq "states/ lists every backup and diff" "$states" "$(ls "$m/states" | wc -l)"
+	expect_eq "a listing makes no node per entry" "$base" "$(nodes)"
+	expect_eq "info counts the files the mount shows" \
+		"$(find "$m" -mindepth 1 -path "$m/.savefs" -prune -o -type f -print | wc -l)" \
+		"$(json_field "$m/.savefs/info" files)"
+	first=$(ls "$m/states" | head -1)
+	ino1=$(stat -c %i "$m/states/$first")
+	expect_eq "a held entry keeps its number" "$ino1" "$(stat -c %i "$m/states/$first")"
+	cat "$m"/states/* > /dev/null
+	held=$(nodes)
+	check "reading the states made their nodes ($base -> $held)" test "$held" -ge $((base + states))
+	expect_same_file "a state read again is the same" "$TMP/truth-beta3/$first" "$m/states/$first"
+	if [ -w /proc/sys/vm/drop_caches ]; then
+		# The kernel drops its unused entries and inodes and forgets
+		# them: their nodes go.
+		gone() { sync; echo 2 > /proc/sys/vm/drop_caches; [ "$(nodes)" -lt "$held" ]; }
+		wait_for "the nodes of forgotten entries go" gone
+		expect_same_file "a state looked up again reads the same" \
+			"$TMP/truth-beta3/$first" "$m/states/$first"
+		check_states beta3-again "$m" "$TMP/truth-beta3"
+	else
+		printf 'skipping the forget checks: /proc/sys/vm/drop_caches is not writable\n'
+	fi
+	umount_sv "$m"
+fi
+
 g="$TMP/rec.nhgame"
 check "mknhgame --recovery 3 --done" "$MKNHGAME" "$g" --recovery 3 --done --turns 5
 m="$TMP/m-rec"

@@ -46,30 +46,43 @@ static void fuzz_check_size(uint32_t n, uint64_t size, size_t len)
 /* The children of a directory, as listed.  v is the caller's to free. */
 struct fuzz_kids {
 	uint32_t *v;
+	char **names; /* entries listed without a node: looked up after */
 	size_t n, cap;
 };
 
 static int fuzz_collect(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
 {
 	struct fuzz_kids *k = arg;
-	(void)name;
 	(void)next;
 	if (k->n == k->cap) {
 		k->cap = k->cap ? k->cap * 2 : 32;
 		uint32_t *v = realloc(k->v, k->cap * sizeof *v);
-		if (!v)
+		char **names = v ? realloc(k->names, k->cap * sizeof *names) : NULL;
+		if (!v || !names)
 			abort();
 		k->v = v;
+		k->names = names;
 	}
+	k->names[k->n] = NULL;
+	if (st->unmade && !(k->names[k->n] = strdup(name)))
+		abort();
 	k->v[k->n++] = st->node;
 	return 0;
 }
 
 /* Lists dir into k (start from {0}; free k->v after).  A directory that
- * does not list leaves k as it was. */
+ * does not list leaves k as it was.  An entry listed without a node (an
+ * index directory's) must look up by the name listed. */
 static void fuzz_list(struct sv_container *c, uint32_t dir, struct fuzz_kids *k)
 {
 	sv_readdir(c, dir, 0, fuzz_collect, k);
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->names[i] && sv_lookup(c, dir, k->names[i], &k->v[i]))
+			fuzz_fail("a listed name does not look up", k->names[i]);
+		free(k->names[i]);
+	}
+	free(k->names);
+	k->names = NULL;
 }
 
 /* What fuzz_read_file() checks besides the size stat gave and the reads

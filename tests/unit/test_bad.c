@@ -129,6 +129,7 @@ struct walk {
 
 struct kids {
 	uint32_t *v;
+	char **names; /* of entries listed without a node (looked up after) */
 	size_t n, cap;
 };
 
@@ -141,12 +142,30 @@ static int collect(void *arg, const char *name, const struct sv_stat *st, uint64
 	if (k->n == k->cap) {
 		k->cap = k->cap ? k->cap * 2 : 32;
 		uint32_t *v = realloc(k->v, k->cap * sizeof *v);
-		if (!v)
+		if (v)
+			k->v = v;
+		char **names = realloc(k->names, k->cap * sizeof *names);
+		if (names)
+			k->names = names;
+		if (!v || !names)
 			return 1;
-		k->v = v;
 	}
+	k->names[k->n] = st->unmade ? strdup(name) : NULL;
 	k->v[k->n++] = st->node;
 	return 0;
+}
+
+/* The listed entries' nodes, those listed without one looked up. */
+static void kids_made(struct sv_container *c, uint32_t dir, struct kids *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->names[i] && sv_lookup(c, dir, k->names[i], &k->v[i]))
+			k->v[i] = SV_NONE;
+		free(k->names[i]);
+		k->names[i] = NULL;
+	}
+	free(k->names);
+	k->names = NULL;
 }
 
 /* Walks dir.  The children are listed first and visited after: a lazy
@@ -157,6 +176,7 @@ static void walk_dir(struct walk *w, uint32_t dir)
 	struct kids k = {0};
 	/* A directory that does not list is checked by its own case. */
 	sv_readdir(w->c, dir, 0, collect, &k);
+	kids_made(w->c, dir, &k);
 	for (size_t i = 0; i < k.n; i++) {
 		struct sv_stat st;
 		char name[4096];
@@ -349,6 +369,7 @@ static void list_case(const char *file, const char *msg, const char *dir,
 	struct kids k = {0};
 	T_INT(-EIO, sv_readdir(c, n, 0, collect, &k));
 	T_UINT(0, k.n);
+	kids_made(c, n, &k);
 	free(k.v);
 	char line[SV_ERR_MAX + 300];
 	snprintf(line, sizeof line, "cannot list %s: %s\n", dir, msg);

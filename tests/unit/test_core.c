@@ -90,6 +90,7 @@ static int by_name(const void *a, const void *b)
 }
 
 static bool is_append(struct sv_container *c);
+static bool is_index(struct sv_container *c);
 
 static int kv_open(struct sv_container *c, struct sv_err *err)
 {
@@ -127,6 +128,10 @@ static int kv_open(struct sv_container *c, struct sv_err *err)
 		free(p);
 	}
 	uint32_t flags = is_append(c) ? SV_N_DIRECT : 0;
+	if (!rc && is_index(c))
+		return sv_node_add(c, SV_ROOT, "keys", SV_N_DIR | SV_N_INDEXDIR, 0, UINT64_MAX) ==
+				       SV_NONE
+			       ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; !rc && i < k->n; i++)
 		if (sv_node_add(c, SV_ROOT, k->names[i], flags, k->vals[i].len, i) == SV_NONE)
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
@@ -287,9 +292,67 @@ static const struct sv_format kv_append = KV(SV_COMMIT_APPEND, SV_COMMIT_NONE,
 static const struct sv_format kv_members = KV(SV_COMMIT_NONE, SV_COMMIT_MEMBERS,
 					      .commit_in_place = kv_commit_members);
 
+/* kv-index: the same lines under one directory, keys/, listed from kv's
+ * own table (SV_N_INDEXDIR): an entry is a node only while looked up. */
+
+static int kvi_list(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
+		    bool *is_dir, uint64_t *at)
+{
+	struct kv *k = sv_container_priv(c);
+	if (pos >= k->n)
+		return 1;
+	snprintf(name, 256, "%s", k->names[pos]);
+	*is_dir = false;
+	*at = pos;
+	return 0;
+}
+
+static int kvi_lookup(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
+{
+	struct kv *k = sv_container_priv(c);
+	for (size_t i = 0; i < k->n; i++)
+		if (!strcmp(k->names[i], name))
+			return sv_node_add(c, dir, name, 0, k->vals[i].len, i) == SV_NONE
+				       ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	return -ENOENT;
+}
+
+/* Every line, each from its edit where keys/ holds one (nodes that are
+ * not there are lines as stored). */
+static int kvi_commit(struct sv_container *c, int fd, struct sv_err *err)
+{
+	struct kv *k = sv_container_priv(c);
+	const struct sv_buf **edits = calloc(k->n ? k->n : 1, sizeof *edits);
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = edits ? 0 : -ENOMEM;
+	for (uint32_t n = 1; !rc && n < sv_node_count(c); n++)
+		if (sv_node_in_commit(c, n) && sv_node_edit(c, n) && sv_node(c, n)->key < k->n)
+			edits[sv_node(c, n)->key] = sv_node_edit(c, n);
+	for (size_t i = 0; !rc && i < k->n; i++) {
+		const struct sv_buf *v = edits[i] ? edits[i] : &k->vals[i];
+		if (sv_buf_printf(&b, "%s=", k->names[i]) || sv_buf_add(&b, v->p, v->len) ||
+		    sv_buf_add(&b, "\n", 1))
+			rc = -ENOMEM;
+	}
+	rc = rc ? sv_err_set(err, rc, "out of memory") : put(fd, b.p, b.len, 0, err);
+	sv_buf_fini(&b);
+	free(edits);
+	return rc;
+}
+
 static bool is_append(struct sv_container *c)
 {
 	return sv_container_format(c) == &kv_append;
+}
+
+static const struct sv_format kv_index = KV(SV_COMMIT_REWRITE, SV_COMMIT_NONE,
+					    .commit = kvi_commit, .list = kvi_list,
+					    .lookup = kvi_lookup);
+
+static bool is_index(struct sv_container *c)
+{
+	return sv_container_format(c) == &kv_index;
 }
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -593,6 +656,137 @@ static void members_kind(void)
 	}
 }
 
+/* ---- index directories: entries that are nodes only while held ----------------------- */
+
+struct seen {
+	size_t n, unmade;
+	uint32_t node_of_k0005;
+	char first[32], last[32];
+};
+
+static int seen_add(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct seen *s = arg;
+	if (!s->n++)
+		snprintf(s->first, sizeof s->first, "%s", name);
+	snprintf(s->last, sizeof s->last, "%s", name);
+	s->unmade += st->unmade;
+	if (!strcmp(name, "k0005"))
+		s->node_of_k0005 = st->unmade ? SV_NONE : st->node;
+	T_OK(!st->dir);
+	return 0;
+}
+
+static struct seen seen_of(struct sv_container *c)
+{
+	struct seen s = {0};
+	T_INT(0, sv_readdir(c, node_of(c, "keys"), 0, seen_add, &s));
+	return s;
+}
+
+static void index_dirs(void)
+{
+	const char *path = at("index.kv");
+	struct sv_buf b;
+	sv_buf_init(&b);
+	for (int i = 0; i < 1000; i++)
+		sv_buf_printf(&b, "k%04d=v%d\n", i, i);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	T_INT((ssize_t)b.len, write(fd, b.p, b.len));
+	close(fd);
+	struct sv_container *c = open_as(path, &kv_index);
+	if (!c) {
+		sv_buf_fini(&b);
+		return;
+	}
+	struct sv_err err;
+	uint32_t keys = node_of(c, "keys");
+	uint32_t base = sv_node_count(c);
+	T_OK(base < 8);
+	/* A listing of 1,000 entries makes no node. */
+	struct seen s = seen_of(c);
+	T_UINT(1000, s.n);
+	T_UINT(1000, s.unmade);
+	T_STR("k0000", s.first);
+	T_STR("k0999", s.last);
+	T_UINT(base, sv_node_count(c));
+	struct sv_stat st;
+	T_INT(0, sv_stat(c, keys, &st));
+	T_UINT(1, st.nlink);
+
+	/* A lookup makes one; the listing then gives its number; a second
+	 * lookup gives the same number while it is held. */
+	uint32_t n5, again, n7;
+	T_INT(0, sv_lookup_held(c, keys, "k0005", &n5));
+	T_UINT(base + 1, sv_node_count(c));
+	T_STR("v5", value(c, "keys/k0005"));
+	s = seen_of(c);
+	T_UINT(999, s.unmade);
+	T_UINT(n5, s.node_of_k0005);
+	T_INT(0, sv_lookup_held(c, keys, "k0005", &again));
+	T_UINT(n5, again);
+	T_INT(-ENOENT, sv_lookup_held(c, keys, "k1000", &again));
+	sv_forget(c, n5, 1);
+	T_INT(0, sv_stat(c, n5, &st));          /* held once more */
+	T_INT(0, sv_lookup_held(c, keys, "k0005", &again));
+	T_UINT(n5, again);
+	sv_forget(c, n5, 2);                      /* the last holds */
+	T_INT(-ESTALE, sv_stat(c, n5, &st));
+	/* The number is given again, to another entry, whose bytes are its
+	 * own (nothing cached of the old node is taken for it). */
+	T_INT(0, sv_lookup_held(c, keys, "k0007", &n7));
+	T_UINT(n5, n7);
+	T_STR("v7", value(c, "keys/k0007"));
+	sv_forget(c, n7, 1);
+	/* Looked up and forgotten one by one, 1,000 entries cost one node. */
+	for (int i = 0; i < 1000; i++) {
+		char name[16];
+		uint32_t n;
+		snprintf(name, sizeof name, "k%04d", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+		sv_forget(c, n, 1);
+	}
+	T_UINT(base + 1, sv_node_count(c));
+	/* An open file is not let go at its forget. */
+	uint32_t open_one;
+	T_INT(0, sv_lookup_held(c, keys, "k0009", &open_one));
+	T_INT(0, sv_open(c, open_one));
+	sv_forget(c, open_one, 1);
+	T_INT(0, sv_stat(c, open_one, &st));
+	sv_release(c, open_one);
+
+	/* A commit while entries are held, edited and forgotten: the held
+	 * one keeps its number and reads its bytes, the edited one lands,
+	 * the forgotten one is not made again. */
+	uint32_t n1, n2, n3;
+	T_INT(0, sv_lookup_held(c, keys, "k0001", &n1));
+	T_INT(0, sv_lookup_held(c, keys, "k0002", &n2));
+	T_INT(0, sv_lookup_held(c, keys, "k0003", &n3));
+	sv_forget(c, n3, 1);
+	T_INT(-ESTALE, sv_stat(c, n3, &st));
+	uint32_t count = sv_node_count(c);
+	T_INT(0, edit(c, "keys/k0002", "two", &err));
+	T_INT(0, sv_commit(c, NULL, NULL, &err));
+	T_HAS(slurp(path), "k0001=v1\nk0002=two\nk0003=v3\n");
+	T_INT(0, sv_lookup_held(c, keys, "k0001", &again));
+	T_UINT(n1, again);
+	T_STR("v1", value(c, "keys/k0001"));
+	T_INT(0, sv_lookup_held(c, keys, "k0002", &again));
+	T_UINT(n2, again);
+	T_STR("two", value(c, "keys/k0002"));
+	T_INT(-ESTALE, sv_stat(c, n3, &st));
+	T_OK(sv_node_count(c) <= count + 1);
+	s = seen_of(c);
+	T_UINT(1000, s.n);
+	T_UINT(998, s.unmade);
+	/* After the commit, a forget lets the edited entry go too. */
+	sv_forget(c, n2, 2);
+	T_INT(-ESTALE, sv_stat(c, n2, &st));
+	T_STR("two", value(c, "keys/k0002"));
+	sv_container_free(c);
+	sv_buf_fini(&b);
+}
+
 /* ---- the memory source, and the flags a format declares ---------------------------- */
 
 static void memory_and_flags(void)
@@ -614,6 +808,8 @@ static void memory_and_flags(void)
 	T_INT(-EROFS, edit(c, "a", "2", &err));
 	/* Flags that do not go together are refused by sv_node_add. */
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_LAZYDIR, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_INDEXDIR, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_DIR | SV_N_INDEXDIR | SV_N_LAZYDIR, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "y", SV_N_COSTLYSIZE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "z", SV_N_REMOVABLE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "w", SV_N_DIR | SV_N_STREAM, 0, 0));
@@ -658,6 +854,7 @@ int main(void)
 	append_kind();
 	members_kind();
 	memory_and_flags();
+	index_dirs();
 	remove_tree(dir);
 	return t_done();
 }

@@ -1009,26 +1009,68 @@ static uint32_t ent_node(struct sv_container *c, struct nh *nh, uint32_t dir, si
 	return 0;
 }
 
-/* A new entry's files, in the directories already listed. */
+/* A new entry's files: the listings of saves/, diffs/ and states/ change
+ * (their entries are made when looked up). */
 static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i)
 {
-	const uint32_t dirs[3] = {nh->n_saves, nh->n_diffs, nh->n_states};
-	for (int k = 0; k < 3; k++) {
-		struct sv_node *d = sv_node(c, dirs[k]);
-		if (d && !(d->flags & SV_N_LAZYDIR))
-			ent_node(c, nh, dirs[k], i);
-	}
+	const struct ent *e = &nh->ents[i];
+	sv_node_touch(c, e->backup ? nh->n_saves : nh->n_diffs);
+	sv_node_touch(c, nh->n_states);
 }
 
-static int expand_nh(struct sv_container *c, uint32_t dir, struct sv_err *err)
+/* Whether entry e has a file in directory dir, and its name. */
+static bool ent_name(const struct nh *nh, uint32_t dir, const struct ent *e, char name[32])
+{
+	if (dir == nh->n_saves && !e->backup)
+		return false;
+	if (dir == nh->n_diffs && e->backup)
+		return false;
+	if (dir != nh->n_saves && dir != nh->n_diffs && dir != nh->n_states)
+		return false;
+	snprintf(name, 32, "%06u.%s", e->line, dir == nh->n_diffs ? "mdiff" : "sav");
+	return true;
+}
+
+/* saves/, diffs/ and states/ from the entry table, without a node each. */
+static int list_nh(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
+		   bool *is_dir, uint64_t *at)
 {
 	struct nh *nh = sv_container_priv(c);
-	if (!nh)
-		return 0;
-	for (size_t i = 0; i < nh->nents; i++)
-		if (ent_node(c, nh, dir, i) == SV_NONE)
-			return sv_err_set(err, -ENOMEM, "out of memory");
-	return 0;
+	*is_dir = false;
+	for (size_t i = pos; nh && i < nh->nents; i++) {
+		char n[32];
+		if (ent_name(nh, dir, &nh->ents[i], n)) {
+			memcpy(name, n, strlen(n) + 1);
+			*at = i;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* A name in saves/, diffs/ or states/: its entry by line number. */
+static int lookup_nh(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
+{
+	struct nh *nh = sv_container_priv(c);
+	char *end;
+	if (!nh || name[0] < '0' || name[0] > '9')
+		return -ENOENT;
+	unsigned long line = strtoul(name, &end, 10);
+	if (*end != '.' || line > UINT32_MAX)
+		return -ENOENT;
+	size_t lo = 0, hi = nh->nents;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (nh->ents[mid].line < line)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	char want[32];
+	if (lo == nh->nents || nh->ents[lo].line != line ||
+	    !ent_name(nh, dir, &nh->ents[lo], want) || strcmp(want, name))
+		return -ENOENT;
+	return ent_node(c, nh, dir, lo) == SV_NONE ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 }
 
 uint64_t sv_nh_log_size(const struct nh *nh)
@@ -1112,11 +1154,11 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	nh->n_transcript = sv_node_add(c, SV_ROOT, "transcript.txt",
 				       SV_N_RO | SV_N_STREAM | SV_N_DERIVED,
 				       nh->thead.len + nh->tbody, KEY_TRANSCRIPT);
-	nh->n_saves = sv_node_add(c, SV_ROOT, "saves", SV_N_DIR | SV_N_RO | SV_N_LAZYDIR, 0,
+	nh->n_saves = sv_node_add(c, SV_ROOT, "saves", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,
 				  KEY_SAVES);
-	nh->n_diffs = sv_node_add(c, SV_ROOT, "diffs", SV_N_DIR | SV_N_RO | SV_N_LAZYDIR, 0,
+	nh->n_diffs = sv_node_add(c, SV_ROOT, "diffs", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,
 				  KEY_DIFFS);
-	nh->n_states = sv_node_add(c, SV_ROOT, "states", SV_N_DIR | SV_N_RO | SV_N_LAZYDIR, 0,
+	nh->n_states = sv_node_add(c, SV_ROOT, "states", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,
 				   KEY_STATES);
 	if (nh->n_log == SV_NONE || nh->n_header == SV_NONE || nh->n_transcript == SV_NONE ||
 	    nh->n_saves == SV_NONE || nh->n_diffs == SV_NONE || nh->n_states == SV_NONE)
@@ -1149,7 +1191,8 @@ const struct sv_format sv_fmt_nethack = {
 	.close = close_nh,
 	.load = sv_nh_load,
 	.info = info_nh,
-	.expand = expand_nh,
+	.list = list_nh,
+	.lookup = lookup_nh,
 	.read = sv_nh_read,
 	.write = sv_nh_write,
 	.truncate = sv_nh_truncate,
