@@ -114,7 +114,7 @@ void sv_guard_unlock(struct sv_container *c)
 
 /* ---- the fingerprint: telling a touch from a change ---------------------- */
 
-static int hash_fd(int fd, uint64_t size, uint64_t *out)
+static int hash_fd(int fd, uint64_t size, const bool *cancel, uint64_t *out)
 {
 	static const size_t chunk = 1 << 20;
 	uint8_t *buf = malloc(chunk);
@@ -123,6 +123,10 @@ static int hash_fd(int fd, uint64_t size, uint64_t *out)
 	if (!rc)
 		XXH3_64bits_reset(st);
 	for (uint64_t off = 0; !rc && off < size;) {
+		if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
+			rc = -ECANCELED;
+			break;
+		}
 		size_t want = size - off < chunk ? (size_t)(size - off) : chunk;
 		ssize_t k = pread(fd, buf, want, (off_t)off);
 		if (k < 0 && errno == EINTR)
@@ -150,7 +154,7 @@ static void *fp_main(void *arg)
 	struct stat before, after;
 	uint64_t h = 0;
 	bool ok = !fstat(c->fp_fd, &before) && sv_source_same(&c->fp_st, &before) == SV_SOURCE_SAME &&
-		  !hash_fd(c->fp_fd, (uint64_t)before.st_size, &h) && !fstat(c->fp_fd, &after) &&
+		  !hash_fd(c->fp_fd, (uint64_t)before.st_size, &c->fp_cancel, &h) && !fstat(c->fp_fd, &after) &&
 		  sv_source_same(&c->fp_st, &after) == SV_SOURCE_SAME;
 	pthread_mutex_lock(&c->fp_lock);
 	c->fp_hash = h;
@@ -189,12 +193,25 @@ void sv_container_before_fork(struct sv_container *c)
 {
 	/* A thread running at the fork may hold a lock the child then never
 	 * sees released (the allocator's, under a sanitizer, or fp_lock): the
-	 * fingerprint is finished first. */
+	 * fingerprint is stopped (a big container's takes a while, which the
+	 * mount would wait for), and made again after the fork. */
 	pthread_rwlock_wrlock(&c->lock);
 	if (c->fp_started) {
+		__atomic_store_n(&c->fp_cancel, true, __ATOMIC_RELEASE);
 		pthread_join(c->fp_thread, NULL);
 		c->fp_started = false;
+		__atomic_store_n(&c->fp_cancel, false, __ATOMIC_RELEASE);
+		c->fp_again = !c->fp_valid;
 	}
+	pthread_rwlock_unlock(&c->lock);
+}
+
+void sv_container_after_fork(struct sv_container *c)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->fp_again && c->fp_fd >= 0)
+		c->fp_started = !pthread_create(&c->fp_thread, NULL, fp_main, c);
+	c->fp_again = false;
 	pthread_rwlock_unlock(&c->lock);
 }
 
@@ -217,7 +234,7 @@ bool sv_guard_touched(struct sv_container *c, const struct stat *now)
 		return false;
 	uint64_t h;
 	struct stat after;
-	if (hash_fd(c->src->fd, (uint64_t)now->st_size, &h) || h != c->fp_hash ||
+	if (hash_fd(c->src->fd, (uint64_t)now->st_size, NULL, &h) || h != c->fp_hash ||
 	    fstat(c->src->fd, &after) || sv_source_same(now, &after) != SV_SOURCE_SAME)
 		return false;
 	sv_log(c, "%s was touched (its times changed, not its bytes): edits go on", c->path);

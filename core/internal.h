@@ -218,6 +218,8 @@ struct sv_container {
 	pthread_mutex_t fp_lock;
 	pthread_t fp_thread;
 	bool fp_started, fp_valid;
+	bool fp_cancel;          /* the worker stops (before a fork) */
+	bool fp_again;           /* stopped unfinished: started again after */
 	int fp_fd;
 	struct stat fp_st;
 	uint64_t fp_hash;

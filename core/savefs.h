@@ -116,6 +116,8 @@ bool sv_container_read_only(const struct sv_container *c);
  * allocator's among them) is held across the fork and the child needs no
  * thread of the parent's.  Call before the fork. */
 void sv_container_before_fork(struct sv_container *c);
+/* In the child after the fork: background work stopped before it resumes. */
+void sv_container_after_fork(struct sv_container *c);
 
 /* Registers fn (called with the lock held: it must not call back) for
  * changes made outside commits: direct writes (a log appended to) and a

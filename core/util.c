@@ -6,6 +6,7 @@
 #include "savefs.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
@@ -99,6 +100,9 @@ int sv_buf_printf(struct sv_buf *b, const char *fmt, ...)
 	return 0;
 }
 
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+#define BIG_BLOB ((size_t)8 << 20)
+
 struct sv_blob *sv_blob_new(size_t len)
 {
 	if (len > SIZE_MAX - sizeof(struct sv_blob))
@@ -108,6 +112,15 @@ struct sv_blob *sv_blob_new(size_t len)
 		return NULL;
 	b->refs = 1;
 	b->len = len;
+	if (len >= BIG_BLOB) {
+		/* A big blob is filled at once (an index record read whole):
+		 * in huge pages, its page faults are a few instead of one per
+		 * 4 KB. */
+		uintptr_t start = ((uintptr_t)b->data + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+		uintptr_t end = ((uintptr_t)b->data + len) & ~(uintptr_t)(HUGE_PAGE - 1);
+		if (end > start)
+			madvise((void *)start, end - start, MADV_HUGEPAGE);
+	}
 	return b;
 }
 

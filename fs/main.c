@@ -340,6 +340,8 @@ int main(int argc, char **argv)
 		if (c)
 			sv_container_before_fork(c);
 	fuse_daemonize(fo.foreground);
+	if (!fo.foreground && c)
+		sv_container_after_fork(c);
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {

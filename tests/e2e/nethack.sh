@@ -183,6 +183,52 @@ if mount_sv "$g" "$m" -o ro; then
 	umount_sv "$m"
 fi
 
+# ---- the scan kept between mounts (the persistent index) ----------------------------
+
+export XDG_CACHE_HOME=$TMP/index-cache
+IDX=$XDG_CACHE_HOME/savefs
+g="$TMP/idx.nhgame"
+cp "$TMP/gen-mixed.nhgame" "$g"
+# A line of no known kind: a warning the scan finds, which the record keeps.
+sed -i '20s/^/Zq/' "$g"
+# info_of [OPTS] LOG: savefs info without what changes from run to run.
+info_of()
+{
+	sv info "$@" | "$PYTHON" -c 'import json,sys
+d = json.load(sys.stdin)
+for k in ("cache", "fingerprinted"): d.pop(k, None)
+print(json.dumps(d, indent=1, sort_keys=True))'
+}
+info_of -o noindex "$g" > "$TMP/info.want"
+sv extract -o noindex "$g" "$TMP/x-want" > /dev/null
+check "the log warns of its bad line" grep -q 'line 20 (byte [0-9]*): a line of an unknown kind' "$TMP/info.want"
+expect_eq "-o noindex keeps nothing" "" "$(ls -A "$IDX" 2> /dev/null)"
+expect_same_text "the first scan" "$TMP/info.want" <(info_of "$g")
+expect_eq "one record kept" 1 "$(ls "$IDX" | wc -l)"
+rec=$IDX/$(ls "$IDX")
+touch -d '2001-01-01' "$rec"
+rec_ino=$(stat -c %i "$rec")
+expect_same_text "the second open, from the record: the same info and warnings" \
+	"$TMP/info.want" <(info_of "$g")
+sv extract "$g" "$TMP/x-rec" > /dev/null
+check "the second open, from the record: the same files" diff -r "$TMP/x-want" "$TMP/x-rec"
+check "the record was used (its time of use moved)" test "$(stat -c %Y "$rec")" -gt 978307200
+expect_eq "the record was not made again" "$rec_ino" "$(stat -c %i "$rec")"
+truncate -s 100 "$rec"
+expect_same_text "a damaged record: scanned again" "$TMP/info.want" <(info_of "$g")
+check "and the record made again" test "$(stat -c %s "$rec")" -gt 100
+echo search >> "$g"
+info_of -o noindex "$g" > "$TMP/info.want2"
+check "the log with a line more has other info" \
+	sh -c '! cmp -s "$1" "$2"' _ "$TMP/info.want" "$TMP/info.want2"
+expect_same_text "a changed log: its own scan" "$TMP/info.want2" <(info_of "$g")
+m="$TMP/m-idx"
+if mount_sv "$g" "$m" -o ro; then
+	check_states idx-mount "$m" "$TMP/truth-mixed"
+	umount_sv "$m"
+fi
+unset XDG_CACHE_HOME
+
 g="$TMP/rec.nhgame"
 check "mknhgame --recovery 3 --done" "$MKNHGAME" "$g" --recovery 3 --done --turns 5
 m="$TMP/m-rec"

@@ -880,14 +880,54 @@ struct scan {
 	struct sv_buf content;
 	bool add_nodes;     /* the directories are listed: add their entries */
 	int err;
+	struct sv_buf *warns; /* the warnings said, each NUL-ended (for the
+			       * index), or NULL */
 };
 
+/* A warning found while scanning: said, and kept for the index. */
+__attribute__((format(printf, 2, 3)))
+static void scan_warn(struct scan *s, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	sv_warn(s->c, "%s", msg);
+	if (s->warns && sv_buf_add(s->warns, msg, strlen(msg) + 1))
+		s->err = -ENOMEM;
+}
+
 static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i);
+
+/* The entry table and checkpoints as arrays of their own (they pointed
+ * into the index record): before they grow.  -ENOMEM. */
+static int unkeep(struct nh *nh)
+{
+	if (!nh->kept)
+		return 0;
+	struct ent *ents = malloc(nh->nents ? nh->nents * sizeof *ents : 1);
+	struct ck *ck = malloc(nh->nck ? nh->nck * sizeof *ck : 1);
+	if (!ents || !ck) {
+		free(ents);
+		free(ck);
+		return -ENOMEM;
+	}
+	memcpy(ents, nh->ents, nh->nents * sizeof *ents);
+	memcpy(ck, nh->ck, nh->nck * sizeof *ck);
+	nh->ents = ents;
+	nh->ck = ck;
+	sv_blob_unref(nh->kept);
+	nh->kept = NULL;
+	return 0;
+}
 
 static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 {
 	struct scan *s = arg;
 	struct nh *nh = s->nh;
+	if (nh->kept && unkeep(nh))
+		return s->err = -ENOMEM;
 	if ((nh->line - 3) % CK_EVERY == 0) {
 		if (grow((void **)&nh->ck, &nh->capck, nh->nck + 1, sizeof *nh->ck))
 			return s->err = -ENOMEM;
@@ -907,7 +947,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	if (kind == K_GAMEOVER)
 		nh->over = true;
 	if (kind == K_BAD) {
-		sv_warn(s->c, "nethack: line %u (byte %llu): %s", nh->line,
+		scan_warn(s, "nethack: line %u (byte %llu): %s", nh->line,
 			(unsigned long long)off, why);
 		/* A malformed backup or diff still gets its files, which fail
 		 * with the reason: the states after it cannot be made. */
@@ -928,7 +968,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 				uint64_t ptr = 0;
 				sv_nh_parse_hex(l->p + 1, 8, &ptr);
 				if (ptr != nh->ents[nh->last_backup].off)
-					sv_warn(s->c, "nethack: line %u: the backup's number %08llx is "
+					scan_warn(s, "nethack: line %u: the backup's number %08llx is "
 						"not the previous backup's offset %llu", nh->line,
 						(unsigned long long)ptr,
 						(unsigned long long)nh->ents[nh->last_backup].off);
@@ -937,7 +977,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 			e->base = (uint32_t)nh->nents;
 		}
 		if (!backup && e->base == UINT32_MAX && !e->bad)
-			sv_warn(s->c, "nethack: line %u: a diff before any backup", nh->line);
+			scan_warn(s, "nethack: line %u: a diff before any backup", nh->line);
 		nh->nents++;
 		if (s->add_nodes)
 			add_ent_nodes(s->c, nh, nh->nents - 1);
@@ -945,11 +985,20 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	return 0;
 }
 
+static int scan_lines(struct sv_container *c, struct nh *nh, bool add_nodes,
+		      struct sv_buf *warns, struct sv_err *err);
+
 /* Scans the complete lines from nh->end on. */
 int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 		     struct sv_err *err)
 {
-	struct scan s = {c, nh, {0}, add_nodes, 0};
+	return scan_lines(c, nh, add_nodes, NULL, err);
+}
+
+static int scan_lines(struct sv_container *c, struct nh *nh, bool add_nodes,
+		      struct sv_buf *warns, struct sv_err *err)
+{
+	struct scan s = {c, nh, {0}, add_nodes, 0, warns};
 	uint64_t end = nh->end;
 	int rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s, &end,
 			   err);
@@ -960,6 +1009,114 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 	struct stat st;
 	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
 			   ? (uint64_t)st.st_size - end : 0;
+	return rc;
+}
+
+/* ---- the scan kept in the persistent index ---------------------------------------- */
+
+/* What the scan of a whole log found, kept between mounts (a 200 MB log
+ * scans in about a second, and reads back in a few milliseconds): the
+ * counters, then the entry table, the transcript checkpoints and the
+ * warnings said, each as this build lays it out (SCAN_INDEX says which
+ * layout; the store keys it by the log's identity). */
+#define SCAN_INDEX 1
+struct scan_rec {
+	uint64_t hdr_end, end, time, tbody, nents, nck, nwarn;
+	uint32_t line, last_backup, first_backup, over;
+	uint32_t kinds[16];
+};
+
+static void scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *warns)
+{
+	struct scan_rec r = {nh->hdr_end, nh->end, nh->time, nh->tbody, nh->nents, nh->nck,
+			     warns->len, nh->line, nh->last_backup, nh->first_backup, nh->over,
+			     {0}};
+	memcpy(r.kinds, nh->kinds, sizeof r.kinds);
+	struct sv_buf b;
+	sv_buf_init(&b);
+	if (!sv_buf_reserve(&b, sizeof r + nh->nents * sizeof *nh->ents +
+				      nh->nck * sizeof *nh->ck + warns->len) &&
+	    !sv_buf_add(&b, &r, sizeof r) &&
+	    !sv_buf_add(&b, nh->ents, nh->nents * sizeof *nh->ents) &&
+	    !sv_buf_add(&b, nh->ck, nh->nck * sizeof *nh->ck) &&
+	    !sv_buf_add(&b, warns->p, warns->len))
+		sv_container_index_store(c, "scan", SCAN_INDEX, b.p, b.len);
+	sv_buf_fini(&b);
+}
+
+/* The scan as kept: true if the record is whole and agrees with itself
+ * and with the log's header (then nh holds it), else false (nh as it
+ * was: the log is scanned). */
+static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_blob *kept)
+{
+	struct scan_rec r;
+	if (kept->len < sizeof r)
+		return false;
+	memcpy(&r, kept->data, sizeof r);
+	uint64_t size = sv_container_size(c);
+	if (r.hdr_end != nh->hdr_end || r.end > size || r.end < r.hdr_end ||
+	    r.nents > UINT32_MAX - 1 || r.nck > r.end || r.nwarn > kept->len ||
+	    kept->len != sizeof r + r.nents * sizeof *nh->ents + r.nck * sizeof *nh->ck + r.nwarn ||
+	    (r.nwarn && kept->data[kept->len - 1] != '\0') ||
+	    (r.last_backup != UINT32_MAX && r.last_backup >= r.nents) ||
+	    (r.first_backup != UINT32_MAX && r.first_backup >= r.nents))
+		return false;
+	const uint8_t *p = kept->data + sizeof r;
+	const struct ent *ents = (const struct ent *)p;
+	p += r.nents * sizeof *ents;
+	const struct ck *ck = (const struct ck *)p;
+	p += r.nck * sizeof *ck;
+	bool ok = true;
+	for (size_t i = 0; ok && i < r.nents; i++)
+		ok = ents[i].off >= r.hdr_end && ents[i].len <= r.end - ents[i].off &&
+		     ents[i].line <= r.line && (ents[i].base == UINT32_MAX || ents[i].base < r.nents);
+	for (size_t i = 0; ok && i < r.nck; i++)
+		ok = ck[i].off <= r.end && ck[i].toff <= r.tbody;
+	if (!ok)
+		return false;
+	/* Read in place from the record, which nh keeps. */
+	if (!nh->kept) {
+		free(nh->ents);
+		free(nh->ck);
+	}
+	sv_blob_unref(nh->kept);
+	nh->kept = sv_blob_ref((struct sv_blob *)kept);
+	nh->ents = (struct ent *)(kept->data + sizeof r);
+	nh->nents = nh->capents = r.nents;
+	nh->ck = (struct ck *)(kept->data + sizeof r + r.nents * sizeof *nh->ents);
+	nh->nck = nh->capck = r.nck;
+	nh->end = r.end;
+	nh->time = r.time;
+	nh->tbody = r.tbody;
+	nh->line = r.line;
+	nh->last_backup = r.last_backup;
+	nh->first_backup = r.first_backup;
+	nh->over = r.over;
+	memcpy(nh->kinds, r.kinds, sizeof nh->kinds);
+	nh->torn = size - r.end;
+	for (const char *w = (const char *)p; w < (const char *)kept->data + kept->len;
+	     w += strlen(w) + 1)
+		sv_warn(c, "%s", w);
+	return true;
+}
+
+/* The whole log's scan: kept from an earlier mount of the very same
+ * file, or made (and kept). */
+static int scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err)
+{
+	struct sv_blob *kept = NULL;
+	if (!sv_container_index_load(c, "scan", SCAN_INDEX, &kept)) {
+		bool ok = scan_recall(c, nh, kept);
+		sv_blob_unref(kept);
+		if (ok)
+			return 0;
+	}
+	struct sv_buf warns;
+	sv_buf_init(&warns);
+	int rc = scan_lines(c, nh, false, &warns, err);
+	if (!rc)
+		scan_store(c, nh, &warns);
+	sv_buf_fini(&warns);
 	return rc;
 }
 
@@ -1106,8 +1263,11 @@ static void free_nh(struct nh *nh)
 	if (!nh)
 		return;
 	free(nh->name);
-	free(nh->ents);
-	free(nh->ck);
+	if (!nh->kept) {
+		free(nh->ents);
+		free(nh->ck);
+	}
+	sv_blob_unref(nh->kept);
 	sv_buf_fini(&nh->thead);
 	sv_buf_fini(&nh->json);
 	sv_buf_fini(&nh->partial);
@@ -1139,7 +1299,7 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	nh->end = nh->hdr_end;
 	nh->line = 3;
 	nh->time = nh->start;
-	rc = sv_nh_scan_from(c, nh, false, err);
+	rc = scan_all(c, nh, err);
 	if (rc)
 		return rc;
 	check_first_pointer(c, nh);

@@ -83,6 +83,9 @@ struct nh {
 	uint32_t last_backup, first_backup; /* ents index, UINT32_MAX: none */
 	struct ck *ck;
 	size_t nck, capck;
+	struct sv_blob *kept;    /* the index record ents and ck point into
+				  * (read from the persistent index, not
+				  * copied); NULL: they are malloc'd */
 	uint64_t torn;           /* bytes after the last newline at the scan */
 
 	/* nodes */
