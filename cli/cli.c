@@ -293,22 +293,34 @@ static void ex_progress(struct ex_ctx *x, bool final)
 	fflush(stderr);
 }
 
+/* Files counted, directories collected (a directory's million files cost
+ * no memory here). */
+struct count_ctx {
+	uint64_t files;
+	struct ls_list dirs;
+};
+
+static int count_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct count_ctx *x = arg;
+	if (!st->dir) {
+		x->files++;
+		return 0;
+	}
+	return strcmp(name, ".savefs") ? ls_collect(&x->dirs, name, st, next) : 0;
+}
+
 static uint64_t count_files(struct sv_tree *t, sv_id dir)
 {
-	struct ls_list l = {.t = t, .dir = dir};
-	uint64_t n = 0;
-	sv_tree_readdir(t, dir, 0, ls_collect, &l);
-	for (size_t i = 0; i < l.n; i++) {
-		if (!strcmp(l.v[i].name, ".savefs"))
-			continue;
-		if (!l.v[i].st.dir)
-			n++;
-		else if (ls_made(&l, i))
-			n += count_files(t, l.v[i].st.id);
-		ls_done(&l, i);
+	struct count_ctx x = {0, {.t = t, .dir = dir}};
+	sv_tree_readdir(t, dir, 0, count_one, &x);
+	for (size_t i = 0; i < x.dirs.n; i++) {
+		if (ls_made(&x.dirs, i))
+			x.files += count_files(t, x.dirs.v[i].st.id);
+		ls_done(&x.dirs, i);
 	}
-	ls_free(&l);
-	return n;
+	ls_free(&x.dirs);
+	return x.files;
 }
 
 /* Copies stream node n (a log, a timeline, a big chunk's text: files that

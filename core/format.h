@@ -199,6 +199,9 @@ struct sv_format {
 	 * index directories. */
 	int (*list)(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
 		    bool *is_dir, uint64_t *at);
+	/* How many files and directories an SV_N_INDEXDIR directory lists
+	 * (for /.savefs/info; lock held shared).  NULL: list() counts them. */
+	void (*count)(struct sv_container *c, uint32_t dir, uint64_t *files, uint64_t *dirs);
 	/* The size of an SV_N_LAZYSIZE stream, found without reading it
 	 * whole (lock held shared).  NULL: the stream is read to measure it. */
 	int (*size)(struct sv_container *c, uint32_t node, uint64_t *size,

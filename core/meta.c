@@ -60,7 +60,9 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 			dirs++;
 		else
 			files++;
-		if ((n->flags & SV_N_INDEXDIR) && c->fmt->list) {
+		if ((n->flags & SV_N_INDEXDIR) && c->fmt->count) {
+			c->fmt->count(c, i, &files, &dirs);
+		} else if ((n->flags & SV_N_INDEXDIR) && c->fmt->list) {
 			char name[256];
 			bool is_dir;
 			for (uint64_t pos = 0, at; !c->fmt->list(c, i, pos, name, &is_dir, &at);

@@ -196,7 +196,7 @@ info_of()
 {
 	sv info "$@" | "$PYTHON" -c 'import json,sys
 d = json.load(sys.stdin)
-for k in ("cache", "fingerprinted"): d.pop(k, None)
+for k in ("cache", "fingerprinted", "nodes"): d.pop(k, None)
 print(json.dumps(d, indent=1, sort_keys=True))'
 }
 info_of -o noindex "$g" > "$TMP/info.want"
@@ -227,6 +227,46 @@ if mount_sv "$g" "$m" -o ro; then
 	check_states idx-mount "$m" "$TMP/truth-mixed"
 	umount_sv "$m"
 fi
+unset XDG_CACHE_HOME
+
+# ---- a big log: its details found on first need ----------------------------------------
+# (a log over 8 MB: the open reads its entries; the running time, the
+# transcript, the kinds and other lines' warnings wait for a reader)
+
+g="$TMP/big.nhgame"
+check "mknhgame --size 9000000" "$MKNHGAME" "$g" --size 9000000 --backup-every 50 --seed 5
+# A command line far in made a line of no known kind (its size kept, so
+# that every offset after it stays): a warning only the details find.
+bad=$(awk 'NR > 300 && /^[a-z]/ { print NR; exit }' "$g")
+sed -i "${bad}s/^./Z/" "$g"
+export XDG_CACHE_HOME=$TMP/index-big
+info_of -o noindex "$g" > "$TMP/big.want"
+sv cat -o noindex "$g" transcript.txt > "$TMP/big.transcript"
+check "the details' warning" grep -q "line $bad (byte [0-9]*): a line of an unknown kind" "$TMP/big.want"
+expect_eq "the transcript has a line per line" "$(wc -l < "$g")" "$(wc -l < "$TMP/big.transcript")"
+m="$TMP/m-big"
+if mount_sv "$g" "$m"; then
+	expect_eq "states listed before the details" "$(grep -c '^[*~]' "$g")" "$(ls "$m/states" | wc -l)"
+	expect_same_file "the transcript, read whole" "$TMP/big.transcript" "$m/transcript.txt"
+	expect_eq "its size once read" "$(stat -c %s "$TMP/big.transcript")" \
+		"$(stat -c %s "$m/transcript.txt")"
+	"$PYTHON" -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for k in ("cache", "fingerprinted", "nodes", "read_only"): d.pop(k, None)
+print(json.dumps(d, indent=1, sort_keys=True))' "$m/.savefs/info" > "$TMP/big.mounted"
+	expect_same_text "the mount's info: the same kinds and warnings" \
+		<(grep -v '"read_only"' "$TMP/big.want") "$TMP/big.mounted"
+	check "an append after the details" sh -c "echo 'search L5' >> '$m/log'"
+	expect_eq "the transcript shows it" "command  search: limit 5" \
+		"$(tail -1 "$m/transcript.txt" | cut -d' ' -f3-)"
+	umount_sv "$m"
+fi
+# The appended line is in the file: its record, made at the mount's
+# details, is stale; a fresh look makes another, which a second open uses.
+info_of -o noindex "$g" > "$TMP/big.want2"
+expect_same_text "a first open with the index" "$TMP/big.want2" <(info_of "$g")
+expect_same_text "a second open, from the record" "$TMP/big.want2" <(info_of "$g")
+expect_eq "the record kept" 1 "$(ls "$XDG_CACHE_HOME/savefs" | wc -l)"
 unset XDG_CACHE_HOME
 
 g="$TMP/rec.nhgame"

@@ -228,6 +228,31 @@ static int parse_b64_arg(const char *s, size_t n, struct sv_buf *out, const char
 	return 0;
 }
 
+/* A backup ('*') or diff ('~') line, not empty: K_BACKUP, K_DIFF or K_BAD
+ * (and why), its payload's size, whether compressed. */
+static enum kind payload_line(const struct line_view *l, uint64_t *size, bool *comp,
+			      const char **why)
+{
+	const char *p = l->p;
+	if (p[0] == '*') {
+		uint64_t ptr;
+		if (l->full < 11 || l->n < 10 || !sv_nh_parse_hex(p + 1, 8, &ptr) || p[9] != ' ') {
+			*why = "a backup line is not \"*<8 hex digits> <payload>\"";
+			return K_BAD;
+		}
+		if (!payload_size_of(l, 10, size, comp)) {
+			*why = "a backup's payload is not base64 or $length$base64";
+			return K_BAD;
+		}
+		return K_BACKUP;
+	}
+	if (!payload_size_of(l, 1, size, comp) || l->full < 2) {
+		*why = "a diff's payload is not base64 or $length$base64";
+		return K_BAD;
+	}
+	return K_DIFF;
+}
+
 static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 			    uint64_t *delta, uint64_t *size, const char **why)
 {
@@ -241,31 +266,19 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 	}
 	char k = p[0];
 	bool comp;
-	if (k == '*') {
-		uint64_t ptr;
-		if (l->full < 11 || n < 10 || !sv_nh_parse_hex(p + 1, 8, &ptr) || p[9] != ' ') {
-			*why = "a backup line is not \"*<8 hex digits> <payload>\"";
-			return K_BAD;
+	if (k == '*' || k == '~') {
+		enum kind kind = payload_line(l, size, &comp, why);
+		if (kind == K_BACKUP) {
+			add_str(out, "save ");
+			add_u64(out, *size);
+			add_str(out, comp ? " bytes compressed, pointer " : " bytes, pointer ");
+			sv_buf_add(out, p + 1, 8);
+		} else if (kind == K_DIFF) {
+			add_str(out, "diff ");
+			add_u64(out, *size);
+			add_str(out, comp ? " bytes compressed" : " bytes");
 		}
-		if (!payload_size_of(l, 10, size, &comp)) {
-			*why = "a backup's payload is not base64 or $length$base64";
-			return K_BAD;
-		}
-		add_str(out, "save ");
-		add_u64(out, *size);
-		add_str(out, comp ? " bytes compressed, pointer " : " bytes, pointer ");
-		sv_buf_add(out, p + 1, 8);
-		return K_BACKUP;
-	}
-	if (k == '~') {
-		if (!payload_size_of(l, 1, size, &comp) || l->full < 2) {
-			*why = "a diff's payload is not base64 or $length$base64";
-			return K_BAD;
-		}
-		add_str(out, "diff ");
-		add_u64(out, *size);
-		add_str(out, comp ? " bytes compressed" : " bytes");
-		return K_DIFF;
+		return kind;
 	}
 	if (k == 'B') {
 		if (l->full == 2 && p[1] == '!') {
@@ -818,6 +831,20 @@ int sv_nh_each_line(int fd, uint64_t off, uint64_t limit, size_t block, line_fn 
 		const uint8_t *p = blk, *e = blk + k;
 		while (p < e) {
 			const uint8_t *nl = memchr(p, '\n', (size_t)(e - p));
+			if (nl && !full) {
+				/* The whole line is in the block: seen where it is,
+				 * not copied (most lines). */
+				size_t len = (size_t)(nl - p);
+				struct line_view lv = {(const char *)p, len, len,
+						       {len >= 2 ? (char)p[len - 2] : 0,
+							len ? (char)p[len - 1] : 0}};
+				rc = fn(arg, start, &lv);
+				if (rc)
+					goto done;
+				start += len + 1;
+				p = nl + 1;
+				continue;
+			}
 			size_t seg = (size_t)((nl ? nl : e) - p);
 			if (hn < HEAD) {
 				size_t t = seg < HEAD - hn ? seg : HEAD - hn;
@@ -882,6 +909,8 @@ struct scan {
 	int err;
 	struct sv_buf *warns; /* the warnings said, each NUL-ended (for the
 			       * index), or NULL */
+	enum { SCAN_ALL, SCAN_ENTRIES, SCAN_DETAILS } what;
+	uint32_t line;      /* lines scanned, the header's included */
 };
 
 /* A warning found while scanning: said, and kept for the index. */
@@ -922,93 +951,168 @@ static int unkeep(struct nh *nh)
 	return 0;
 }
 
+/* A line as SCAN_ENTRIES sees it (the entries, counted lines) or
+ * SCAN_DETAILS (all but the entries), or both (SCAN_ALL). */
 static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 {
 	struct scan *s = arg;
 	struct nh *nh = s->nh;
+	bool payload = l->n && (l->p[0] == '*' || l->p[0] == '~');
+	bool details = s->what != SCAN_ENTRIES, entries = s->what != SCAN_DETAILS;
 	if (nh->kept && unkeep(nh))
 		return s->err = -ENOMEM;
-	if ((nh->line - 3) % CK_EVERY == 0) {
+	if (details && (s->line - 3) % CK_EVERY == 0) {
 		if (grow((void **)&nh->ck, &nh->capck, nh->nck + 1, sizeof *nh->ck))
 			return s->err = -ENOMEM;
-		nh->ck[nh->nck++] = (struct ck){off, nh->tbody, nh->time, nh->line + 1};
+		nh->ck[nh->nck++] = (struct ck){off, nh->tbody, nh->time, s->line + 1};
 	}
-	nh->line++;
+	s->line++;
+	if (!details && !payload)
+		return 0;
 	enum kind kind;
-	uint64_t delta, size;
-	const char *why;
-	uint64_t len = sv_nh_transcript_line(nh->line, nh->time, l, NULL, &s->content, NULL, &kind,
-				       &delta, &size, &why);
-	nh->time += delta;
-	if (nh->time < delta)
-		nh->time = UINT64_MAX;
-	nh->tbody += len;
-	nh->kinds[kind]++;
-	if (kind == K_GAMEOVER)
-		nh->over = true;
-	if (kind == K_BAD) {
-		scan_warn(s, "nethack: line %u (byte %llu): %s", nh->line,
-			(unsigned long long)off, why);
-		/* A malformed backup or diff still gets its files, which fail
-		 * with the reason: the states after it cannot be made. */
-		if (!l->n || (l->p[0] != '*' && l->p[0] != '~'))
-			return 0;
+	uint64_t delta = 0, size = 0, len = 0;
+	const char *why = NULL;
+	bool comp;
+	if (details)
+		len = sv_nh_transcript_line(s->line, nh->time, l, NULL, &s->content, NULL, &kind,
+					    &delta, &size, &why);
+	else
+		kind = payload_line(l, &size, &comp, &why);
+	if (details) {
+		nh->time += delta;
+		if (nh->time < delta)
+			nh->time = UINT64_MAX;
+		nh->tbody += len;
+		nh->kinds[kind]++;
+		if (kind == K_GAMEOVER)
+			nh->over = true;
 	}
-	if (kind == K_BACKUP || kind == K_DIFF || kind == K_BAD) {
-		if (grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
-			return s->err = -ENOMEM;
-		struct ent *e = &nh->ents[nh->nents];
-		bool backup = l->p[0] == '*';
-		*e = (struct ent){off, l->full, size, nh->line, nh->last_backup, backup,
-				  kind == K_BAD};
-		if (backup && !e->bad) {
-			if (nh->first_backup == UINT32_MAX) {
-				nh->first_backup = (uint32_t)nh->nents;
-			} else {
-				uint64_t ptr = 0;
-				sv_nh_parse_hex(l->p + 1, 8, &ptr);
-				if (ptr != nh->ents[nh->last_backup].off)
-					scan_warn(s, "nethack: line %u: the backup's number %08llx is "
-						"not the previous backup's offset %llu", nh->line,
-						(unsigned long long)ptr,
-						(unsigned long long)nh->ents[nh->last_backup].off);
-			}
-			nh->last_backup = (uint32_t)nh->nents;
-			e->base = (uint32_t)nh->nents;
+	/* A malformed line is said once: a backup or diff by the entries'
+	 * scan, another kind by the details'. */
+	if (kind == K_BAD && (payload ? entries : details))
+		scan_warn(s, "nethack: line %u (byte %llu): %s", s->line,
+			  (unsigned long long)off, why);
+	/* A malformed backup or diff still gets its files, which fail with
+	 * the reason: the states after it cannot be made. */
+	if (!entries || !payload || (kind != K_BACKUP && kind != K_DIFF && kind != K_BAD))
+		return 0;
+	if (grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
+		return s->err = -ENOMEM;
+	struct ent *e = &nh->ents[nh->nents];
+	bool backup = l->p[0] == '*';
+	*e = (struct ent){off, l->full, size, s->line, nh->last_backup, backup, kind == K_BAD};
+	if (backup && !e->bad) {
+		if (nh->first_backup == UINT32_MAX) {
+			nh->first_backup = (uint32_t)nh->nents;
+		} else {
+			uint64_t ptr = 0;
+			sv_nh_parse_hex(l->p + 1, 8, &ptr);
+			if (ptr != nh->ents[nh->last_backup].off)
+				scan_warn(s, "nethack: line %u: the backup's number %08llx is "
+					  "not the previous backup's offset %llu", s->line,
+					  (unsigned long long)ptr,
+					  (unsigned long long)nh->ents[nh->last_backup].off);
 		}
-		if (!backup && e->base == UINT32_MAX && !e->bad)
-			scan_warn(s, "nethack: line %u: a diff before any backup", nh->line);
-		nh->nents++;
-		if (s->add_nodes)
-			add_ent_nodes(s->c, nh, nh->nents - 1);
+		nh->last_backup = (uint32_t)nh->nents;
+		e->base = (uint32_t)nh->nents;
 	}
+	if (!backup && e->base == UINT32_MAX && !e->bad)
+		scan_warn(s, "nethack: line %u: a diff before any backup", s->line);
+	nh->nents++;
+	if (s->add_nodes)
+		add_ent_nodes(s->c, nh, nh->nents - 1);
 	return 0;
 }
 
-static int scan_lines(struct sv_container *c, struct nh *nh, bool add_nodes,
-		      struct sv_buf *warns, struct sv_err *err);
+static void scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *ent_warns,
+		       const struct sv_buf *det_warns);
 
-/* Scans the complete lines from nh->end on. */
+/* Scans the complete lines from nh->end on (what after the open: its
+ * details are found first). */
 int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 		     struct sv_err *err)
 {
-	return scan_lines(c, nh, add_nodes, NULL, err);
-}
-
-static int scan_lines(struct sv_container *c, struct nh *nh, bool add_nodes,
-		      struct sv_buf *warns, struct sv_err *err)
-{
-	struct scan s = {c, nh, {0}, add_nodes, 0, warns};
+	int rc = sv_nh_details(c, nh, err);
+	if (rc)
+		return rc;
+	struct scan s = {c, nh, {0}, add_nodes, 0, NULL, SCAN_ALL, nh->line};
 	uint64_t end = nh->end;
-	int rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s, &end,
-			   err);
+	rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s, &end,
+			     err);
 	sv_buf_fini(&s.content);
 	if (!rc && s.err)
 		rc = sv_err_set(err, s.err, "out of memory");
-	nh->end = end;
+	nh->line = s.line;
+	nh->end = nh->det_end = end;
 	struct stat st;
 	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
 			   ? (uint64_t)st.st_size - end : 0;
+	return rc;
+}
+
+/* The open's scan: the entries, and the lines counted. */
+static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *warns,
+			struct sv_err *err)
+{
+	struct scan s = {c, nh, {0}, false, 0, warns, SCAN_ENTRIES, nh->line};
+	uint64_t end = nh->end;
+	int rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s,
+				 &end, err);
+	sv_buf_fini(&s.content);
+	if (!rc && s.err)
+		rc = sv_err_set(err, s.err, "out of memory");
+	nh->line = s.line;
+	nh->end = nh->det_end = end;
+	struct stat st;
+	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
+			   ? (uint64_t)st.st_size - end : 0;
+	return rc;
+}
+
+int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
+{
+	if (__atomic_load_n(&nh->detailed, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n(&nh->det_warns.len, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&nh->det_lock);
+	int rc = 0;
+	if (nh->detailed) {
+		/* Kept: what the scan said, said now, as a scan would. */
+		for (size_t at = 0; at < nh->det_warns.len; at += strlen((char *)nh->det_warns.p + at) + 1)
+			sv_warn(c, "%s", (char *)nh->det_warns.p + at);
+		sv_buf_fini(&nh->det_warns);
+	} else {
+		struct sv_buf warns;
+		sv_buf_init(&warns);
+		nh->time = nh->start;
+		nh->tbody = 0;
+		nh->over = false;
+		memset(nh->kinds, 0, sizeof nh->kinds);
+		if (!nh->kept)
+			free(nh->ck);
+		nh->ck = NULL;
+		nh->nck = nh->capck = 0;
+		struct scan s = {c, nh, {0}, false, 0, &warns, SCAN_DETAILS, 3};
+		uint64_t end = nh->hdr_end;
+		rc = sv_nh_each_line(sv_container_fd(c), nh->hdr_end, nh->det_end, BLOCK, scan_line,
+				     &s, &end, err);
+		sv_buf_fini(&s.content);
+		if (!rc && s.err)
+			rc = sv_err_set(err, s.err, "out of memory");
+		if (!rc && (end != nh->det_end || s.line != nh->line))
+			rc = sv_err_set(err, -EIO, "nethack: the log changed while it was read "
+					"(line %u, byte %llu)", s.line, (unsigned long long)end);
+		if (!rc) {
+			/* The whole scan, kept for the next mount of the very
+			 * same file. */
+			if (nh->end == nh->det_end)
+				scan_store(c, nh, &nh->ent_warns, &warns);
+			sv_buf_fini(&nh->ent_warns);
+			__atomic_store_n(&nh->detailed, true, __ATOMIC_RELEASE);
+		}
+		sv_buf_fini(&warns);
+	}
+	pthread_mutex_unlock(&nh->det_lock);
 	return rc;
 }
 
@@ -1016,36 +1120,48 @@ static int scan_lines(struct sv_container *c, struct nh *nh, bool add_nodes,
 
 /* What the scan of a whole log found, kept between mounts (a 200 MB log
  * scans in about a second, and reads back in a few milliseconds): the
- * counters, then the entry table, the transcript checkpoints and the
- * warnings said, each as this build lays it out (SCAN_INDEX says which
- * layout; the store keys it by the log's identity). */
-#define SCAN_INDEX 1
+ * counters, then the entry table, the transcript checkpoints, and the
+ * warnings the entries' scan and the details' said (each NUL-ended), each
+ * as this build lays it out (SCAN_INDEX says which layout; the store keys
+ * it by the log's identity). */
+#define SCAN_INDEX 2
+/* Logs up to this size have their details found at open. */
+#define DETAILS_AT_ONCE ((uint64_t)8 << 20)
 struct scan_rec {
-	uint64_t hdr_end, end, time, tbody, nents, nck, nwarn;
+	uint64_t hdr_end, end, time, tbody, nents, nck, nwarn_ent, nwarn_det;
 	uint32_t line, last_backup, first_backup, over;
 	uint32_t kinds[16];
 };
 
-static void scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *warns)
+static void scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *ent_warns,
+		       const struct sv_buf *det_warns)
 {
 	struct scan_rec r = {nh->hdr_end, nh->end, nh->time, nh->tbody, nh->nents, nh->nck,
-			     warns->len, nh->line, nh->last_backup, nh->first_backup, nh->over,
-			     {0}};
+			     ent_warns->len, det_warns->len, nh->line, nh->last_backup,
+			     nh->first_backup, nh->over, {0}};
 	memcpy(r.kinds, nh->kinds, sizeof r.kinds);
 	struct sv_buf b;
 	sv_buf_init(&b);
 	if (!sv_buf_reserve(&b, sizeof r + nh->nents * sizeof *nh->ents +
-				      nh->nck * sizeof *nh->ck + warns->len) &&
+				      nh->nck * sizeof *nh->ck + ent_warns->len + det_warns->len) &&
 	    !sv_buf_add(&b, &r, sizeof r) &&
 	    !sv_buf_add(&b, nh->ents, nh->nents * sizeof *nh->ents) &&
 	    !sv_buf_add(&b, nh->ck, nh->nck * sizeof *nh->ck) &&
-	    !sv_buf_add(&b, warns->p, warns->len))
+	    !sv_buf_add(&b, ent_warns->p, ent_warns->len) &&
+	    !sv_buf_add(&b, det_warns->p, det_warns->len))
 		sv_container_index_store(c, "scan", SCAN_INDEX, b.p, b.len);
 	sv_buf_fini(&b);
 }
 
+/* NUL-ended strings, the last one ended. */
+static bool strings_ok(const uint8_t *p, uint64_t n)
+{
+	return !n || p[n - 1] == '\0';
+}
+
 /* The scan as kept: true if the record is whole and agrees with itself
- * and with the log's header (then nh holds it), else false (nh as it
+ * and with the log's header (then nh holds it, its details' warnings
+ * said when they are first needed, as after a scan), else false (nh as it
  * was: the log is scanned). */
 static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_blob *kept)
 {
@@ -1055,9 +1171,10 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	memcpy(&r, kept->data, sizeof r);
 	uint64_t size = sv_container_size(c);
 	if (r.hdr_end != nh->hdr_end || r.end > size || r.end < r.hdr_end ||
-	    r.nents > UINT32_MAX - 1 || r.nck > r.end || r.nwarn > kept->len ||
-	    kept->len != sizeof r + r.nents * sizeof *nh->ents + r.nck * sizeof *nh->ck + r.nwarn ||
-	    (r.nwarn && kept->data[kept->len - 1] != '\0') ||
+	    r.nents > UINT32_MAX - 1 || r.nck > r.end || r.nwarn_ent > kept->len ||
+	    r.nwarn_det > kept->len ||
+	    kept->len != sizeof r + r.nents * sizeof *nh->ents + r.nck * sizeof *nh->ck +
+				 r.nwarn_ent + r.nwarn_det ||
 	    (r.last_backup != UINT32_MAX && r.last_backup >= r.nents) ||
 	    (r.first_backup != UINT32_MAX && r.first_backup >= r.nents))
 		return false;
@@ -1066,14 +1183,18 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	p += r.nents * sizeof *ents;
 	const struct ck *ck = (const struct ck *)p;
 	p += r.nck * sizeof *ck;
-	bool ok = true;
+	const uint8_t *det = p + r.nwarn_ent;
+	bool ok = strings_ok(p, r.nwarn_ent) && strings_ok(det, r.nwarn_det) &&
+		  !sv_buf_add(&nh->det_warns, det, (size_t)r.nwarn_det);
 	for (size_t i = 0; ok && i < r.nents; i++)
 		ok = ents[i].off >= r.hdr_end && ents[i].len <= r.end - ents[i].off &&
 		     ents[i].line <= r.line && (ents[i].base == UINT32_MAX || ents[i].base < r.nents);
 	for (size_t i = 0; ok && i < r.nck; i++)
 		ok = ck[i].off <= r.end && ck[i].toff <= r.tbody;
-	if (!ok)
+	if (!ok) {
+		sv_buf_fini(&nh->det_warns);
 		return false;
+	}
 	/* Read in place from the record, which nh keeps. */
 	if (!nh->kept) {
 		free(nh->ents);
@@ -1085,7 +1206,7 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	nh->nents = nh->capents = r.nents;
 	nh->ck = (struct ck *)(kept->data + sizeof r + r.nents * sizeof *nh->ents);
 	nh->nck = nh->capck = r.nck;
-	nh->end = r.end;
+	nh->end = nh->det_end = r.end;
 	nh->time = r.time;
 	nh->tbody = r.tbody;
 	nh->line = r.line;
@@ -1094,14 +1215,15 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	nh->over = r.over;
 	memcpy(nh->kinds, r.kinds, sizeof nh->kinds);
 	nh->torn = size - r.end;
-	for (const char *w = (const char *)p; w < (const char *)kept->data + kept->len;
-	     w += strlen(w) + 1)
+	for (const char *w = (const char *)p; w < (const char *)det; w += strlen(w) + 1)
 		sv_warn(c, "%s", w);
+	nh->detailed = true;
 	return true;
 }
 
-/* The whole log's scan: kept from an earlier mount of the very same
- * file, or made (and kept). */
+/* The open's scan: kept from an earlier mount of the very same file, or
+ * the entries found now (the details wait for their first need, and then
+ * keep the record). */
 static int scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err)
 {
 	struct sv_blob *kept = NULL;
@@ -1111,13 +1233,7 @@ static int scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err)
 		if (ok)
 			return 0;
 	}
-	struct sv_buf warns;
-	sv_buf_init(&warns);
-	int rc = scan_lines(c, nh, false, &warns, err);
-	if (!rc)
-		scan_store(c, nh, &warns);
-	sv_buf_fini(&warns);
-	return rc;
+	return scan_entries(c, nh, &nh->ent_warns, err);
 }
 
 static void check_first_pointer(struct sv_container *c, struct nh *nh)
@@ -1205,6 +1321,19 @@ static int list_nh(struct sv_container *c, uint32_t dir, uint64_t pos, char name
 	return 1;
 }
 
+static void count_nh(struct sv_container *c, uint32_t dir, uint64_t *files, uint64_t *dirs)
+{
+	struct nh *nh = sv_container_priv(c);
+	if (!nh || dir == nh->n_states) {
+		*files += nh ? nh->nents : 0;
+		return;
+	}
+	uint64_t backups = 0;
+	for (size_t i = 0; i < nh->nents; i++)
+		backups += nh->ents[i].backup;
+	*files += dir == nh->n_saves ? backups : nh->nents - backups;
+}
+
 /* A name in saves/, diffs/ or states/: its entry by line number. */
 static int lookup_nh(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
 {
@@ -1272,7 +1401,10 @@ static void free_nh(struct nh *nh)
 	sv_buf_fini(&nh->json);
 	sv_buf_fini(&nh->partial);
 	sv_blob_unref(nh->st_blob);
+	sv_buf_fini(&nh->ent_warns);
+	sv_buf_fini(&nh->det_warns);
 	pthread_mutex_destroy(&nh->st_lock);
+	pthread_mutex_destroy(&nh->det_lock);
 	free(nh);
 }
 
@@ -1290,6 +1422,7 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	if (!nh)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&nh->st_lock, NULL);
+	pthread_mutex_init(&nh->det_lock, NULL);
 	nh->last_backup = nh->first_backup = nh->st_ent = nh->fail_ent = UINT32_MAX;
 	sv_container_set_priv(c, nh);
 	sv_nh_install_signals();
@@ -1303,6 +1436,9 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	if (rc)
 		return rc;
 	check_first_pointer(c, nh);
+	/* A small log's details cost little: found now. */
+	if (sv_container_size(c) <= DETAILS_AT_ONCE && (rc = sv_nh_details(c, nh, err)))
+		return rc;
 	if (nh->torn)
 		sv_warn(c, "nethack: %llu bytes after the last newline (an unfinished write): "
 			"not shown", (unsigned long long)nh->torn);
@@ -1311,9 +1447,12 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 				sv_nh_log_size(nh), KEY_LOG);
 	nh->n_header = sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED,
 				   nh->json.len, KEY_HEADER);
+	/* Its size is known with the details; until then a stat says 0 and
+	 * finds it in the background. */
 	nh->n_transcript = sv_node_add(c, SV_ROOT, "transcript.txt",
-				       SV_N_RO | SV_N_STREAM | SV_N_DERIVED,
-				       nh->thead.len + nh->tbody, KEY_TRANSCRIPT);
+				       SV_N_RO | SV_N_STREAM | SV_N_DERIVED |
+					       (nh->detailed ? 0 : SV_N_LAZYSIZE | SV_N_COSTLYSIZE),
+				       nh->detailed ? nh->thead.len + nh->tbody : 0, KEY_TRANSCRIPT);
 	nh->n_saves = sv_node_add(c, SV_ROOT, "saves", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,
 				  KEY_SAVES);
 	nh->n_diffs = sv_node_add(c, SV_ROOT, "diffs", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,
@@ -1334,6 +1473,13 @@ static void info_nh(struct sv_container *c, void *obj)
 	json_object_set_new(o, "status", json_string(nh->status));
 	json_object_set_new(o, "recovery_count", json_integer(nh->recovery));
 	json_object_set_new(o, "lines", json_integer(nh->line));
+	struct sv_err e;
+	if (sv_nh_details(c, nh, &e)) {
+		/* Not known: said, and tried again at the next look. */
+		json_object_set_new(o, "kinds", json_string(e.msg));
+		json_object_set_new(o, "torn_bytes", json_integer((json_int_t)nh->torn));
+		return;
+	}
 	json_t *k = json_object();
 	for (int i = 0; i < K_NKINDS; i++)
 		if (nh->kinds[i])
@@ -1352,7 +1498,9 @@ const struct sv_format sv_fmt_nethack = {
 	.load = sv_nh_load,
 	.info = info_nh,
 	.list = list_nh,
+	.count = count_nh,
 	.lookup = lookup_nh,
+	.size = sv_nh_size,
 	.read = sv_nh_read,
 	.write = sv_nh_write,
 	.truncate = sv_nh_truncate,

@@ -425,6 +425,10 @@ int sv_nh_write(struct sv_container *c, uint32_t node, uint64_t off, const uint8
 		    size_t n, struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
+	/* Appends and rewinds go on from the whole log's details. */
+	int drc = sv_nh_details(c, nh, err);
+	if (drc)
+		return drc;
 	if (node != nh->n_log)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	uint64_t at = sv_nh_log_size(nh);
@@ -485,6 +489,10 @@ int sv_nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
 		       struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
+	/* Appends and rewinds go on from the whole log's details. */
+	int drc = sv_nh_details(c, nh, err);
+	if (drc)
+		return drc;
 	if (node != nh->n_log)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
 	if (size == sv_nh_log_size(nh))
@@ -531,6 +539,10 @@ int sv_nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
 int sv_nh_refresh(struct sv_container *c, struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
+	/* Appends and rewinds go on from the whole log's details. */
+	int drc = sv_nh_details(c, nh, err);
+	if (drc)
+		return drc;
 	int fd = sv_container_fd(c);
 	char head[LINE1_LEN + LINE2_LEN];
 	char status[5], version[16];

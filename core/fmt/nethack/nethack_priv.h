@@ -78,6 +78,19 @@ struct nh {
 	uint64_t tbody;          /* transcript bytes of the body lines */
 	uint32_t kinds[16];      /* lines of each kind */
 	bool over;               /* a Q line was seen */
+	/* The open reads the entries (backup and diff lines) and counts the
+	 * lines; what only the transcript, info and appends need (running
+	 * time, transcript checkpoints and size, kinds, a Q line, malformed
+	 * lines of other kinds) is found by sv_nh_details on first need, up
+	 * to det_end; time, tbody, kinds, over and ck are valid once
+	 * `detailed` is (det_lock, atomic), and always under the write lock
+	 * after sv_nh_details. */
+	pthread_mutex_t det_lock;
+	bool detailed;
+	uint64_t det_end;
+	struct sv_buf ent_warns; /* the entries' scan's warnings (for the record) */
+	struct sv_buf det_warns; /* a record's details' warnings, said at the
+				  * first need of the details */
 	struct ent *ents;
 	size_t nents, capents;
 	uint32_t last_backup, first_backup; /* ents index, UINT32_MAX: none */
@@ -140,6 +153,7 @@ uint64_t sv_nh_log_size(const struct nh *nh);
 void sv_nh_make_header_views(struct nh *nh);
 int sv_nh_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
 		   struct sv_err *err);
+int sv_nh_size(struct sv_container *c, uint32_t node, uint64_t *size, struct sv_err *err);
 int sv_nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
 		   size_t size, size_t *got, struct sv_err *err);
 int sv_nh_refresh(struct sv_container *c, struct sv_err *err);
@@ -153,6 +167,9 @@ int sv_nh_parse_line1(const char *p, char status[5], uint32_t *count, char versi
 		       struct sv_err *err);
 int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 		     struct sv_err *err);
+/* Finds the details the open left (above) if not found yet; any lock.
+ * 0 or -errno (then they are tried again at the next need). */
+int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err);
 int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
 		    struct sv_err *err);
 void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size);

@@ -239,14 +239,27 @@ static int read_transcript(struct sv_container *c, struct nh *nh, uint64_t off, 
 	return rc;
 }
 
+int sv_nh_size(struct sv_container *c, uint32_t node, uint64_t *size, struct sv_err *err)
+{
+	struct nh *nh = sv_container_priv(c);
+	if (sv_node(c, node)->key != KEY_TRANSCRIPT)
+		return sv_err_set(err, -EIO, "no size of its own");
+	int rc = sv_nh_details(c, nh, err);
+	if (!rc)
+		*size = nh->thead.len + nh->tbody;
+	return rc;
+}
+
 int sv_nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
 		   size_t size, size_t *got, struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
 	uint64_t key = sv_node(c, node)->key;
 	*got = 0;
-	if (key == KEY_TRANSCRIPT)
-		return read_transcript(c, nh, off, buf, size, got, err);
+	if (key == KEY_TRANSCRIPT) {
+		int rc = sv_nh_details(c, nh, err);
+		return rc ? rc : read_transcript(c, nh, off, buf, size, got, err);
+	}
 	if (key != KEY_LOG)
 		return sv_err_set(err, -EIO, "not a stream");
 	uint64_t total = sv_nh_log_size(nh);
