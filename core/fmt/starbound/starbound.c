@@ -239,39 +239,117 @@ static uint32_t dir(struct sv_container *c, uint32_t parent, const char *name, u
 	return sv_node_add(c, parent, name, SV_N_DIR | flags, 0, KEY(K_DIR, 0));
 }
 
-/* The views of the records under lazy directory d (keys/, world/tiles/,
- * world/entities/), added when it is first listed or looked into. */
-static int build_dir(struct sv_container *c, struct sb *s, uint32_t d)
+/*
+ * keys/, world/tiles/ and world/entities/ are index directories: listed
+ * from the key table, a record's view a node only while it is used.  A
+ * position is a record's index in key order (three per tile sector:
+ * .tsv, .txt, .png).
+ */
+static const char *const tile_ext[3] = {".tsv", ".txt", ".png"};
+static const uint32_t tile_kind[3] = {K_TSV, K_TXT, K_PNG};
+
+/* The view at position pos of directory d or the first after it: 0 and
+ * its name, kind, record and position; 1 past the last. */
+static int view_from(const struct sb *s, uint32_t d, uint64_t pos, char *name, uint32_t *kind,
+		     uint32_t *rec, uint64_t *at)
 {
 	const struct sv_bt5_tree *t = s->t;
-	uint32_t ks = t->h.key_size;
-	char name[2 * 256 + 16];
-	uint64_t png = sv_png_size(32, 32, SV_SB_NPAL);
-	for (uint32_t i = 0; i < t->nrecs; i++) {
+	uint32_t per = d == s->tiles_dir ? 3 : 1;
+	for (uint64_t p = pos; p / per < t->nrecs;) {
+		uint32_t i = (uint32_t)(p / per), j = (uint32_t)(p % per);
 		const uint8_t *k = rkey(s, i);
-		uint32_t n = 0;
 		if (d == s->keys_dir) {
-			hex(k, ks, name);
-			n = rec_node(c, s, d, name, LAZY, 0, KEY(K_KEY, i), i);
+			hex(k, t->h.key_size, name);
+			*kind = K_KEY;
 		} else if (d == s->tiles_dir && k[0] == 1) {
 			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
-			memcpy(name + len, ".tsv", 5);
-			n = rec_node(c, s, d, name, LAZY, 0, KEY(K_TSV, i), i);
-			memcpy(name + len, ".txt", 5);
-			if (n != SV_NONE)
-				n = rec_node(c, s, d, name, LAZY, 0, KEY(K_TXT, i), i);
-			memcpy(name + len, ".png", 5);
-			if (n != SV_NONE)
-				n = rec_node(c, s, d, name, SV_N_RO, png, KEY(K_PNG, i), i);
+			memcpy(name + len, tile_ext[j], 5);
+			*kind = tile_kind[j];
 		} else if (d == s->ent_dir && k[0] == 2) {
 			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
 			memcpy(name + len, ".json", 6);
-			n = rec_node(c, s, d, name, LAZY, 0, KEY(K_ENT, i), i);
+			*kind = K_ENT;
+		} else {
+			p = (uint64_t)(i + 1) * per;
+			continue;
 		}
-		if (n == SV_NONE)
-			return -ENOMEM;
+		*rec = i;
+		*at = p;
+		return 0;
 	}
+	return 1;
+}
+
+/* The record of key k: its index, or UINT32_MAX. */
+static uint32_t find_rec(const struct sb *s, const uint8_t *k)
+{
+	uint32_t lo = 0, hi = s->t->nrecs, ks = s->t->h.key_size;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int cmp = memcmp(rkey(s, mid), k, ks);
+		if (!cmp)
+			return mid;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return UINT32_MAX;
+}
+
+/* The node of record i's view of this kind in d. */
+static uint32_t view_node(struct sv_container *c, const struct sb *s, uint32_t d, const char *name,
+			  uint32_t kind, uint32_t i)
+{
+	if (kind == K_PNG)
+		return rec_node(c, s, d, name, SV_N_RO, sv_png_size(32, 32, SV_SB_NPAL),
+				KEY(K_PNG, i), i);
+	return rec_node(c, s, d, name, LAZY, 0, KEY(kind, i), i);
+}
+
+static int list_bt(struct sv_container *c, uint32_t d, uint64_t pos, char name[256], bool *is_dir,
+		   uint64_t *at)
+{
+	struct sb *s = sv_container_priv(c);
+	char buf[2 * 256 + 16];
+	uint32_t kind, i;
+	*is_dir = false;
+	if (!s || view_from(s, d, pos, buf, &kind, &i, at) || strlen(buf) > 255)
+		return 1;
+	memcpy(name, buf, strlen(buf) + 1);
 	return 0;
+}
+
+static bool parse_sector_name(const char *name, const char *ext, unsigned *sx, unsigned *sy);
+static bool parse_hex_key(const struct sb *s, const char *name, uint8_t *key);
+
+static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struct sv_err *err)
+{
+	struct sb *s = sv_container_priv(c);
+	uint8_t key[256];
+	uint32_t kind = 0;
+	unsigned sx, sy;
+	if (!s)
+		return -ENOENT;
+	if (d == s->keys_dir && s->t->h.key_size <= 127 && parse_hex_key(s, name, key)) {
+		kind = K_KEY;
+	} else if (d && (d == s->tiles_dir || d == s->ent_dir)) {
+		for (int j = 0; d == s->tiles_dir && j < 3 && !kind; j++)
+			if (parse_sector_name(name, tile_ext[j], &sx, &sy))
+				kind = tile_kind[j];
+		if (d == s->ent_dir && parse_sector_name(name, ".json", &sx, &sy))
+			kind = K_ENT;
+		key[0] = d == s->tiles_dir ? 1 : 2;
+		key[1] = (uint8_t)(sx >> 8);
+		key[2] = (uint8_t)sx;
+		key[3] = (uint8_t)(sy >> 8);
+		key[4] = (uint8_t)sy;
+	}
+	uint32_t i = kind ? find_rec(s, key) : UINT32_MAX;
+	if (i == UINT32_MAX)
+		return -ENOENT;
+	return view_node(c, s, d, name, kind, i) == SV_NONE ? sv_err_set(err, -ENOMEM, "out of memory")
+							     : 0;
 }
 
 /*
@@ -287,13 +365,13 @@ static int build(struct sv_container *c, struct sb *s)
 	if (make_header(s))
 		return -ENOMEM;
 	/* Keys too long to name are not listed (a warning says so). */
-	s->keys_dir = dir(c, SV_ROOT, "keys", ks > 256 ? 0 : SV_N_LAZYDIR);
+	s->keys_dir = dir(c, SV_ROOT, "keys", ks > 127 ? 0 : SV_N_INDEXDIR);
 	if (s->keys_dir == SV_NONE)
 		return -ENOMEM;
 	if (s->family == F_WORLD) {
 		uint32_t world = dir(c, SV_ROOT, "world", 0);
-		s->tiles_dir = dir(c, world, "tiles", SV_N_LAZYDIR);
-		s->ent_dir = dir(c, world, "entities", SV_N_LAZYDIR);
+		s->tiles_dir = dir(c, world, "tiles", SV_N_INDEXDIR);
+		s->ent_dir = dir(c, world, "entities", SV_N_INDEXDIR);
 		if (world == SV_NONE || s->tiles_dir == SV_NONE || s->ent_dir == SV_NONE)
 			return -ENOMEM;
 		for (uint32_t i = 0; i < t->nrecs; i++) {
@@ -355,8 +433,9 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 		sv_warn(c, "btree: the file is %llu bytes, its device size %lld: the game cuts it "
 			"to the device size", (unsigned long long)size,
 			(long long)sv_bt5_active(&h)->device_size);
-	if (h.key_size > 256)
-		sv_warn(c, "btree: keys of %u bytes are not listed under keys/", h.key_size);
+	if (h.key_size > 127)
+		sv_warn(c, "btree: keys of %u bytes are not listed under keys/ (their names would "
+			"be over 255 characters)", h.key_size);
 	return build(c, s) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 }
 
@@ -687,7 +766,7 @@ static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
 {
 	struct sb *s = sv_container_priv(c);
 	if (d != s->cel_dir)
-		return build_dir(c, s, d) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+		return 0;
 	struct sv_blob *kept = NULL;
 	if (!sv_container_index_load(c, "celestial", CEL_INDEX, &kept)) {
 		int rc = cel_from_index(c, s, d, kept, err);
@@ -1395,6 +1474,8 @@ const struct sv_format sv_fmt_btreedb5 = {
 	.rebuild = rebuild_bt,
 	.info = info_bt,
 	.expand = expand_bt,
+	.list = list_bt,
+	.lookup = lookup_bt,
 };
 
 /* ---- SBVJ01 ------------------------------------------------------------------ */
