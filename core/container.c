@@ -8,6 +8,7 @@
 #include <assert.h>
 
 #include <errno.h>
+#include <sys/uio.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <dirent.h>
@@ -95,11 +96,18 @@ int sv_container_index_load(struct sv_container *c, const char *what, uint32_t v
 void sv_container_index_store(struct sv_container *c, const char *what, uint32_t version,
 			      const void *p, size_t n)
 {
+	struct iovec v = {(void *)p, n};
+	sv_container_index_storev(c, what, version, &v, 1);
+}
+
+void sv_container_index_storev(struct sv_container *c, const char *what, uint32_t version,
+			       const struct iovec *iov, int niov)
+{
 	char dir[4096];
 	if (!index_dir(c, dir, sizeof dir))
 		return;
 	struct sv_index_key k = index_key(c, what, version);
-	int rc = sv_index_store(dir, &k, p, n, INDEX_CAP);
+	int rc = sv_index_storev(dir, &k, iov, niov, INDEX_CAP);
 	if (rc)
 		sv_log(c, "the index of %s was not kept (%s): it is made again next time", what,
 		       strerror(-rc));

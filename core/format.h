@@ -262,6 +262,11 @@ int sv_container_index_load(struct sv_container *c, const char *what, uint32_t v
 			    struct sv_blob **out);
 void sv_container_index_store(struct sv_container *c, const char *what, uint32_t version,
 			      const void *p, size_t n);
+/* The same with the record in pieces, written in turn (a big record is
+ * never copied whole). */
+struct iovec;
+void sv_container_index_storev(struct sv_container *c, const char *what, uint32_t version,
+			       const struct iovec *iov, int niov);
 /*
  * Adds (or, while re-indexing after a commit, finds again) the node `name`
  * under `parent`.  flags: SV_N_DIR and/or SV_N_RO, SV_N_BAD.  Returns the

@@ -122,6 +122,11 @@ int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
  * store holds at most cap bytes.  0 or -errno. */
 int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p, size_t n,
 		   uint64_t cap);
+/* The same with the payload in pieces (written in turn, never copied
+ * whole). */
+struct iovec;
+int sv_index_storev(const char *dir, const struct sv_index_key *k, const struct iovec *iov,
+		    int niov, uint64_t cap);
 
 /* ---- zlib, files, decimals ------------------------------------------------ */
 

@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/uio.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,27 +257,47 @@ static int make_dirs(const char *dir)
 	return rc;
 }
 
-/* What sv_index_store writes: the header, then the payload. */
+/* What sv_index_store writes: the header, then the payload's pieces. */
 struct record {
 	const struct sv_index_key *k;
-	const void *p;
-	size_t n;
+	const struct iovec *iov;
+	int niov;
+	uint64_t n;
 };
 
 static int fill_record(int fd, void *arg)
 {
 	const struct record *r = arg;
+	XXH3_state_t *st = XXH3_createState();
+	if (!st)
+		return -ENOMEM;
+	XXH3_64bits_reset(st);
+	for (int i = 0; i < r->niov; i++)
+		XXH3_64bits_update(st, r->iov[i].iov_base, r->iov[i].iov_len);
 	struct head h;
-	fill_head(&h, r->k, r->n, XXH3_64bits(r->p, r->n));
+	fill_head(&h, r->k, r->n, XXH3_64bits_digest(st));
+	XXH3_freeState(st);
 	int rc = sv_write_all(fd, &h, sizeof h);
-	return rc ? rc : sv_write_all(fd, r->p, r->n);
+	for (int i = 0; !rc && i < r->niov; i++)
+		rc = sv_write_all(fd, r->iov[i].iov_base, r->iov[i].iov_len);
+	return rc;
 }
 
 int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p, size_t n,
 		   uint64_t cap)
 {
+	struct iovec v = {(void *)p, n};
+	return sv_index_storev(dir, k, &v, 1, cap);
+}
+
+int sv_index_storev(const char *dir, const struct sv_index_key *k, const struct iovec *iov,
+		    int niov, uint64_t cap)
+{
 	if (!key_ok(k))
 		return -EINVAL;
+	uint64_t n = 0;
+	for (int i = 0; i < niov; i++)
+		n += iov[i].iov_len;
 	if (sizeof(struct head) + n > cap)
 		return -EFBIG;
 	int made = make_dirs(dir);
@@ -285,7 +306,7 @@ int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p,
 	char *path = record_path(dir, k);
 	if (!path)
 		return -ENOMEM;
-	struct record r = {k, p, n};
+	struct record r = {k, iov, niov, n};
 	int rc = sv_write_replace(path, 0, fill_record, &r);
 	free(path);
 	if (!rc)

@@ -1000,7 +1000,15 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 		return s->err = -ENOMEM;
 	struct ent *e = &nh->ents[nh->nents];
 	bool backup = l->p[0] == '*';
-	*e = (struct ent){off, l->full, size, s->line, nh->last_backup, backup, kind == K_BAD};
+	bool huge = l->full > ENT_MAX_LEN || size > UINT32_MAX;
+	if (huge)
+		scan_warn(s, "nethack: line %u (byte %llu): %llu bytes, a payload of %llu: more "
+			  "than savefs takes (1 GB a line, 4 GB a payload)", s->line,
+			  (unsigned long long)off, (unsigned long long)l->full,
+			  (unsigned long long)size);
+	*e = (struct ent){.off = off, .len = huge ? 0 : (uint32_t)l->full, .backup = backup,
+			  .bad = kind == K_BAD || huge, .size = huge ? 0 : (uint32_t)size,
+			  .line = s->line, .base = nh->last_backup};
 	if (backup && !e->bad) {
 		if (nh->first_backup == UINT32_MAX) {
 			nh->first_backup = (uint32_t)nh->nents;
@@ -1124,7 +1132,7 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
  * warnings the entries' scan and the details' said (each NUL-ended), each
  * as this build lays it out (SCAN_INDEX says which layout; the store keys
  * it by the log's identity). */
-#define SCAN_INDEX 2
+#define SCAN_INDEX 3
 /* Logs up to this size have their details found at open. */
 #define DETAILS_AT_ONCE ((uint64_t)8 << 20)
 struct scan_rec {
@@ -1140,17 +1148,12 @@ static void scan_store(struct sv_container *c, const struct nh *nh, const struct
 			     ent_warns->len, det_warns->len, nh->line, nh->last_backup,
 			     nh->first_backup, nh->over, {0}};
 	memcpy(r.kinds, nh->kinds, sizeof r.kinds);
-	struct sv_buf b;
-	sv_buf_init(&b);
-	if (!sv_buf_reserve(&b, sizeof r + nh->nents * sizeof *nh->ents +
-				      nh->nck * sizeof *nh->ck + ent_warns->len + det_warns->len) &&
-	    !sv_buf_add(&b, &r, sizeof r) &&
-	    !sv_buf_add(&b, nh->ents, nh->nents * sizeof *nh->ents) &&
-	    !sv_buf_add(&b, nh->ck, nh->nck * sizeof *nh->ck) &&
-	    !sv_buf_add(&b, ent_warns->p, ent_warns->len) &&
-	    !sv_buf_add(&b, det_warns->p, det_warns->len))
-		sv_container_index_store(c, "scan", SCAN_INDEX, b.p, b.len);
-	sv_buf_fini(&b);
+	struct iovec v[5] = {{&r, sizeof r},
+			     {nh->ents, nh->nents * sizeof *nh->ents},
+			     {nh->ck, nh->nck * sizeof *nh->ck},
+			     {ent_warns->p, ent_warns->len},
+			     {det_warns->p, det_warns->len}};
+	sv_container_index_storev(c, "scan", SCAN_INDEX, v, 5);
 }
 
 /* NUL-ended strings, the last one ended. */
