@@ -404,32 +404,18 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, r->index_tsv.len,
 			KEY(K_INDEX, 0)) == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR, 0, KEY(K_DIR, 0));
-	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR, 0, KEY(K_DIR, 1));
+	/* chunks/ and at/: a node per chunk once first listed or looked into
+	 * (expand_rec), not at the mount. */
+	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR | SV_N_LAZYDIR, 0, KEY(K_DIR, 0));
+	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR | SV_N_LAZYDIR, 0, KEY(K_DIR, 1));
 	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	char name[40];
-	r->bin_node = calloc(r->n + 1, sizeof *r->bin_node);
-	r->txt_node = calloc(r->n + 1, sizeof *r->txt_node);
+	r->bin_node = malloc((r->n + 1) * sizeof *r->bin_node);
+	r->txt_node = malloc((r->n + 1) * sizeof *r->txt_node);
 	if (!r->bin_node || !r->txt_node)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < r->n; i++) {
-		snprintf(name, sizeof name, "%06u.bin", i);
-		r->bin_node[i] = sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
-					     r->chunks[i].ulen, KEY(K_BIN, i));
-		snprintf(name, sizeof name, "%06u.txt", i);
-		r->txt_node[i] = sv_node_add(c, r->chunks_dir, name,
-					     RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
-					     (big(c, r, i) ? SV_N_STREAM : 0), 0, KEY(K_TXT, i));
-		if (r->bin_node[i] == SV_NONE || r->txt_node[i] == SV_NONE)
-			return sv_err_set(err, -ENOMEM, "out of memory");
-	}
-	for (uint32_t i = 0; i < r->n; i++) {
-		snprintf(name, sizeof name, "%08u.json", r->chunks[i].start);
-		if (sv_node_add(c, r->at_dir, name, RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
-				KEY(K_AT, r->chunks[i].start)) == SV_NONE)
-			return sv_err_set(err, -ENOMEM, "out of memory");
-	}
+	memset(r->bin_node, 0xff, (r->n + 1) * sizeof *r->bin_node);
+	memset(r->txt_node, 0xff, (r->n + 1) * sizeof *r->txt_node);
 	/* Not derived from the metadata: a commit touches it when the chunks
 	 * change (it is a stream, so its bytes are not compared). */
 	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
@@ -546,6 +532,33 @@ static int rebuild_rec(struct sv_container *c, struct sv_err *err)
 		sv_node_touch(c, r->timeline_node);
 	rec_free(old);
 	return rc;
+}
+
+/* chunks/ (two views a chunk) or at/ (a snapshot at each chunk's start),
+ * on first use. */
+static int expand_rec(struct sv_container *c, uint32_t dir, struct sv_err *err)
+{
+	struct rec *r = sv_container_priv(c);
+	char name[40];
+	const uint32_t RO = SV_N_RO;
+	for (uint32_t i = 0; r && dir == r->chunks_dir && i < r->n; i++) {
+		snprintf(name, sizeof name, "%06u.bin", i);
+		r->bin_node[i] = sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
+					     r->chunks[i].ulen, KEY(K_BIN, i));
+		snprintf(name, sizeof name, "%06u.txt", i);
+		r->txt_node[i] = sv_node_add(c, r->chunks_dir, name,
+					     RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
+					     (big(c, r, i) ? SV_N_STREAM : 0), 0, KEY(K_TXT, i));
+		if (r->bin_node[i] == SV_NONE || r->txt_node[i] == SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; r && dir == r->at_dir && i < r->n; i++) {
+		snprintf(name, sizeof name, "%08u.json", r->chunks[i].start);
+		if (sv_node_add(c, r->at_dir, name, RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
+				KEY(K_AT, r->chunks[i].start)) == SV_NONE)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 static void close_rec(struct sv_container *c)
@@ -1427,6 +1440,7 @@ const struct sv_format sv_fmt_recording = {
 	.load = load_rec,
 	.info = info_rec,
 	.lookup = lookup_rec,
+	.expand = expand_rec,
 	.size = size_rec,
 	.read = read_rec,
 	.refresh = refresh_rec,
