@@ -58,6 +58,8 @@ struct sb {
 	char *header;                 /* header.json */
 	size_t header_len;
 	uint32_t keys_dir, tiles_dir, ent_dir, cel_dir;
+	pthread_mutex_t cel_lock;
+	struct cel *cel;              /* celestial/'s names, once made */
 };
 
 static int rd_c(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err)
@@ -65,25 +67,33 @@ static int rd_c(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err
 	return sv_container_pread(arg, off, buf, n, err);
 }
 
-/* Opening reads every index and leaf block, mostly in file order: through
- * a window of 256 KiB, not a read per 2 KiB block. */
+/* Opening reads every index and leaf block: through a window, not a read
+ * per 2 KiB block.  The window grows to 256 KiB while the blocks come in
+ * file order and falls back to 16 KiB when they jump (leaves written in
+ * another order than their keys': a universe's hashed keys), so that a
+ * jump does not read 256 KiB for one block. */
 #define WINDOW (256u << 10)
+#define WINDOW_MIN (16u << 10)
 
 struct window {
 	struct sv_container *c;
 	uint64_t off, size;
-	size_t len;
+	size_t len, want;
 	uint8_t *buf;
 };
 
 static int rd_window(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err)
 {
 	struct window *w = arg;
-	if (n > WINDOW || off + n > w->size)
+	if (n > WINDOW_MIN || off + n > w->size)
 		return sv_container_pread(w->c, off, buf, n, err);
 	if (off < w->off || off + n > w->off + w->len) {
-		w->off = off & ~((uint64_t)(64u << 10) - 1);
-		w->len = (size_t)(w->size - w->off < WINDOW ? w->size - w->off : WINDOW);
+		bool on = w->len && off >= w->off + w->len && off < w->off + w->len + WINDOW_MIN;
+		w->want = on ? (w->want * 2 > WINDOW ? WINDOW : w->want * 2) : WINDOW_MIN;
+		w->off = off & ~(uint64_t)4095;
+		w->len = (size_t)(w->size - w->off < w->want ? w->size - w->off : w->want);
+		if (w->len < off - w->off + n)
+			w->len = (size_t)(off - w->off + n); /* within the file: checked above */
 		int rc = sv_container_pread(w->c, w->off, w->buf, w->len, err);
 		if (rc) {
 			w->len = 0;
@@ -99,10 +109,15 @@ static int probe_bt(const uint8_t *h, size_t n)
 	return n >= 8 && !memcmp(h, "BTreeDB5", 8);
 }
 
+struct cel;
+static void cel_free(struct cel *t);
+
 static void free_sb(struct sb *s)
 {
 	if (!s)
 		return;
+	cel_free(s->cel);
+	pthread_mutex_destroy(&s->cel_lock);
 	sv_bt5_tree_free(s->t);
 	free(s->header);
 	free(s);
@@ -307,51 +322,6 @@ static uint32_t view_node(struct sv_container *c, const struct sb *s, uint32_t d
 	return rec_node(c, s, d, name, LAZY, 0, KEY(kind, i), i);
 }
 
-static int list_bt(struct sv_container *c, uint32_t d, uint64_t pos, char name[256], bool *is_dir,
-		   uint64_t *at)
-{
-	struct sb *s = sv_container_priv(c);
-	char buf[2 * 256 + 16];
-	uint32_t kind, i;
-	*is_dir = false;
-	if (!s || view_from(s, d, pos, buf, &kind, &i, at) || strlen(buf) > 255)
-		return 1;
-	memcpy(name, buf, strlen(buf) + 1);
-	return 0;
-}
-
-static bool parse_sector_name(const char *name, const char *ext, unsigned *sx, unsigned *sy);
-static bool parse_hex_key(const struct sb *s, const char *name, uint8_t *key);
-
-static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struct sv_err *err)
-{
-	struct sb *s = sv_container_priv(c);
-	uint8_t key[256];
-	uint32_t kind = 0;
-	unsigned sx, sy;
-	if (!s)
-		return -ENOENT;
-	if (d == s->keys_dir && s->t->h.key_size <= 127 && parse_hex_key(s, name, key)) {
-		kind = K_KEY;
-	} else if (d && (d == s->tiles_dir || d == s->ent_dir)) {
-		for (int j = 0; d == s->tiles_dir && j < 3 && !kind; j++)
-			if (parse_sector_name(name, tile_ext[j], &sx, &sy))
-				kind = tile_kind[j];
-		if (d == s->ent_dir && parse_sector_name(name, ".json", &sx, &sy))
-			kind = K_ENT;
-		key[0] = d == s->tiles_dir ? 1 : 2;
-		key[1] = (uint8_t)(sx >> 8);
-		key[2] = (uint8_t)sx;
-		key[3] = (uint8_t)(sy >> 8);
-		key[4] = (uint8_t)sy;
-	}
-	uint32_t i = kind ? find_rec(s, key) : UINT32_MAX;
-	if (i == UINT32_MAX)
-		return -ENOENT;
-	return view_node(c, s, d, name, kind, i) == SV_NONE ? sv_err_set(err, -ENOMEM, "out of memory")
-							     : 0;
-}
-
 /*
  * The tree an open needs: the directories, a record view for each record
  * (one per key, three per tile sector, one per entity sector) only when
@@ -388,7 +358,7 @@ static int build(struct sv_container *c, struct sb *s)
 				KEY(K_PREVIEW, 0)) == SV_NONE)
 			return -ENOMEM;
 	} else if (s->family == F_CELESTIAL) {
-		s->cel_dir = dir(c, SV_ROOT, "celestial", SV_N_LAZYDIR);
+		s->cel_dir = dir(c, SV_ROOT, "celestial", SV_N_INDEXDIR);
 		if (s->cel_dir == SV_NONE)
 			return -ENOMEM;
 	}
@@ -403,6 +373,7 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 	struct sb *s = calloc(1, sizeof *s);
 	if (!s)
 		return sv_err_set(err, -ENOMEM, "out of memory");
+	pthread_mutex_init(&s->cel_lock, NULL);
 	sv_container_set_priv(c, s);
 	uint64_t size = sv_container_size(c);
 	if (size < SV_BT5_HEADER)
@@ -412,7 +383,7 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 	struct sv_bt5 h;
 	if (!rc)
 		rc = sv_bt5_header(s->hdr, SV_BT5_HEADER, size, &h, err);
-	struct window w = {c, 0, size, 0, malloc(WINDOW)};
+	struct window w = {c, 0, size, 0, WINDOW_MIN, malloc(WINDOW)};
 	if (!rc && !w.buf)
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	if (!rc)
@@ -441,7 +412,11 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 
 static int rebuild_bt(struct sv_container *c, struct sv_err *err)
 {
-	return build(c, sv_container_priv(c)) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	struct sb *s = sv_container_priv(c);
+	/* A commit may have moved a chunk's coordinate: named again. */
+	cel_free(s->cel);
+	s->cel = NULL;
+	return build(c, s) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 }
 
 /* ---- values ---------------------------------------------------------------- */
@@ -722,105 +697,298 @@ static int load_bt(struct sv_container *c, uint32_t n, struct sv_blob **out, str
 #define CEL_INDEX 1
 enum { CEL_BAD = 1, CEL_RO = 2 };
 
-/* Lists celestial/ from a kept record: 0, or -EBADMSG (not this
- * universe's: listed the long way). */
-static int cel_from_index(struct sv_container *c, struct sb *s, uint32_t d,
-			  const struct sv_blob *b, struct sv_err *err)
+/* celestial/'s names, by record: made at its first listing or lookup,
+ * from the kept record or by inflating every chunk. */
+struct cel {
+	uint32_t n;
+	const char **name;   /* into rec, or owned (a duplicate renamed) */
+	const char **why;    /* a malformed record's reason, else NULL */
+	uint8_t *flags;      /* CEL_* */
+	uint32_t *sorted;    /* record indexes in name order */
+	char **owned;
+	uint32_t nowned;
+	struct sv_blob *rec; /* the record's bytes */
+};
+
+static void cel_free(struct cel *t)
 {
-	const uint8_t *p = b->data, *end = b->data + b->len;
-	if (b->len < 4 || sv_get_le(p, 4) != s->t->nrecs)
-		return -EBADMSG;
-	/* Checked whole first: nothing is added from a record that is cut. */
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->nowned; i++)
+		free(t->owned[i]);
+	free(t->owned);
+	free(t->name);
+	free(t->why);
+	free(t->flags);
+	free(t->sorted);
+	sv_blob_unref(t->rec);
+	free(t);
+}
+
+static int by_cel_name(const void *a, const void *b, void *arg)
+{
+	const struct cel *t = arg;
+	return strcmp(t->name[*(const uint32_t *)a], t->name[*(const uint32_t *)b]);
+}
+
+/* Reads a record's bytes into t: false if they are not this universe's. */
+static bool cel_parse(struct cel *t, uint32_t nrecs)
+{
+	const uint8_t *p = t->rec->data, *end = p + t->rec->len;
+	if (t->rec->len < 4 || sv_get_le(p, 4) != nrecs)
+		return false;
 	p += 4;
-	for (uint32_t i = 0; i < s->t->nrecs; i++) {
+	for (uint32_t i = 0; i < nrecs; i++) {
 		if (p >= end || *p & ~(CEL_BAD | CEL_RO))
-			return -EBADMSG;
-		int parts = *p++ & CEL_BAD ? 2 : 1;
-		for (int k = 0; k < parts; k++) {
+			return false;
+		t->flags[i] = *p++;
+		for (int k = 0; k < (t->flags[i] & CEL_BAD ? 2 : 1); k++) {
 			const uint8_t *z = memchr(p, 0, (size_t)(end - p));
 			if (!z)
-				return -EBADMSG;
+				return false;
+			if (k)
+				t->why[i] = (const char *)p;
+			else
+				t->name[i] = (const char *)p;
 			p = z + 1;
 		}
+		if (!sv_name_ok(t->name[i]))
+			return false;
 	}
-	if (p != end)
-		return -EBADMSG;
-	p = b->data + 4;
-	for (uint32_t i = 0; i < s->t->nrecs; i++) {
-		uint8_t f = *p++;
-		const char *name = (const char *)p;
-		p += strlen(name) + 1;
-		uint32_t flags = LAZY | (f & CEL_RO ? SV_N_RO : 0);
-		if (f & CEL_BAD) {
-			flags |= SV_N_BAD;
-			sv_log(c, "celestial/%s: %s", name, (const char *)p);
-			p += strlen((const char *)p) + 1;
+	return p == end;
+}
+
+/* Names taken twice (two chunks claiming one coordinate) made unique, as
+ * the core would: "x,y~2.json". */
+static int cel_unique(struct cel *t)
+{
+	for (int round = 0; round < 8; round++) {
+		qsort_r(t->sorted, t->n, sizeof *t->sorted, by_cel_name, t);
+		bool again = false;
+		for (uint32_t k = 1, dup = 2; k < t->n; k++) {
+			uint32_t a = t->sorted[k - 1], b = t->sorted[k];
+			if (strcmp(t->name[a], t->name[b])) {
+				dup = 2;
+				continue;
+			}
+			const char *nm = t->name[b], *dot = strrchr(nm, '.');
+			int stem = dot && dot != nm ? (int)(dot - nm) : (int)strlen(nm);
+			char *alt = malloc(strlen(nm) + 16);
+			char **o = realloc(t->owned, (t->nowned + 1) * sizeof *o);
+			if (o)
+				t->owned = o;
+			if (!alt || !o) {
+				free(alt);
+				return -ENOMEM;
+			}
+			sprintf(alt, "%.*s~%u%s", stem, nm, dup++ + (unsigned)round, nm + stem);
+			t->owned[t->nowned++] = alt;
+			t->name[b] = alt;
+			again = true;
 		}
-		if (rec_node(c, s, d, name, flags, 0, KEY(K_CEL, i), i) == SV_NONE)
-			return sv_err_set(err, -ENOMEM, "out of memory");
+		if (!again)
+			return 0;
 	}
+	return -EBADMSG;
+}
+
+/* celestial/'s table, made if it is not (under cel_lock; any lock). */
+static int cel_table(struct sv_container *c, struct sb *s, struct sv_err *err)
+{
+	pthread_mutex_lock(&s->cel_lock);
+	int rc = 0;
+	if (s->cel)
+		goto out;
+	uint32_t n = s->t->nrecs;
+	struct cel *t = calloc(1, sizeof *t);
+	if (t) {
+		t->n = n;
+		t->name = calloc(n + 1, sizeof *t->name);
+		t->why = calloc(n + 1, sizeof *t->why);
+		t->flags = calloc(n + 1, 1);
+		t->sorted = malloc((n + 1) * sizeof *t->sorted);
+	}
+	if (!t || !t->name || !t->why || !t->flags || !t->sorted) {
+		cel_free(t);
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		t->sorted[i] = i;
+	if (!sv_container_index_load(c, "celestial", CEL_INDEX, &t->rec) && !cel_parse(t, n)) {
+		sv_blob_unref(t->rec);
+		t->rec = NULL;
+	}
+	if (!t->rec) {
+		/* The long way: every chunk inflated for its coordinate. */
+		struct sv_buf idx;
+		sv_buf_init(&idx);
+		uint8_t count[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16),
+				    (uint8_t)(n >> 24)};
+		int oom = sv_buf_add(&idx, count, 4);
+		char name[2 * 256 + 16];
+		for (uint32_t i = 0; i < n; i++) {
+			struct sv_buf v;
+			sv_buf_init(&v);
+			bool zl;
+			json_t *j = NULL;
+			struct sv_err e;
+			int vrc = value(c, s, i, &v, &zl, &e);
+			/* Only the name is wanted here: the value is stepped over,
+			 * not built (its view reads it whole, and says what is
+			 * wrong). */
+			if (!vrc)
+				vrc = sv_vjson_get(v.p, v.len, "chunkIndex", &j, &e);
+			json_int_t x, y;
+			uint8_t f = 0;
+			if (!vrc && !json_unpack(j, "[II]", &x, &y)) {
+				snprintf(name, sizeof name, "%lld,%lld.json", (long long)x, (long long)y);
+			} else {
+				hex(rkey(s, i), s->t->h.key_size, name);
+				strcat(name, ".json");
+				f = CEL_RO | (vrc ? CEL_BAD : 0);
+			}
+			json_decref(j);
+			sv_buf_fini(&v);
+			oom |= sv_buf_add(&idx, &f, 1);
+			oom |= sv_buf_add(&idx, name, strlen(name) + 1);
+			if (f & CEL_BAD)
+				oom |= sv_buf_add(&idx, e.msg, strlen(e.msg) + 1);
+		}
+		t->rec = oom ? NULL : sv_blob_dup(idx.p, idx.len);
+		if (t->rec && cel_parse(t, n))
+			sv_container_index_store(c, "celestial", CEL_INDEX, idx.p, idx.len);
+		sv_buf_fini(&idx);
+		if (!t->rec) {
+			cel_free(t);
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (t->why[i])
+			sv_log(c, "celestial/%s: %s", t->name[i], t->why[i]);
+	if ((rc = cel_unique(t))) {
+		cel_free(t);
+		rc = sv_err_set(err, rc, "celestial: names cannot be made unique");
+		goto out;
+	}
+	s->cel = t;
+out:
+	pthread_mutex_unlock(&s->cel_lock);
+	return rc;
+}
+
+/* celestial/ as an index directory: a position is a record's index. */
+static int cel_list(struct sv_container *c, struct sb *s, uint64_t pos, char name[256],
+		    uint64_t *at)
+{
+	struct sv_err e;
+	if (cel_table(c, s, &e))
+		return -EIO;
+	if (pos >= s->cel->n)
+		return 1;
+	snprintf(name, 256, "%s", s->cel->name[pos]);
+	*at = pos;
 	return 0;
 }
 
-static int expand_bt(struct sv_container *c, uint32_t d, struct sv_err *err)
+static int cel_lookup(struct sv_container *c, struct sb *s, uint32_t d, const char *name,
+		      struct sv_err *err)
+{
+	int rc = cel_table(c, s, err);
+	if (rc)
+		return rc;
+	const struct cel *t = s->cel;
+	uint32_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int cmp = strcmp(t->name[t->sorted[mid]], name);
+		if (!cmp) {
+			uint32_t i = t->sorted[mid];
+			uint32_t flags = LAZY | (t->flags[i] & CEL_RO ? SV_N_RO : 0) |
+					 (t->flags[i] & CEL_BAD ? SV_N_BAD : 0);
+			return rec_node(c, s, d, name, flags, 0, KEY(K_CEL, i), i) == SV_NONE
+				       ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+		}
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -ENOENT;
+}
+
+static int list_bt(struct sv_container *c, uint32_t d, uint64_t pos, char name[256], bool *is_dir,
+		   uint64_t *at)
 {
 	struct sb *s = sv_container_priv(c);
-	if (d != s->cel_dir)
-		return 0;
-	struct sv_blob *kept = NULL;
-	if (!sv_container_index_load(c, "celestial", CEL_INDEX, &kept)) {
-		int rc = cel_from_index(c, s, d, kept, err);
-		sv_blob_unref(kept);
-		if (rc != -EBADMSG)
-			return rc;
-	}
-	struct sv_buf idx;
-	sv_buf_init(&idx);
-	uint8_t count[4] = {(uint8_t)s->t->nrecs, (uint8_t)(s->t->nrecs >> 8),
-			    (uint8_t)(s->t->nrecs >> 16), (uint8_t)(s->t->nrecs >> 24)};
-	int oom = sv_buf_add(&idx, count, 4);
-	char name[2 * 256 + 16];
-	for (uint32_t i = 0; i < s->t->nrecs; i++) {
-		struct sv_buf v;
-		sv_buf_init(&v);
-		bool zl;
-		json_t *j = NULL;
-		struct sv_err e;
-		int rc = value(c, s, i, &v, &zl, &e);
-		/* Only the name is wanted here: the value is stepped over, not
-		 * built (its view reads it whole, and says what is wrong). */
-		if (!rc)
-			rc = sv_vjson_get(v.p, v.len, "chunkIndex", &j, &e);
-		json_int_t x, y;
-		uint32_t flags = LAZY;
-		if (!rc && !json_unpack(j, "[II]", &x, &y)) {
-			snprintf(name, sizeof name, "%lld,%lld.json", (long long)x, (long long)y);
-		} else {
-			if (s->t->h.key_size <= 256)
-				hex(rkey(s, i), s->t->h.key_size, name);
-			strcat(name, ".json");
-			flags |= SV_N_RO;
-			if (rc) {
-				flags |= SV_N_BAD;
-				sv_log(c, "celestial/%s: %s", name, e.msg);
-			}
-		}
-		json_decref(j);
-		sv_buf_fini(&v);
-		uint8_t f = (flags & SV_N_BAD ? CEL_BAD : 0) | (flags & SV_N_RO ? CEL_RO : 0);
-		oom |= sv_buf_add(&idx, &f, 1);
-		oom |= sv_buf_add(&idx, name, strlen(name) + 1);
-		if (flags & SV_N_BAD)
-			oom |= sv_buf_add(&idx, e.msg, strlen(e.msg) + 1);
-		if (rec_node(c, s, d, name, flags, 0, KEY(K_CEL, i), i) == SV_NONE) {
-			sv_buf_fini(&idx);
-			return sv_err_set(err, -ENOMEM, "out of memory");
-		}
-	}
-	if (!oom)
-		sv_container_index_store(c, "celestial", CEL_INDEX, idx.p, idx.len);
-	sv_buf_fini(&idx);
+	char buf[2 * 256 + 16];
+	uint32_t kind, i;
+	*is_dir = false;
+	if (s && d == s->cel_dir && s->cel_dir)
+		return cel_list(c, s, pos, name, at);
+	if (!s || view_from(s, d, pos, buf, &kind, &i, at) || strlen(buf) > 255)
+		return 1;
+	memcpy(name, buf, strlen(buf) + 1);
 	return 0;
+}
+
+static int cel_table(struct sv_container *c, struct sb *s, struct sv_err *err);
+
+static void count_bt(struct sv_container *c, uint32_t d, uint64_t *files, uint64_t *dirs)
+{
+	struct sb *s = sv_container_priv(c);
+	struct sv_err e;
+	if (!s)
+		return;
+	if (d == s->keys_dir) {
+		*files += s->t->nrecs;
+		return;
+	}
+	if (d == s->cel_dir) {
+		if (!cel_table(c, s, &e))
+			*files += s->cel->n;
+		return;
+	}
+	for (uint32_t i = 0; i < s->t->nrecs; i++) {
+		uint8_t k0 = rkey(s, i)[0];
+		*files += d == s->tiles_dir && k0 == 1 ? 3 : d == s->ent_dir && k0 == 2 ? 1 : 0;
+	}
+}
+
+static bool parse_sector_name(const char *name, const char *ext, unsigned *sx, unsigned *sy);
+static bool parse_hex_key(const struct sb *s, const char *name, uint8_t *key);
+
+static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struct sv_err *err)
+{
+	struct sb *s = sv_container_priv(c);
+	uint8_t key[256];
+	uint32_t kind = 0;
+	unsigned sx, sy;
+	if (!s)
+		return -ENOENT;
+	if (d == s->cel_dir && s->cel_dir)
+		return cel_lookup(c, s, d, name, err);
+	if (d == s->keys_dir && s->t->h.key_size <= 127 && parse_hex_key(s, name, key)) {
+		kind = K_KEY;
+	} else if (d && (d == s->tiles_dir || d == s->ent_dir)) {
+		for (int j = 0; d == s->tiles_dir && j < 3 && !kind; j++)
+			if (parse_sector_name(name, tile_ext[j], &sx, &sy))
+				kind = tile_kind[j];
+		if (d == s->ent_dir && parse_sector_name(name, ".json", &sx, &sy))
+			kind = K_ENT;
+		key[0] = d == s->tiles_dir ? 1 : 2;
+		key[1] = (uint8_t)(sx >> 8);
+		key[2] = (uint8_t)sx;
+		key[3] = (uint8_t)(sy >> 8);
+		key[4] = (uint8_t)sy;
+	}
+	uint32_t i = kind ? find_rec(s, key) : UINT32_MAX;
+	if (i == UINT32_MAX)
+		return -ENOENT;
+	return view_node(c, s, d, name, kind, i) == SV_NONE ? sv_err_set(err, -ENOMEM, "out of memory")
+							     : 0;
 }
 
 /* ---- edits ------------------------------------------------------------------ */
@@ -1473,8 +1641,8 @@ const struct sv_format sv_fmt_btreedb5 = {
 	.commit_in_place = commit_bt,
 	.rebuild = rebuild_bt,
 	.info = info_bt,
-	.expand = expand_bt,
 	.list = list_bt,
+	.count = count_bt,
 	.lookup = lookup_bt,
 };
 
