@@ -206,7 +206,8 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 		/* A stream whose size costs its whole decode (a timeline, a big
 		 * chunk's text): a stat never waits for it.  Its size is found
 		 * in the background; until then the last known (0 at first). */
-		bool later = (node->flags & (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
+		bool later = (node->flags & (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
+					     SV_N_SIZEWAIT)) ==
 				     (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
 			     !(node->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) &&
 			     !__atomic_load_n(&node->sized, __ATOMIC_ACQUIRE);

@@ -25,6 +25,7 @@
  * breaks these:
  *   SV_N_LAZYDIR, SV_N_INDEXDIR  with SV_N_DIR, not together
  *   SV_N_COSTLYSIZE   with SV_N_LAZYSIZE
+ *   SV_N_SIZEWAIT     with SV_N_COSTLYSIZE
  *   SV_N_REMOVABLE    with SV_N_RO
  *   SV_N_STREAM, SV_N_DIRECT, SV_N_LAZYSIZE, SV_N_UNLISTED  not with SV_N_DIR
  */
@@ -53,6 +54,11 @@ enum {
 	SV_N_REMOVABLE = 1 << 19,  /* with SV_N_RO: a view that cannot be
 				    * written but that rm may remove (the
 				    * format's unlink() decides) */
+	SV_N_SIZEWAIT = 1 << 22,   /* with SV_N_STREAM, SV_N_LAZYSIZE and
+				    * SV_N_COSTLYSIZE: a listing leaves the
+				    * size out, but a stat waits for it (a
+				    * size the format finds once, on first
+				    * need: tools trust a stat's size) */
 	SV_N_INDEXDIR = 1 << 20,   /* a directory listed from the format's
 				    * own index (list()), whose entries are
 				    * nodes only while looked up (lookup()
@@ -61,7 +67,7 @@ enum {
 };
 #define SV_N_DECLARED (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_N_DERIVED | SV_N_LAZYSIZE | \
 		       SV_N_LAZYDIR | SV_N_STREAM | SV_N_DIRECT | SV_N_COSTLYSIZE |   \
-		       SV_N_UNLISTED | SV_N_REMOVABLE | SV_N_INDEXDIR)
+		       SV_N_UNLISTED | SV_N_REMOVABLE | SV_N_INDEXDIR | SV_N_SIZEWAIT)
 
 /* What the core tracks of a node, as sv_node_state() gives it. */
 enum {

@@ -248,6 +248,8 @@ static bool flags_ok(uint32_t f)
 		return false;
 	if ((f & SV_N_COSTLYSIZE) && !(f & SV_N_LAZYSIZE))
 		return false;
+	if ((f & SV_N_SIZEWAIT) && !(f & SV_N_COSTLYSIZE))
+		return false;
 	if ((f & SV_N_REMOVABLE) && !(f & SV_N_RO))
 		return false;
 	if ((f & SV_N_DIR) && (f & (SV_N_STREAM | SV_N_DIRECT | SV_N_LAZYSIZE | SV_N_UNLISTED)))

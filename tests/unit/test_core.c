@@ -809,6 +809,7 @@ static void memory_and_flags(void)
 	/* Flags that do not go together are refused by sv_node_add. */
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_LAZYDIR, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_INDEXDIR, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_SIZEWAIT | SV_N_LAZYSIZE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_DIR | SV_N_INDEXDIR | SV_N_LAZYDIR, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "y", SV_N_COSTLYSIZE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "z", SV_N_REMOVABLE, 0, 0));

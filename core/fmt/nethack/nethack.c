@@ -1450,11 +1450,12 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 				sv_nh_log_size(nh), KEY_LOG);
 	nh->n_header = sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED,
 				   nh->json.len, KEY_HEADER);
-	/* Its size is known with the details; until then a stat says 0 and
-	 * finds it in the background. */
+	/* Its size is known with the details: a listing leaves it out, a
+	 * stat waits for them. */
 	nh->n_transcript = sv_node_add(c, SV_ROOT, "transcript.txt",
 				       SV_N_RO | SV_N_STREAM | SV_N_DERIVED |
-					       (nh->detailed ? 0 : SV_N_LAZYSIZE | SV_N_COSTLYSIZE),
+					       (nh->detailed ? 0 : SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
+									   SV_N_SIZEWAIT),
 				       nh->detailed ? nh->thead.len + nh->tbody : 0, KEY_TRANSCRIPT);
 	nh->n_saves = sv_node_add(c, SV_ROOT, "saves", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,
 				  KEY_SAVES);
