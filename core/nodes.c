@@ -132,6 +132,18 @@ static void escape_name(const char *name, char *out, size_t cap, bool slash)
 	out[k] = '\0';
 }
 
+/* A new node's declared fields (its name set, the rest zero). */
+static void node_fill(struct sv_inode *n, uint32_t parent, uint32_t flags, uint64_t size,
+		      uint64_t key)
+{
+	n->parent = parent;
+	n->flags = flags;
+	n->size = n->stored_size = size;
+	n->key = key;
+	n->hnext = SV_NONE;
+	sv_buf_init(&n->pending);
+}
+
 /* Creates a fresh node; returns its number or SV_NONE. */
 uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 			 const char *name, uint32_t flags, uint64_t size,
@@ -154,12 +166,7 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 			c->freed[c->nfreed++] = i;
 			return SV_NONE;
 		}
-		n->parent = parent;
-		n->flags = flags;
-		n->size = n->stored_size = size;
-		n->key = key;
-		n->hnext = SV_NONE;
-		sv_buf_init(&n->pending);
+		node_fill(n, parent, flags, size, key);
 		n->kidpos = c->nodes[parent].nkids - 1;
 		sv_hash_insert(c, i);
 		return i;
@@ -182,12 +189,7 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 	n->name = strdup(name);
 	if (!n->name)
 		return SV_NONE;
-	n->parent = parent;
-	n->flags = flags;
-	n->size = n->stored_size = size;
-	n->key = key;
-	n->hnext = SV_NONE;
-	sv_buf_init(&n->pending);
+	node_fill(n, parent, flags, size, key);
 	if (i != SV_ROOT && sv_kid_add(c, &c->nodes[parent], i)) {
 		free(n->name);
 		return SV_NONE;

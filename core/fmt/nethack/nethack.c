@@ -1035,6 +1035,24 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 static void scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *ent_warns,
 		       const struct sv_buf *det_warns);
 
+/* Scans the complete lines from nh->end on as s says; nh's end, line
+ * count and torn tail follow. */
+static int scan_on(struct sv_container *c, struct nh *nh, struct scan *s, struct sv_err *err)
+{
+	uint64_t end = nh->end;
+	int rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, s,
+				 &end, err);
+	sv_buf_fini(&s->content);
+	if (!rc && s->err)
+		rc = sv_err_set(err, s->err, "out of memory");
+	nh->line = s->line;
+	nh->end = nh->det_end = end;
+	struct stat st;
+	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
+			   ? (uint64_t)st.st_size - end : 0;
+	return rc;
+}
+
 /* Scans the complete lines from nh->end on (what after the open: its
  * details are found first). */
 int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
@@ -1044,18 +1062,7 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 	if (rc)
 		return rc;
 	struct scan s = {c, nh, {0}, add_nodes, 0, NULL, SCAN_ALL, nh->line};
-	uint64_t end = nh->end;
-	rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s, &end,
-			     err);
-	sv_buf_fini(&s.content);
-	if (!rc && s.err)
-		rc = sv_err_set(err, s.err, "out of memory");
-	nh->line = s.line;
-	nh->end = nh->det_end = end;
-	struct stat st;
-	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
-			   ? (uint64_t)st.st_size - end : 0;
-	return rc;
+	return scan_on(c, nh, &s, err);
 }
 
 /* The open's scan: the entries, and the lines counted. */
@@ -1063,18 +1070,7 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 			struct sv_err *err)
 {
 	struct scan s = {c, nh, {0}, false, 0, warns, SCAN_ENTRIES, nh->line};
-	uint64_t end = nh->end;
-	int rc = sv_nh_each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK, scan_line, &s,
-				 &end, err);
-	sv_buf_fini(&s.content);
-	if (!rc && s.err)
-		rc = sv_err_set(err, s.err, "out of memory");
-	nh->line = s.line;
-	nh->end = nh->det_end = end;
-	struct stat st;
-	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
-			   ? (uint64_t)st.st_size - end : 0;
-	return rc;
+	return scan_on(c, nh, &s, err);
 }
 
 int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
