@@ -215,8 +215,21 @@ bool sv_node_forgettable(struct sv_container *c, uint32_t i)
 void sv_node_free(struct sv_container *c, uint32_t i)
 {
 	struct sv_inode *n = &c->nodes[i];
+	struct sv_inode *d = &c->nodes[n->parent];
 	sv_hash_remove(c, i);
-	sv_kid_remove(c, &c->nodes[n->parent], i);
+	/* An index directory's kids are in no order that matters (its
+	 * listing is the format's): the last takes the place, so that the
+	 * kernel forgetting 100,000 entries costs 100,000 steps, not their
+	 * square. */
+	uint32_t pos = n->kidpos;
+	if (pos < d->nkids && d->kids[pos] == i) {
+		uint32_t last = d->kids[--d->nkids];
+		if (last != i) {
+			d->kids[pos] = last;
+			c->nodes[last].kidpos = pos;
+		}
+		d->nsubdirs -= (n->flags & SV_N_DIR) != 0;
+	}
 	free(n->name);
 	n->name = NULL;
 	free(n->kids);
