@@ -1088,6 +1088,12 @@ struct relay {
 	bool stopped;
 };
 
+/* A listing's callback said to stop (not: go on, or go on holding). */
+static bool dir_stop(int r)
+{
+	return r && r != SV_DIR_HELD;
+}
+
 static int relay_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
 {
 	struct relay *r = arg;
@@ -1095,7 +1101,7 @@ static int relay_one(void *arg, const char *name, const struct sv_stat *st, uint
 	s.id = st->unmade ? SV_TREE_NONE : sv_slot_id(r->slot, r->epoch, st->node);
 	r->last = next;
 	int rc = r->fn(r->arg, name, &s, next);
-	r->stopped = rc != 0 && rc != SV_DIR_HELD;
+	r->stopped = dir_stop(rc);
 	return rc;
 }
 
@@ -1161,7 +1167,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		for (uint64_t k = from; k < 2; k++) {
 			struct sv_stat st;
 			if (sv_folder_stat(f, k ? f->mlog : f->minfo, &st) ||
-			    fn(arg, names[k], &st, k + 1))
+			    dir_stop(fn(arg, names[k], &st, k + 1)))
 				break;
 		}
 		return 0;
@@ -1171,7 +1177,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	if (d == 0 && from == 0) {
 		struct sv_stat st;
 		pthread_mutex_unlock(&f->lock);
-		if (sv_folder_stat(f, f->mdir, &st) || fn(arg, ".savefs", &st, 1))
+		if (sv_folder_stat(f, f->mdir, &st) || dir_stop(fn(arg, ".savefs", &st, 1)))
 			return 0;
 		pthread_mutex_lock(&f->lock);
 	}
@@ -1200,7 +1206,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	}
 	pthread_mutex_unlock(&f->lock);
 	for (size_t j = 0; !rc && j < k; j++) {
-		if (fn(arg, items[j].name, &items[j].st, items[j].next))
+		if (dir_stop(fn(arg, items[j].name, &items[j].st, items[j].next)))
 			break;
 	}
 	free(items);
