@@ -787,6 +787,50 @@ static void index_dirs(void)
 	sv_buf_fini(&b);
 }
 
+/* A client that keeps every entry it is given (as the kernel does with a
+ * readdirplus entry) asks a folder's listing to go on, not to stop. */
+struct held_names {
+	char names[16][32];
+	size_t n;
+};
+
+static int keep_all(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct held_names *h = arg;
+	if (h->n < 16)
+		snprintf(h->names[h->n++], sizeof h->names[0], "%s", name);
+	return SV_DIR_HELD;
+}
+
+static void folder_listing_held(void)
+{
+	char d[300];
+	snprintf(d, sizeof d, "%s/folder", dir);
+	T_INT(0, mkdir(d, 0755));
+	for (int i = 0; i < 3; i++) {
+		char p[340];
+		snprintf(p, sizeof p, "%s/plain%d.txt", d, i);
+		put_file(p, "not a container\n");
+	}
+	struct sv_opts o;
+	sv_opts_init(&o);
+	struct sv_tree *t = NULL;
+	struct sv_err err;
+	T_INT(0, sv_tree_open(d, &o, &t, &err));
+	if (!t)
+		return;
+	T_OK(sv_tree_container(t) == NULL);
+	struct held_names h = {0};
+	T_INT(0, sv_tree_readdir(t, SV_TREE_ROOT, 0, keep_all, &h));
+	T_UINT(4, h.n);
+	if (h.n == 4) {
+		T_STR(".savefs", h.names[0]);
+		T_STR("plain0.txt", h.names[1]);
+		T_STR("plain2.txt", h.names[3]);
+	}
+	sv_tree_free(t);
+}
+
 /* ---- the memory source, and the flags a format declares ---------------------------- */
 
 static void memory_and_flags(void)
@@ -856,6 +900,7 @@ int main(void)
 	members_kind();
 	memory_and_flags();
 	index_dirs();
+	folder_listing_held();
 	remove_tree(dir);
 	return t_done();
 }
