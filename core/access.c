@@ -277,6 +277,17 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 {
 	char name[256];
 	uint64_t pos = from;
+	/* What an entry that is no node shows: its kind, and the directory's
+	 * owner and times (made once). */
+	struct sv_stat unmade;
+	sv_fill_stat(c, dir, &unmade);
+	unmade.node = SV_NONE;
+	unmade.id = SV_TREE_NONE;
+	unmade.unmade = true;
+	struct sv_stat file = unmade;
+	file.dir = false;
+	file.nlink = 1;
+	file.mode = S_IFREG | (unmade.mode & 0444);
 	while (pos < EXTRA_POS) {
 		bool is_dir = false;
 		uint64_t at = pos;
@@ -290,17 +301,7 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 			if (pass_kid(c, k, fn, arg, at + 1))
 				return 0;
 		} else {
-			struct sv_stat st;
-			sv_fill_stat(c, dir, &st);
-			st.node = SV_NONE;
-			st.id = SV_TREE_NONE;
-			st.unmade = true;
-			if (!is_dir) {
-				st.dir = false;
-				st.nlink = 1;
-				st.mode = S_IFREG | (st.mode & 0444);
-			}
-			int took = fn(arg, name, &st, at + 1);
+			int took = fn(arg, name, is_dir ? &unmade : &file, at + 1);
 			if (took && took != SV_DIR_HELD)
 				return 0;
 		}

@@ -97,6 +97,12 @@ U=$W/index.chunks
 "$MKSBDB" celestial "$U" -n 200 > /dev/null || die "mksbdb celestial"
 sv ls -o noindex "$U" celestial > "$TMP/cel.want"
 expect_eq "-o noindex keeps nothing" "" "$(ls -A "$IDX" 2> /dev/null)"
+# A mount's info counts celestial/ without naming its chunks (naming
+# inflates every one, and keeps a record).
+mount_sv "$U" "$M" -o ro || die "mount of the universe"
+check "info read" grep -q '"files": ' "$M/.savefs/info"
+expect_eq "info names no chunk (no record kept)" "" "$(ls -A "$IDX" 2> /dev/null)"
+umount_sv "$M"
 expect_same_text "the first listing (names from inside the chunks)" "$TMP/cel.want" <(sv ls "$U" celestial)
 expect_eq "one record kept" 1 "$(ls "$IDX" | wc -l)"
 rec=$IDX/$(ls "$IDX")
