@@ -77,8 +77,10 @@ static int write_new(struct sv_container *c, struct sv_err *err)
 	rc = sv_guard_check(c, "since it was read", err);
 	if (!rc)
 		rc = c->src->ops->rewrite(c->src, write_cb, check_cb, c, err);
-	if (!rc)
-		sv_guard_fingerprint(c);
+	if (!rc) {
+		c->rebuild = true;
+		sv_guard_fingerprint(c, true);
+	}
 	sv_guard_unlock(c);
 	return rc;
 }
@@ -97,11 +99,11 @@ static int write_in_place(struct sv_container *c, struct sv_err *err)
 	if (!rc)
 		rc = c->fmt->commit_in_place(c, c->src->fd, err);
 	if (!rc) {
-		c->in_place = true;
+		c->rebuild = true;
 		int e = c->src->ops->held(c->src, &c->src->st);
 		if (e)
 			rc = sv_err_set(err, -EIO, "fstat: %s", strerror(-e));
-		sv_guard_fingerprint(c);
+		sv_guard_fingerprint(c, true);
 	}
 	sv_guard_unlock(c);
 	return rc;
@@ -128,7 +130,7 @@ static void read_again(struct sv_container *c, struct changed_list *changed, boo
 		sv_log(c, "re-reading %s failed: %s", c->path, e.msg);
 		return;
 	}
-	sv_guard_fingerprint(c);
+	sv_guard_fingerprint(c, true);
 	if (other)
 		sv_log(c, "%s was read again as another program left it", c->path);
 	else
@@ -185,29 +187,11 @@ static bool committing(const struct sv_inode *n)
 	       (n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE);
 }
 
-/* The groups of what the commit under way changes: its edits and
- * removals, and what the format touched; sorted, in c->tgroups. */
-static void changed_groups(struct sv_container *c)
-{
-	for (uint32_t i = 1; i < c->nnodes; i++) {
-		const struct sv_inode *n = &c->nodes[i];
-		if (n->group && (committing(n) || (n->flags & SV_N_TOUCHED)))
-			sv_group_touch(c, n->group);
-	}
-	if (c->ntgroups)
-		qsort(c->tgroups, c->ntgroups, sizeof *c->tgroups, cmp_u64);
-}
-
-/* Reads the index again after a commit; write lock held. */
+/* Reads the index again after a commit; write lock held.  Each pass over
+ * the nodes costs a cache miss per node in a big tree: they are few. */
 int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		   struct sv_err *err)
 {
-	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_inode *n = &c->nodes[i];
-		if (!(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && i != c->meta_dir &&
-		    (!(n->flags & SV_N_NEW) || (n->flags & SV_N_READY)))
-			n->flags |= SV_N_STALE;
-	}
 	uint32_t old_count = c->nnodes;
 	uint32_t *old_gen = malloc((old_count ? old_count : 1) * sizeof *old_gen);
 	uint8_t *edited = calloc(old_count ? old_count : 1, 1);
@@ -218,24 +202,42 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		c->tgroups_all = false;
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
-	changed_groups(c);
+	/* In one pass: what the commit changes (its edits and removals, and
+	 * what the format touched: their groups, sorted, in c->tgroups), each
+	 * node's generation, and every node the format made marked stale
+	 * until it is found again. */
+	bool indexed = false;
 	for (uint32_t i = 0; i < old_count; i++) {
-		old_gen[i] = c->nodes[i].gen;
-		edited[i] = committing(&c->nodes[i]);
+		struct sv_inode *n = &c->nodes[i];
+		old_gen[i] = n->gen;
+		edited[i] = committing(n);
+		if (!i)
+			continue;
+		if (n->group && (edited[i] || (n->flags & SV_N_TOUCHED)))
+			sv_group_touch(c, n->group);
+		if (!(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && i != c->meta_dir &&
+		    (!(n->flags & SV_N_NEW) || (n->flags & SV_N_READY)))
+			n->flags |= SV_N_STALE;
+		indexed |= (n->flags & (SV_N_INDEXDIR | SV_N_GONE)) == SV_N_INDEXDIR;
 	}
+	if (c->ntgroups)
+		qsort(c->tgroups, c->ntgroups, sizeof *c->tgroups, cmp_u64);
 	c->reindexing = true;
+	c->relist = false;
+	c->edited = edited;
+	c->nedited = old_count;
 	int rc;
-	if (c->in_place && c->fmt->rebuild) {
+	if (c->rebuild && c->fmt->rebuild) {
 		rc = c->fmt->rebuild(c, err);
 	} else {
 		c->fmt->close(c);
 		c->priv = NULL;
 		rc = c->fmt->open(c, err);
 	}
-	c->in_place = false;
+	c->rebuild = false;
 	/* A lazy directory that was listed before is listed again now, so that
 	 * its entries keep their numbers (it still holds them, stale). */
-	for (bool again = rc == 0; again;) {
+	for (bool again = rc == 0 && c->relist; again;) {
 		again = false;
 		for (uint32_t i = 1; i < c->nnodes; i++) {
 			struct sv_inode *n = &c->nodes[i];
@@ -251,7 +253,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	}
 	/* An index directory's entries are nodes only while the client holds
 	 * them: each is asked for again by name, to keep its number. */
-	for (uint32_t i = 1; rc == 0 && c->fmt->lookup && i < c->nnodes; i++) {
+	for (uint32_t i = 1; rc == 0 && indexed && c->fmt->lookup && i < c->nnodes; i++) {
 		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & SV_N_STALE) || (n->flags & SV_N_GONE) || !n->name ||
 		    !sv_live(c, n->parent) || (c->nodes[n->parent].flags & SV_N_STALE) ||
@@ -265,6 +267,8 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		free(name);
 	}
 	c->reindexing = false;
+	c->edited = NULL;
+	c->nedited = 0;
 	uint32_t last_dir = SV_NONE;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		struct sv_inode *n = &c->nodes[i];
@@ -291,14 +295,14 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 			/* A new entry changes its directory's listing. */
 			if (i >= old_count && !(n->flags & SV_N_UNLISTED) && n->parent != last_dir)
 				sv_changed_add(changed, last_dir = n->parent);
+		} else if ((n->flags & (SV_N_INDEXDIR | SV_N_GONE)) == SV_N_INDEXDIR) {
+			/* Whether an index directory's listing changed is not
+			 * known without comparing it whole: the client's copy
+			 * is dropped (its time stays unless the format touched
+			 * it). */
+			sv_changed_add(changed, i);
 		}
 	}
-	/* Whether an index directory's listing changed is not known without
-	 * comparing it whole: the client's copy of each is dropped (its
-	 * time stays unless the format touched it). */
-	for (uint32_t i = 1; i < c->nnodes; i++)
-		if ((c->nodes[i].flags & (SV_N_INDEXDIR | SV_N_GONE)) == SV_N_INDEXDIR)
-			sv_changed_add(changed, i);
 	c->ntgroups = 0;
 	c->tgroups_all = false;
 	free(old_gen);
@@ -371,52 +375,80 @@ static bool same_as_stored(struct sv_container *c, uint32_t i)
 	return same;
 }
 
-/*
- * Before a commit: every view of what it changes whose bytes were never
- * loaded (so that its digest is not known) is hashed now, while the old
- * content can still be read, so that afterwards its mtime moves only if
- * its bytes did.  Views of the edited units (their groups) and the
- * container's cheap derived views; a derived view that costs a decode of
- * the whole container (COSTLYSIZE) is not.  Write lock held.
- */
-static void prehash(struct sv_container *c)
+/* The groups of what a commit writes, as validate() found them. */
+struct groups {
+	uint64_t *v;
+	size_t n, cap;
+	bool all; /* out of memory: every group */
+};
+
+static void groups_add(struct groups *g, uint64_t x)
 {
-	uint64_t *g = NULL;
-	size_t ng = 0;
-	for (uint32_t i = 1; i < c->nnodes; i++)
-		ng += c->nodes[i].group && committing(&c->nodes[i]);
-	if (ng && !(g = malloc(ng * sizeof *g)))
+	if (!x || g->all)
 		return;
-	ng = 0;
-	for (uint32_t i = 1; i < c->nnodes; i++)
-		if (c->nodes[i].group && committing(&c->nodes[i]))
-			g[ng++] = c->nodes[i].group;
-	if (ng)
-		qsort(g, ng, sizeof *g, cmp_u64);
-	for (uint32_t i = 1; i < c->nnodes; i++) {
-		struct sv_inode *n = &c->nodes[i];
-		if ((n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY |
-				 SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN | SV_N_BAD)) ||
-		    (n->dstate & SV_D_KNOWN))
-			continue;
-		bool cheap_derived = (n->flags & (SV_N_DERIVED | SV_N_COSTLYSIZE)) == SV_N_DERIVED;
-		if (!cheap_derived && !in_groups(g, ng, n->group))
-			continue;
-		struct sv_blob *b = NULL;
-		struct sv_err e;
-		if (!sv_content_locked(c, i, &b, &e))
-			sv_blob_unref(b);
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 16;
+		uint64_t *p = realloc(g->v, cap * sizeof *p);
+		if (!p) {
+			g->all = true;
+			return;
+		}
+		g->v = p;
+		g->cap = cap;
 	}
-	free(g);
+	g->v[g->n++] = x;
 }
 
-/* Validates every pending edit, dropping those refused; write lock held. */
-static int validate(struct sv_container *c, struct changed_list *changed,
-		    struct sv_err *err)
+/*
+ * Before a commit, in one pass over the nodes:
+ * - every view of what it changes whose bytes were never loaded (so that
+ *   its digest is not known) is hashed now, while the old content can
+ *   still be read, so that afterwards its mtime moves only if its bytes
+ *   did: views of the edited units (their groups) and the container's
+ *   cheap derived views; a derived view that costs a decode of the whole
+ *   container (COSTLYSIZE) is not;
+ * - open files the commit may remove keep the content they had: it is
+ *   read now, into c->snap, while the format can still read the old file.
+ * Write lock held.
+ */
+static void before_write(struct sv_container *c, struct groups *g)
+{
+	if (g->n)
+		qsort(g->v, g->n, sizeof *g->v, cmp_u64);
+	for (uint32_t i = 1; i < c->nsnap; i++) {
+		struct sv_inode *n = &c->nodes[i];
+		struct sv_err e;
+		bool cheap_derived = (n->flags & (SV_N_DERIVED | SV_N_COSTLYSIZE)) == SV_N_DERIVED;
+		if (!(n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY |
+				  SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN | SV_N_BAD)) &&
+		    !(n->dstate & SV_D_KNOWN) &&
+		    (cheap_derived || g->all || in_groups(g->v, g->n, n->group))) {
+			struct sv_blob *b = NULL;
+			if (!sv_content_locked(c, i, &b, &e))
+				sv_blob_unref(b);
+		}
+		if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) &&
+		    !(n->flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
+				  SV_N_ORPHAN | SV_N_GONE)) &&
+		    sv_content_locked(c, i, &c->snap[i], &e))
+			c->snap[i] = NULL;
+	}
+}
+
+/* Validates every pending edit, dropping those refused; write lock held.
+ * *left: whether anything is still to be written; g: its groups. */
+static int validate(struct sv_container *c, struct changed_list *changed, bool *left,
+		    struct groups *g, struct sv_err *err)
 {
 	int rc = 0;
+	*left = false;
 	for (uint32_t i = 1; i < c->nnodes; i++) {
 		struct sv_inode *n = &c->nodes[i];
+		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
+			*left = true; /* a removal */
+			groups_add(g, n->group);
+			continue;
+		}
 		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY))
 			continue;
 		struct sv_err e;
@@ -437,8 +469,13 @@ static int validate(struct sv_container *c, struct changed_list *changed,
 		} else if (c->fmt->check) {
 			r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
 		}
-		if (!r)
+		if (!r) {
+			if (!(n->flags & SV_N_GONE)) {
+				*left = true;
+				groups_add(g, n->group);
+			}
 			continue;
+		}
 		e.code = r;
 		sv_log_failure(c, i, "refused", &e);
 		sv_discard_locked(c, i);
@@ -498,43 +535,33 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 	else if (c->broken)
 		rc = sv_err_set(err, -EIO, "the container could not be read again after "
 				"a commit: remount it");
+	/* As the format declared for this layout: a new file swapped in, or
+	 * the container changed in place (its blocks, or its members). */
+	bool in_place = c->commit == SV_COMMIT_IN_PLACE || c->commit == SV_COMMIT_MEMBERS;
+	if (!rc && c->commit != SV_COMMIT_REWRITE && !in_place)
+		rc = sv_err_set(err, -EROFS, "edits of this container land as they are written");
 	if (rc) {
 		drop_ready(c, changed, err);
 		return rc;
 	}
-	rc = validate(c, changed, err);
-	if (rc)
+	bool left;
+	struct groups g = {0};
+	rc = validate(c, changed, &left, &g, err);
+	if (rc || !left) {
+		free(g.v);
 		return rc;
-	if (!anything_pending(c))
-		return 0;
-	prehash(c);
-	/* Open files the commit may remove keep the content they had: read it
-	 * now, while the format can still read the old file. */
+	}
 	uint32_t count = c->nnodes;
 	c->snap = calloc(count ? count : 1, sizeof *c->snap);
 	if (!c->snap) {
+		free(g.v);
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		drop_ready(c, changed, err);
 		return rc;
 	}
 	c->nsnap = count;
-	for (uint32_t i = 1; i < count; i++) {
-		struct sv_inode *n = &c->nodes[i];
-		struct sv_err e;
-		if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) &&
-		    !(n->flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW | SV_N_TEMP |
-				  SV_N_ORPHAN | SV_N_GONE)) &&
-		    sv_content_locked(c, i, &c->snap[i], &e))
-			c->snap[i] = NULL;
-	}
-	/* As the format declared for this layout: a new file swapped in, or
-	 * the container changed in place (its blocks, or its members). */
-	bool in_place = c->commit == SV_COMMIT_IN_PLACE || c->commit == SV_COMMIT_MEMBERS;
-	if (c->commit != SV_COMMIT_REWRITE && !in_place) {
-		rc = sv_err_set(err, -EROFS, "edits of this container land as they are written");
-		drop_ready(c, changed, err);
-		return rc;
-	}
+	before_write(c, &g);
+	free(g.v);
 	rc = in_place ? write_in_place(c, err) : write_new(c, err);
 	bool written = rc == 0;
 	if (!written)
@@ -725,9 +752,9 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 		int r = c->fmt->refresh(c, err);
 		/* A re-read the format asked for: it may rebuild from what
 		 * it holds (what did not change need not be decoded again). */
-		c->in_place = r == 1;
+		c->rebuild = r == 1;
 		rc = sv_direct_done(c, count, r, err);
-		c->in_place = false;
+		c->rebuild = false;
 		if (rc)
 			sv_log(c, "following %s: %s", c->path, err->msg);
 	}

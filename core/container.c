@@ -161,6 +161,7 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	c->pf_dir = SV_NONE;
 	c->pf_gdir = SV_NONE;
 	c->fp_fd = -1;
+	c->fp_drop = -1;
 	c->opts = *opts;
 	c->opts.format = NULL;
 	c->opts.format_opts = NULL;
@@ -261,7 +262,7 @@ int sv_container_open_as(const char *path, const struct sv_format *fmt,
 		rc = sv_guard_claim(c, err);
 		if (rc)
 			goto fail;
-		sv_guard_fingerprint(c);
+		sv_guard_fingerprint(c, false);
 	}
 	*out = c;
 	return 0;

@@ -174,10 +174,13 @@ struct sv_format {
 	 * that no other program changed it; -EBUSY from here means another
 	 * program committed to it meanwhile (the core then reads it again). */
 	int (*commit_in_place)(struct sv_container *c, int fd, struct sv_err *err);
-	/* Makes the tree again after a commit in place, or after refresh()
-	 * asked for a re-read (returned 1): from the format's new state, or by
-	 * reading the container again and keeping what it can of what it
-	 * knew.  NULL: close and open. */
+	/* Makes the tree again after a commit (in place, or a whole new file
+	 * swapped in, of which commit() may have kept what it wrote), or after
+	 * refresh() asked for a re-read (returned 1): from the format's new
+	 * state, or by reading the container again and keeping what it can
+	 * of what it knew.  Nodes the format made before are found again with
+	 * sv_node_add or sv_node_again; those not found again go.  NULL: close
+	 * and open. */
 	int (*rebuild)(struct sv_container *c, struct sv_err *err);
 	/* Adds format-specific fields to the /.savefs/info object (a jansson
 	 * json_t *, passed as void * to keep jansson out of this header). */
@@ -283,6 +286,22 @@ void sv_container_index_storev(struct sv_container *c, const char *what, uint32_
 uint32_t sv_node_add(struct sv_container *c, uint32_t parent,
 		     const char *name, uint32_t flags, uint64_t size,
 		     uint64_t key);
+/* sv_node_add, told the node `was` the same entry was before the commit
+ * (in rebuild(); SV_NONE if none): found again by its number, without the
+ * search by name, so that a format that knows its old nodes updates a big
+ * tree at the cost of a walk.  A hint that does not hold (another name or
+ * parent, no longer a node) is ignored. */
+uint32_t sv_node_again(struct sv_container *c, uint32_t was, uint32_t parent,
+		       const char *name, uint32_t flags, uint64_t size, uint64_t key);
+/* Whether sv_node_again would take the hint `was` (and not add a node). */
+bool sv_node_again_finds(struct sv_container *c, uint32_t was, uint32_t parent,
+			 const char *name);
+/* In rebuild(), after the nodes the commit changed were found again (with
+ * sv_node_again): every other node stays as it was (key, size, flags), for
+ * a format whose commit changed no entry but those.  -EAGAIN, with nothing
+ * done, if a node the commit wrote was not found again (the format then
+ * builds the tree whole). */
+int sv_node_keep_rest(struct sv_container *c);
 struct sv_node *sv_node(struct sv_container *c, uint32_t n);
 /* Records a warning found while opening, or while decoding an entry (any
  * lock; say it once): shown in /.savefs/info and log. */

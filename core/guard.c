@@ -23,9 +23,11 @@
  * and keeps the hash if the file's identity did not move while it read.
  * A commit that finds the same inode and size with other times hashes the
  * file again: the same bytes are a touch (the new times are adopted), any
- * other bytes a change.  A container of up to 16 MiB is hashed at once,
- * before the open returns; until the worker is done with a larger one
- * (/.savefs/info says "fingerprinted"), a touch counts as a change.
+ * other bytes a change.  At an open, a container of up to 16 MiB is hashed
+ * at once, before the open returns; a larger one, and every container after
+ * a commit (which does not wait for it), by the worker, which a commit that
+ * needs the fingerprint waits for (/.savefs/info says "fingerprinted" once
+ * it is made).
  */
 #include "internal.h"
 
@@ -149,8 +151,13 @@ static void *fp_main(void *arg)
 {
 	struct sv_container *c = arg;
 	/* Behind every reader: it only matters at a later commit. */
-	if ((uint64_t)c->fp_st.st_size > FP_AT_ONCE)
+	if (c->fp_behind)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	/* The old file's last descriptor: closing it frees the old file,
+	 * which costs a while for a big one, here rather than in a commit. */
+	if (c->fp_drop >= 0)
+		close(c->fp_drop);
+	c->fp_drop = -1;
 	struct stat before, after;
 	uint64_t h = 0;
 	bool ok = !fstat(c->fp_fd, &before) && sv_source_same(&c->fp_st, &before) == SV_SOURCE_SAME &&
@@ -163,30 +170,58 @@ static void *fp_main(void *arg)
 	return NULL;
 }
 
+/* Its result is not wanted any more (the container closes, or has a new
+ * fingerprint made): a worker still hashing stops. */
+static void fp_join(struct sv_container *c)
+{
+	if (c->fp_started) {
+		__atomic_store_n(&c->fp_cancel, true, __ATOMIC_RELEASE);
+		pthread_join(c->fp_thread, NULL);
+		__atomic_store_n(&c->fp_cancel, false, __ATOMIC_RELEASE);
+	}
+	c->fp_started = false;
+}
+
 void sv_guard_fp_stop(struct sv_container *c)
 {
-	if (c->fp_started)
-		pthread_join(c->fp_thread, NULL);
-	c->fp_started = false;
+	fp_join(c);
 	if (c->fp_fd >= 0)
 		close(c->fp_fd);
 	c->fp_fd = -1;
+	if (c->fp_drop >= 0)
+		close(c->fp_drop);
+	c->fp_drop = -1;
 }
 
-void sv_guard_fingerprint(struct sv_container *c)
+void sv_guard_fingerprint(struct sv_container *c, bool later)
 {
-	sv_guard_fp_stop(c);
+	fp_join(c);
+	if (c->fp_drop >= 0)
+		close(c->fp_drop);
+	c->fp_drop = c->fp_fd; /* closed by the worker, or below */
+	c->fp_fd = -1;
 	c->fp_valid = false;
 	c->fp_st = c->src->st;
-	if (sv_container_is_dir(c) || c->src->fd < 0)
-		return; /* the format checks its members itself; or no descriptor */
-	c->fp_fd = fcntl(c->src->fd, F_DUPFD_CLOEXEC, 0);
-	if (c->fp_fd < 0)
+	if (sv_container_is_dir(c) || c->src->fd < 0 ||
+	    (c->fp_fd = fcntl(c->src->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		/* The format checks a directory's members itself; or no
+		 * descriptor. */
+		if (c->fp_drop >= 0)
+			close(c->fp_drop);
+		c->fp_drop = -1;
 		return;
-	if ((uint64_t)c->src->st.st_size <= FP_AT_ONCE)
+	}
+	c->fp_behind = false;
+	if (!later && (uint64_t)c->src->st.st_size <= FP_AT_ONCE) {
 		fp_main(c);
-	else
-		c->fp_started = !pthread_create(&c->fp_thread, NULL, fp_main, c);
+		return;
+	}
+	c->fp_behind = true;
+	c->fp_started = !pthread_create(&c->fp_thread, NULL, fp_main, c);
+	if (!c->fp_started) {
+		c->fp_behind = false;
+		fp_main(c);
+	}
 }
 
 void sv_container_before_fork(struct sv_container *c)
@@ -209,7 +244,7 @@ void sv_container_before_fork(struct sv_container *c)
 void sv_container_after_fork(struct sv_container *c)
 {
 	pthread_rwlock_wrlock(&c->lock);
-	if (c->fp_again && c->fp_fd >= 0)
+	if (c->fp_again && c->fp_fd >= 0 && (c->fp_behind = true))
 		c->fp_started = !pthread_create(&c->fp_thread, NULL, fp_main, c);
 	c->fp_again = false;
 	pthread_rwlock_unlock(&c->lock);

@@ -171,8 +171,13 @@ struct sv_container {
 				  * file as it was, for those that go away */
 	uint32_t nsnap;
 	bool broken;             /* that failed: reads fail until a remount */
-	bool in_place;           /* a commit in place (the format's state is
-				  * new), or a refresh that asked for a
+	const uint8_t *edited;   /* during a re-index: per node (nedited of
+				  * them), whether the commit wrote it */
+	uint32_t nedited;
+	bool relist;             /* the re-index found again a lazy directory
+				  * listed before */
+	bool rebuild;            /* a commit landed (the format's state may
+				  * be the new one), or a refresh asked for a
 				  * re-read: the re-index calls rebuild() */
 
 	uint32_t meta_dir, meta_info, meta_log;
@@ -221,7 +226,9 @@ struct sv_container {
 	bool fp_started, fp_valid;
 	bool fp_cancel;          /* the worker stops (before a fork) */
 	bool fp_again;           /* stopped unfinished: started again after */
+	bool fp_behind;          /* made by a thread of low priority */
 	int fp_fd;
+	int fp_drop;             /* the file fp_fd was before, to be closed */
 	struct stat fp_st;
 	uint64_t fp_hash;
 
@@ -252,8 +259,11 @@ int sv_guard_claim(struct sv_container *c, struct sv_err *err);
 /* The commit's exclusive lock (waits a while, then -EBUSY), and back. */
 int sv_guard_lock(struct sv_container *c, struct sv_err *err);
 void sv_guard_unlock(struct sv_container *c);
-/* Starts fingerprinting the container as its source has it now. */
-void sv_guard_fingerprint(struct sv_container *c);
+/* Starts fingerprinting the container as its source has it now: a small
+ * one at once unless `later` (after a commit: the commit does not wait
+ * for it), else by a thread of low priority, which a commit that needs
+ * the fingerprint waits for. */
+void sv_guard_fingerprint(struct sv_container *c, bool later);
 /* True when the fingerprint is made (for /.savefs/info; any lock). */
 bool sv_guard_fingerprinted(struct sv_container *c);
 /* The same inode and size as fingerprinted, other times: true if the

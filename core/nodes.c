@@ -272,6 +272,82 @@ static bool flags_ok(uint32_t f)
 	return true;
 }
 
+/* Node i, stale since the commit, found again by the re-index: it keeps
+ * its number, and takes the new key, flags and size. */
+static uint32_t refind(struct sv_container *c, uint32_t i, uint32_t flags, uint64_t size,
+		       uint64_t key)
+{
+	struct sv_inode *n = &c->nodes[i];
+	if ((flags & SV_N_LAZYDIR) && n->nkids)
+		c->relist = true; /* listed before: the re-index lists it again */
+	n->key = key;
+	n->dupnext = 0;
+	n->stored_size = size;
+	if ((n->flags & SV_N_DIRTY) && !(n->flags & SV_N_READY)) {
+		/* An edit still being written (its file is open): it stays
+		 * pending, on top of the new stored content. */
+		n->flags = flags | SV_N_DIRTY;
+		return i;
+	}
+	/* A lazily sized node's size is not known here: it changed only if
+	 * the format says so (a touch), and else keeps the size its first
+	 * stat found. */
+	bool lazy = flags & SV_N_LAZYSIZE;
+	bool changed = (!lazy && n->size != size) ||
+		       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED |
+				    SV_N_TOUCHED)) ||
+		       (flags & SV_N_DERIVED);
+	bool keep = lazy && !changed && (n->flags & SV_N_LAZYSIZE) &&
+		    __atomic_load_n(&n->sized, __ATOMIC_ACQUIRE);
+	n->flags = flags;
+	if (!keep) {
+		__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
+		/* A stream shows its last known size until the new one is
+		 * found (it grows; it never reads as empty). */
+		if ((flags & (SV_N_STREAM | SV_N_LAZYSIZE)) != (SV_N_STREAM | SV_N_LAZYSIZE))
+			n->size = size;
+	}
+	if (changed)
+		n->gen++;
+	sv_buf_fini(&n->pending);
+	return i;
+}
+
+uint32_t sv_node_again(struct sv_container *c, uint32_t was, uint32_t parent,
+		       const char *name, uint32_t flags, uint64_t size, uint64_t key)
+{
+	if (sv_node_again_finds(c, was, parent, name) && !((c->nodes[was].flags ^ flags) & SV_N_DIR) &&
+	    flags_ok(flags))
+		return refind(c, was, flags, size, key);
+	return sv_node_add(c, parent, name, flags, size, key);
+}
+
+bool sv_node_again_finds(struct sv_container *c, uint32_t was, uint32_t parent,
+			 const char *name)
+{
+	const struct sv_inode *n = was < c->nnodes ? &c->nodes[was] : NULL;
+	/* Stale, or found again earlier in this re-index (a format that
+	 * began to update a tree and then builds it whole). */
+	return c->reindexing && n && was != SV_ROOT &&
+	       !(n->flags & (SV_N_GONE | SV_N_TEMP | SV_N_META)) && n->parent == parent &&
+	       n->name && !strcmp(n->name, name);
+}
+
+int sv_node_keep_rest(struct sv_container *c)
+{
+	if (!c->reindexing)
+		return -EINVAL;
+	/* What the commit wrote was marked at the re-index's start. */
+	for (uint32_t i = 1; i < c->nedited; i++)
+		if (c->edited[i] && (c->nodes[i].flags & (SV_N_STALE | SV_N_GONE)) == SV_N_STALE)
+			return -EAGAIN;
+	/* (A removal the commit made stays stale: it goes.) */
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		if (!(c->nodes[i].flags & SV_N_GONE))
+			c->nodes[i].flags &= ~SV_N_STALE;
+	return 0;
+}
+
 uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 		     uint32_t flags, uint64_t size, uint64_t key)
 {
@@ -297,41 +373,8 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 		name = fixed;
 	}
 	uint32_t i = sv_find_child(c, parent, name);
-	if (i != SV_NONE && c->reindexing && (c->nodes[i].flags & SV_N_STALE)) {
-		/* Found again after a commit: keep the number. */
-		struct sv_inode *n = &c->nodes[i];
-		n->key = key;
-		n->dupnext = 0;
-		n->stored_size = size;
-		if ((n->flags & SV_N_DIRTY) && !(n->flags & SV_N_READY)) {
-			/* An edit still being written (its file is open): it stays
-			 * pending, on top of the new stored content. */
-			n->flags = flags | SV_N_DIRTY;
-			return i;
-		}
-		/* A lazily sized node's size is not known here: it changed only
-		 * if the format says so (a touch), and else keeps the size its
-		 * first stat found. */
-		bool lazy = flags & SV_N_LAZYSIZE;
-		bool changed = (!lazy && n->size != size) ||
-			       (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_DERIVED |
-					    SV_N_TOUCHED)) ||
-			       (flags & SV_N_DERIVED);
-		bool keep = lazy && !changed && (n->flags & SV_N_LAZYSIZE) &&
-			    __atomic_load_n(&n->sized, __ATOMIC_ACQUIRE);
-		n->flags = flags;
-		if (!keep) {
-			__atomic_store_n(&n->sized, 0, __ATOMIC_RELEASE);
-			/* A stream shows its last known size until the new
-			 * one is found (it grows; it never reads as empty). */
-			if ((flags & (SV_N_STREAM | SV_N_LAZYSIZE)) != (SV_N_STREAM | SV_N_LAZYSIZE))
-				n->size = size;
-		}
-		if (changed)
-			n->gen++;
-		sv_buf_fini(&n->pending);
-		return i;
-	}
+	if (i != SV_NONE && c->reindexing && (c->nodes[i].flags & SV_N_STALE))
+		return refind(c, i, flags, size, key);
 	if (i != SV_NONE) {
 		/* Taken: make the name unique with a stable suffix. */
 		char alt[320];

@@ -112,6 +112,9 @@ struct sv_zip_entry {
 	uint64_t cd_off;     /* offset of its central directory record */
 	uint64_t span_end;   /* where what follows it begins: the next local
 			      * header in the file, or the central directory */
+	uint64_t data;       /* where its data begins, when known without
+			      * reading its local header (the writer's own
+			      * entries); 0: read the header */
 };
 
 struct sv_zip {
@@ -157,6 +160,7 @@ struct sv_zip_writer {
 	bool descriptors;     /* write data descriptors (flag 8), as Go's
 			       * archive/zip does: for fixtures */
 	void *deflater;       /* owned z_stream, reset between members */
+	uint64_t cd_off, cd_size; /* the directory, once finished */
 };
 
 void sv_zip_writer_init(struct sv_zip_writer *w, int fd, struct sv_buf *mem);
@@ -193,5 +197,10 @@ int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i
  * than 65534 entries or offsets past 4 GiB), with comment if not NULL. */
 int sv_zip_finish(struct sv_zip_writer *w, const char *comment, size_t comment_len,
 		  struct sv_err *err);
+/* After sv_zip_finish: the directory written, as sv_zip_open would read it
+ * from the new zip (comment as given to finish), without reading it; the
+ * writer's entries move into z. */
+int sv_zip_writer_take(struct sv_zip_writer *w, const char *comment, size_t comment_len,
+		       struct sv_zip *z, struct sv_err *err);
 
 #endif

@@ -353,9 +353,21 @@ static int sv_zip_data_offset_in(const struct sv_zip_entry *e, sv_zip_read_fn rd
 	return 0;
 }
 
+/* e's data offset where the writer left it in the entry (and it fits). */
+static bool known_data(const struct sv_zip_entry *e, uint64_t size, uint64_t *off)
+{
+	if (!e->data || e->lho > size || e->data < e->lho + LOCAL_LEN || e->data > size ||
+	    e->csize > size - e->data)
+		return false;
+	*off = e->data;
+	return true;
+}
+
 int sv_zip_data_offset(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *arg,
 		       uint64_t size, uint64_t *off, struct sv_err *err)
 {
+	if (known_data(e, size, off))
+		return 0;
 	uint8_t h[LOCAL_LEN];
 	return sv_zip_data_offset_in(e, rd, arg, size, h, LOCAL_LEN, off, err);
 }
@@ -539,6 +551,29 @@ void sv_zip_writer_init(struct sv_zip_writer *w, int fd, struct sv_buf *mem)
 	w->mem = mem;
 }
 
+int sv_zip_writer_take(struct sv_zip_writer *w, const char *comment, size_t comment_len,
+		       struct sv_zip *z, struct sv_err *err)
+{
+	memset(z, 0, sizeof *z);
+	if (comment_len) {
+		if (!(z->comment = malloc(comment_len + 1)))
+			return sv_err_set(err, -ENOMEM, "zip: out of memory");
+		memcpy(z->comment, comment, comment_len);
+		z->comment[comment_len] = '\0';
+		z->comment_len = comment_len;
+	}
+	z->e = w->e;
+	z->n = w->n;
+	z->cd_off = w->cd_off;
+	z->cd_size = w->cd_size;
+	w->e = NULL;
+	w->n = w->cap = 0;
+	int rc = find_spans(z, err);
+	if (rc)
+		sv_zip_fini(z);
+	return rc;
+}
+
 void sv_zip_writer_fini(struct sv_zip_writer *w)
 {
 	if (!w)
@@ -626,6 +661,7 @@ static int put_member(struct sv_zip_writer *w, struct sv_zip_entry *e, const cha
 	int rc = emit(w, h, (size_t)(p - h), err);
 	if (!rc)
 		rc = emit(w, name, name_len, err);
+	e->data = w->off;
 	if (!rc && data) {
 		rc = emit(w, data, (size_t)e->csize, err);
 	} else if (!rc) {
@@ -778,8 +814,9 @@ static int copy_bytes(struct sv_zip_writer *w, uint64_t start, uint64_t end, int
 	return 0;
 }
 
+/* src copied as it lay, its local header now at lho and its data at data. */
 static int record(struct sv_zip_writer *w, const struct sv_zip_entry *src, uint64_t lho,
-		  struct sv_err *err)
+		  uint64_t data, struct sv_err *err)
 {
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 64;
@@ -793,6 +830,7 @@ static int record(struct sv_zip_writer *w, const struct sv_zip_entry *src, uint6
 	if (!(e.name = strdup(src->name)))
 		return sv_err_set(err, -ENOMEM, "zip: out of memory");
 	e.lho = lho;
+	e.data = data;
 	w->e[w->n++] = e;
 	return 0;
 }
@@ -811,6 +849,8 @@ static int window_data_offset(struct hdr_window *wn, const struct sv_zip_entry *
 			      sv_zip_read_fn rd, void *arg, uint64_t size, uint64_t *off,
 			      struct sv_err *err)
 {
+	if (known_data(e, size, off))
+		return 0; /* written here: no header to read */
 	if (e->lho > size || size - e->lho < LOCAL_LEN)
 		return sv_zip_data_offset(e, rd, arg, size, off, err);
 	if (e->lho < wn->off || e->lho - wn->off > wn->len || wn->len - (e->lho - wn->off) < LOCAL_LEN) {
@@ -840,6 +880,12 @@ int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i
 	struct hdr_window *wn = malloc(sizeof *wn);
 	if (!wn)
 		return sv_err_set(err, -ENOMEM, "zip: out of memory");
+	/* Each member's local header length, for its data's new offset. */
+	uint32_t *hl = malloc((j > i ? j - i : 1) * sizeof *hl);
+	if (!hl) {
+		free(wn);
+		return sv_err_set(err, -ENOMEM, "zip: out of memory");
+	}
 	wn->off = wn->len = 0;
 	int rc = 0;
 	size_t run = SIZE_MAX; /* the first member of the run being gathered */
@@ -849,6 +895,7 @@ int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i
 		if ((rc = check_name(t->name, err)) ||
 		    (rc = window_data_offset(wn, t, rd, arg, size, &data, err)))
 			break;
+		hl[k - i] = (uint32_t)(data - t->lho);
 		/* A member goes across as it lies only if its data (and
 		 * descriptor) end before whatever follows it: crafted archives
 		 * overlap members, and a copy must not. */
@@ -864,7 +911,8 @@ int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i
 			uint64_t start = z->e[run].lho, base = w->off;
 			rc = copy_bytes(w, start, z->e[k - 1].span_end, src_fd, src_mem, err);
 			for (size_t q = run; q < k && !rc; q++)
-				rc = record(w, &z->e[q], base + (z->e[q].lho - start), err);
+				rc = record(w, &z->e[q], base + (z->e[q].lho - start),
+					    base + (z->e[q].lho - start) + hl[q - i], err);
 			run = SIZE_MAX;
 		}
 		if (rc)
@@ -878,8 +926,10 @@ int sv_zip_add_members(struct sv_zip_writer *w, const struct sv_zip *z, size_t i
 		uint64_t start = z->e[run].lho, base = w->off;
 		rc = copy_bytes(w, start, z->e[j - 1].span_end, src_fd, src_mem, err);
 		for (size_t q = run; q < j && !rc; q++)
-			rc = record(w, &z->e[q], base + (z->e[q].lho - start), err);
+			rc = record(w, &z->e[q], base + (z->e[q].lho - start),
+				    base + (z->e[q].lho - start) + hl[q - i], err);
 	}
+	free(hl);
 	free(wn);
 	return rc;
 }
@@ -895,8 +945,9 @@ int sv_zip_finish(struct sv_zip_writer *w, const char *comment, size_t comment_l
 	uint64_t cd_off = w->off;
 	int rc = 0;
 	for (size_t i = 0; i < w->n && !rc; i++) {
-		const struct sv_zip_entry *e = &w->e[i];
+		struct sv_zip_entry *e = &w->e[i];
 		size_t name_len = strlen(e->name);
+		e->cd_off = cd_off + b.len;
 		uint8_t x[28], *q = x + 4;
 		if (e->usize >= MARK32)
 			q = put64(q, e->usize);
@@ -921,6 +972,8 @@ int sv_zip_finish(struct sv_zip_writer *w, const char *comment, size_t comment_l
 		b.len += CENTRAL_LEN + extra_len + name_len;
 	}
 	uint64_t cd_size = b.len;
+	w->cd_off = cd_off;
+	w->cd_size = cd_size;
 	bool z64 = w->n > MAX_COUNT16 || cd_off >= MARK32 || cd_size >= MARK32;
 	if (!rc)
 		rc = sv_buf_reserve(&b, END64_LEN + LOC64_LEN + END_LEN + comment_len);

@@ -171,7 +171,15 @@ int sv_container_pread(struct sv_container *c, uint64_t off, void *buf, size_t n
 {
 	if (!c->src->ops->pread)
 		return sv_err_set(err, -EBADMSG, "a %s has no bytes of its own", c->src->ops->kind);
+	__atomic_add_fetch(&c->src->reads, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->src->read_bytes, n, __ATOMIC_RELAXED);
 	return c->src->ops->pread(c->src, off, buf, n, err);
+}
+
+void sv_container_reads(const struct sv_container *c, uint64_t *reads, uint64_t *bytes)
+{
+	*reads = __atomic_load_n(&c->src->reads, __ATOMIC_RELAXED);
+	*bytes = __atomic_load_n(&c->src->read_bytes, __ATOMIC_RELAXED);
 }
 
 static int no_members(struct sv_container *c, const char *name, struct sv_err *err)

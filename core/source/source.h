@@ -139,6 +139,7 @@ struct sv_source {
 	char *path;          /* owned: where it is, for messages */
 	int fd;              /* its open handle (a file, a directory), or -1 */
 	struct stat st;      /* its identity as last read */
+	uint64_t reads, read_bytes; /* through sv_container_pread (atomic) */
 	bool read_only;      /* opened for reading only */
 	/* Where the source says what it did (a file put aside), set by the
 	 * container: its log. */

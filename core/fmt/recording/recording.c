@@ -518,8 +518,13 @@ static int rebuild_rec(struct sv_container *c, struct sv_err *err)
 		for (uint32_t i = 0; i < r->n && i < old->n; i++) {
 			const struct chunk *a = &old->chunks[i];
 			struct chunk *b = &r->chunks[i];
-			if (a->offset == b->offset && a->clen == b->clen && a->ulen == b->ulen &&
-			    a->start == b->start && a->ticks == b->ticks) {
+			/* A compacted file written anew moves its chunks (the
+			 * metadata before them changed size) and copies them as
+			 * stored: one is the same where it is the same size and
+			 * holds the same ticks. */
+			if ((a->offset == b->offset || !r->segmented) && a->clen == b->clen &&
+			    a->ulen == b->ulen && a->start == b->start && a->ticks == b->ticks &&
+			    a->flags == b->flags) {
 				b->txt = a->txt;
 				b->warned = a->warned;
 			} else {

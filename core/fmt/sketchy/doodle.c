@@ -391,7 +391,7 @@ static int cmp_named(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-struct chunk *sv_dd_find_chunk(struct drawing *d, uint32_t layer, int64_t x, int64_t y)
+struct chunk *sv_dd_find_chunk(const struct drawing *d, uint32_t layer, int64_t x, int64_t y)
 {
 	struct chunk key = {.layer = layer, .cx = x, .cy = y};
 	return d->nchunks ? bsearch(&key, d->chunks, d->nchunks, sizeof key, cmp_chunk) : NULL;
@@ -426,8 +426,20 @@ static void close_doodle(struct sv_container *c)
 	for (size_t i = 0; i < dd->n; i++)
 		free_drawing(dd->d[i]);
 	free(dd->d);
+	sv_dd_forget_next(dd);
 	free(dd);
 	sv_container_set_priv(c, NULL);
+}
+
+void sv_dd_forget_next(struct doodle *dd)
+{
+	if (dd->has_next)
+		sv_zip_fini(&dd->next);
+	dd->has_next = false;
+	free(dd->next_chunks);
+	dd->next_chunks = NULL;
+	dd->next_nchunks = 0;
+	dd->next_only_chunks = false;
 }
 
 const char *sv_dd_root_name(const struct drawing *d)
@@ -774,29 +786,36 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-/* Adds the tree of a level or doodad under d->dir. */
-static int build_drawing(struct drawing *d, struct sv_err *err)
+/* Adds the tree of a level or doodad under d->dir; after a commit, `was`
+ * is the drawing as it was, whose nodes are found again by number. */
+static int build_drawing(struct drawing *d, const struct drawing *was, struct sv_err *err)
 {
 	struct sv_container *c = d->c;
 	uint32_t id = d->id;
 	const uint32_t rof = 0;
-	d->n_assets = sv_node_add(c, d->dir, "assets", SV_N_DIR | rof, 0, KEY(id, K_ADIR, 0));
-	d->n_chunks = sv_node_add(c, d->dir, "chunks", SV_N_DIR | rof, 0, KEY(id, K_DIR, 0));
-	d->n_json = sv_node_add(c, d->dir, sv_dd_root_name(d), rof, d->view_len, KEY(id, K_JSON, 0));
+#define WAS(field) (was ? was->field : SV_NONE)
+	d->n_assets = sv_node_again(c, WAS(n_assets), d->dir, "assets", SV_N_DIR | rof, 0,
+				    KEY(id, K_ADIR, 0));
+	d->n_chunks = sv_node_again(c, WAS(n_chunks), d->dir, "chunks", SV_N_DIR | rof, 0,
+				    KEY(id, K_DIR, 0));
+	d->n_json = sv_node_again(c, WAS(n_json), d->dir, sv_dd_root_name(d), rof, d->view_len,
+				  KEY(id, K_JSON, 0));
 	uint32_t pw, ph;
 	uint64_t scale;
 	int64_t px, py;
 	sv_dd_preview_geom(d, &pw, &ph, &scale, &px, &py);
-	d->n_preview = sv_node_add(c, d->dir, "preview.png", SV_N_RO,
-				   sv_png_size(pw, ph, d->pal.n), KEY(id, K_PREVIEW, 0));
+	d->n_preview = sv_node_again(c, WAS(n_preview), d->dir, "preview.png", SV_N_RO,
+				     sv_png_size(pw, ph, d->pal.n), KEY(id, K_PREVIEW, 0));
 	if (d->n_assets == SV_NONE || d->n_chunks == SV_NONE || d->n_json == SV_NONE ||
 	    d->n_preview == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	for (uint32_t l = 0; l < d->nlayers; l++) {
 		char name[16];
 		snprintf(name, sizeof name, "%u", l);
-		d->layers[l].dir = sv_node_add(c, d->n_chunks, name, SV_N_DIR | rof, 0,
-					       KEY(id, K_LAYER, l));
+		d->layers[l].dir = sv_node_again(c, was && l < was->nlayers ? was->layers[l].dir
+								       : SV_NONE,
+						 d->n_chunks, name, SV_N_DIR | rof, 0,
+						 KEY(id, K_LAYER, l));
 		if (d->layers[l].dir == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -819,22 +838,25 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 		uint32_t dir = d->layers[ch->layer].dir, size = d->layers[ch->layer].size;
 		char name[64];
 		size_t k = xy_name(name, ch->cx, ch->cy);
+		const struct chunk *old =
+			was ? sv_dd_find_chunk(was, ch->layer, ch->cx, ch->cy)
+			    : NULL;
 		name[k++] = '.';
 		strcpy(name + k, "bin");
 		if (ch->bin >= 0)
-			ch->n_bin = sv_node_add(c, dir, name, rof, d->zip.e[ch->bin].usize,
-						KEY(id, K_BIN, i));
+			ch->n_bin = sv_node_again(c, old ? old->n_bin : SV_NONE, dir, name, rof,
+						  d->zip.e[ch->bin].usize, KEY(id, K_BIN, i));
 		else
-			ch->n_bin = sv_node_add(c, dir, name, rof | SV_N_LAZYSIZE, 0,
-						KEY(id, K_BIN, i));
+			ch->n_bin = sv_node_again(c, old ? old->n_bin : SV_NONE, dir, name,
+						  rof | SV_N_LAZYSIZE, 0, KEY(id, K_BIN, i));
 		strcpy(name + k, "png");
-		ch->n_png = sv_node_add(c, dir, name, SV_N_RO, sv_png_size(size, size, d->pal.n),
-					KEY(id, K_PNG, i));
+		ch->n_png = sv_node_again(c, old ? old->n_png : SV_NONE, dir, name, SV_N_RO,
+					  sv_png_size(size, size, d->pal.n), KEY(id, K_PNG, i));
 		strcpy(name + k, "txt");
-		ch->n_txt = sv_node_add(c, dir, name, rof,
-					sv_doodle_text_size_with(&d->pal, d->legend, ch->layer,
-								 ch->cx, ch->cy, size),
-					KEY(id, K_TXT, i));
+		ch->n_txt = sv_node_again(c, old ? old->n_txt : SV_NONE, dir, name, rof,
+					  sv_doodle_text_size_with(&d->pal, d->legend, ch->layer,
+								   ch->cx, ch->cy, size),
+					  KEY(id, K_TXT, i));
 		if (ch->n_bin == SV_NONE || ch->n_png == SV_NONE || ch->n_txt == SV_NONE) {
 			free(ord);
 			return sv_err_set(err, -ENOMEM, "out of memory");
@@ -863,9 +885,15 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 			}
 			size = n < 0 ? 0 : (uint64_t)n;
 		}
+		struct asset akey = {.path = a->path};
+		const struct asset *old =
+			was && was->nassets ? bsearch(&akey, was->assets, was->nassets,
+						      sizeof akey, sv_dd_cmp_asset)
+					    : NULL;
 		a->node = dir == SV_NONE ? SV_NONE
-					  : sv_node_add(c, dir, base_name(a->path), flags, size,
-							KEY(id, K_ASSET, i));
+					  : sv_node_again(c, old ? old->node : SV_NONE, dir,
+							  base_name(a->path), flags, size,
+							  KEY(id, K_ASSET, i));
 		if (a->node == SV_NONE) {
 			free(s);
 			return sv_err_set(err, -ENOMEM, "out of memory");
@@ -873,25 +901,28 @@ static int build_drawing(struct drawing *d, struct sv_err *err)
 	}
 	free(s);
 	return 0;
+#undef WAS
 }
 
 static int build_pack(struct drawing *d, struct sv_err *err);
 
 /*
  * Reads a container (the file itself when d->mem is NULL, else d->mem)
- * and adds its tree under d->dir.
+ * and adds its tree under d->dir.  After a commit that wrote a zip, d->zip
+ * is its directory as written (`zipped`), and `was` the drawing before.
  */
-static int open_drawing(struct drawing *d, struct sv_err *err)
+static int open_drawing(struct drawing *d, bool zipped, const struct drawing *was,
+			struct sv_err *err)
 {
 	uint8_t head[4] = {0};
 	size_t hn = d->size < 4 ? (size_t)d->size : 4;
-	int rc = sv_dd_src_read(d, 0, head, hn, err);
+	int rc = zipped ? 0 : sv_dd_src_read(d, 0, head, hn, err);
 	if (rc)
 		return rc;
 	struct sv_blob *whole = NULL;
-	if (hn >= 4 && !memcmp(head, "PK\3\4", 4)) {
+	if (zipped || (hn >= 4 && !memcmp(head, "PK\3\4", 4))) {
 		d->ctype = C_ZIP;
-		rc = sv_zip_open(&d->zip, sv_dd_src_read, d, d->size, MAX_MEMBERS, err);
+		rc = zipped ? 0 : sv_zip_open(&d->zip, sv_dd_src_read, d, d->size, MAX_MEMBERS, err);
 		if (rc) {
 			char m[SV_ERR_MAX];
 			snprintf(m, sizeof m, "%s", err->msg);
@@ -974,7 +1005,7 @@ static int open_drawing(struct drawing *d, struct sv_err *err)
 	if (!rc)
 		rc = collect(d, err);
 	if (!rc)
-		rc = build_drawing(d, err);
+		rc = build_drawing(d, was, err);
 	return rc;
 }
 
@@ -1070,7 +1101,7 @@ static int expand_doodle(struct sv_container *c, uint32_t dir, struct sv_err *er
 	d->mem = b;
 	d->size = b->len;
 	d->dir = dir;
-	rc = open_drawing(d, err);
+	rc = open_drawing(d, false, NULL, err);
 	if (!rc && d->kind == D_PACK)
 		rc = sv_err_set(err, -EBADMSG, "doodle: a levelpack inside a levelpack");
 	/* A drawing that failed is never written: the pack keeps its member as
@@ -1091,7 +1122,96 @@ static int open_doodle(struct sv_container *c, struct sv_err *err)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	d->size = sv_container_size(c);
 	d->dir = SV_ROOT;
-	return open_drawing(d, err);
+	return open_drawing(d, false, NULL, err);
+}
+
+/*
+ * After a commit that only replaced chunk members (same members, same
+ * names, in the same order): the drawing takes the zip's new directory,
+ * the views of those chunks their new sizes, and every other node stays
+ * as it was.  1 if the commit was not of that kind.
+ */
+static int update_chunks(struct sv_container *c, struct doodle *dd)
+{
+	struct drawing *d = dd->d[0];
+	const struct sv_zip *z = &dd->next;
+	if (!dd->next_only_chunks || d->ctype != C_ZIP || z->n != d->zip.n)
+		return 1;
+	for (size_t m = 0; m < z->n; m++)
+		if (strcmp(z->e[m].name, d->zip.e[m].name))
+			return 1;
+	char name[64];
+	for (int pass = 0; pass < 2; pass++) {
+		/* First whether each view is the node it was (a file renamed
+		 * over one is another node), then the update. */
+		for (size_t k = 0; k < dd->next_nchunks; k++) {
+			uint32_t i = dd->next_chunks[k];
+			const struct chunk *ch = i < d->nchunks ? &d->chunks[i] : NULL;
+			if (!ch || ch->bin < 0 || ch->json >= 0 || ch->inl)
+				return 1;
+			uint32_t dir = d->layers[ch->layer].dir;
+			size_t n = xy_name(name, ch->cx, ch->cy);
+			snprintf(name + n, sizeof name - n, ".bin");
+			if (!pass && !sv_node_again_finds(c, ch->n_bin, dir, name))
+				return 1;
+			if (pass)
+				sv_node_again(c, ch->n_bin, dir, name, 0, z->e[ch->bin].usize,
+					      KEY(d->id, K_BIN, i));
+			/* The text and picture of a chunk have sizes its grid
+			 * does not change: their content is told by the
+			 * commit's touch. */
+			snprintf(name + n, sizeof name - n, ".txt");
+			if (!pass && !sv_node_again_finds(c, ch->n_txt, dir, name))
+				return 1;
+			if (pass)
+				sv_node_again(c, ch->n_txt, dir, name, 0,
+					      sv_doodle_text_size_with(&d->pal, d->legend, ch->layer,
+								       ch->cx, ch->cy,
+								       d->layers[ch->layer].size),
+					      KEY(d->id, K_TXT, i));
+		}
+	}
+	if (sv_node_keep_rest(c))
+		return 1;
+	sv_zip_fini(&d->zip);
+	d->zip = dd->next;
+	d->size = dd->next_size;
+	dd->has_next = false;
+	sv_dd_forget_next(dd);
+	return 0;
+}
+
+/*
+ * After a commit: a level or doodad whose commit wrote a zip is read from
+ * the directory it wrote (no read of the new file's index) and its tree
+ * updated node by node from the one before; anything else (a levelpack, a
+ * JSON container) is read again whole.
+ */
+static int rebuild_doodle(struct sv_container *c, struct sv_err *err)
+{
+	struct doodle *dd = sv_container_priv(c);
+	if (!dd || !dd->has_next || dd->n != 1 || dd->d[0]->kind == D_PACK) {
+		close_doodle(c);
+		return open_doodle(c, err);
+	}
+	if (!update_chunks(c, dd))
+		return 0;
+	struct drawing *was = dd->d[0];
+	dd->n = 0;
+	struct drawing *d = new_drawing(c, "");
+	if (!d) {
+		dd->n = 1;
+		close_doodle(c);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	d->size = dd->next_size;
+	d->dir = SV_ROOT;
+	d->zip = dd->next;
+	dd->has_next = false;
+	sv_dd_forget_next(dd);
+	int rc = open_drawing(d, true, was, err);
+	free_drawing(was);
+	return rc;
 }
 
 static void info_doodle(struct sv_container *c, void *obj)
@@ -1143,6 +1263,7 @@ const struct sv_format sv_fmt_doodle = {
 	.create = sv_dd_create,
 	.unlink = sv_dd_unlink,
 	.commit = sv_dd_commit,
+	.rebuild = rebuild_doodle,
 	.info = info_doodle,
 	.expand = expand_doodle,
 };

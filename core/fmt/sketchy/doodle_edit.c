@@ -432,6 +432,9 @@ static bool needs_rle(struct drawing *d, const struct chunk *ch)
 	return !rle;
 }
 
+static int plan_edits(struct drawing *d, struct plan *p, const uint32_t *touched,
+		      size_t ntouched, struct sv_err *err);
+
 static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 {
 	struct sv_container *c = d->c;
@@ -454,10 +457,28 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 	memset(p->tnode, 0xff, nch * sizeof *p->tnode);
 	memset(p->bnode, 0xff, nch * sizeof *p->bnode);
 	memset(p->anode, 0xff, (d->nassets ? d->nassets : 1) * sizeof *p->anode);
+	/* One pass over the nodes, which also notes the few that hold an
+	 * edit (a big drawing's commit touches no other node again). */
+	uint32_t *touched = NULL;
+	size_t ntouched = 0, captouched = 0;
 	for (uint32_t n = 1, count = sv_node_count(c); n < count; n++) {
+		uint32_t state = sv_node_state(c, n);
+		if ((state & (SV_S_DIRTY | SV_S_NEW)) && sv_node_in_commit(c, n)) {
+			if (ntouched == captouched) {
+				size_t ncap = captouched ? captouched * 2 : 16;
+				uint32_t *v = realloc(touched, ncap * sizeof *v);
+				if (!v) {
+					free(touched);
+					return sv_err_set(err, -ENOMEM, "out of memory");
+				}
+				touched = v;
+				captouched = ncap;
+			}
+			touched[ntouched++] = n;
+		}
 		uint64_t key = sv_node(c, n)->key;
 		if (KEY_D(key) != d->id || !sv_node_in_commit(c, n) ||
-		    (sv_node(c, n)->flags & SV_N_DIR) || (sv_node_state(c, n) & SV_S_NEW))
+		    (sv_node(c, n)->flags & SV_N_DIR) || (state & SV_S_NEW))
 			continue;
 		unsigned kind = KEY_KIND(key);
 		if (kind == K_TXT && KEY_I(key) < d->nchunks)
@@ -469,6 +490,18 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 		else if (kind == K_JSON)
 			p->jnode = n;
 	}
+	rc = plan_edits(d, p, touched, ntouched, err);
+	free(touched);
+	return rc;
+}
+
+/* The rest of make_plan, told the nodes that hold an edit. */
+static int plan_edits(struct drawing *d, struct plan *p, const uint32_t *touched,
+		      size_t ntouched, struct sv_err *err)
+{
+	struct sv_container *c = d->c;
+	int rc = 0;
+	size_t nch = d->nchunks ? d->nchunks : 1;
 	const struct sv_buf *e = p->jnode != SV_NONE ? sv_node_edit(c, p->jnode) : NULL;
 	if (e) {
 		rc = check_root(d, e->p, e->len, &p->root, err);
@@ -478,11 +511,20 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 	} else {
 		p->root = json_incref(d->root);
 	}
-	for (size_t i = 0; i < d->nchunks; i++) {
+	bool *edited = calloc(nch, sizeof *edited);
+	if (!edited)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	for (size_t k = 0; k < ntouched; k++) {
+		uint64_t key = sv_node(c, touched[k])->key;
+		if (KEY_D(key) == d->id && (KEY_KIND(key) == K_TXT || KEY_KIND(key) == K_BIN) &&
+		    KEY_I(key) < d->nchunks)
+			edited[KEY_I(key)] = true;
+	}
+	for (size_t i = 0; i < d->nchunks && !rc; i++) {
 		struct chunk *ch = &d->chunks[i];
 		if (p->tnode[i] == SV_NONE || p->bnode[i] == SV_NONE) {
 			p->cstate[i] = S_GONE;
-		} else {
+		} else if (edited[i]) {
 			const struct sv_buf *et = sv_node_edit(c, p->tnode[i]);
 			const struct sv_buf *eb = sv_node_edit(c, p->bnode[i]);
 			if (et || eb) {
@@ -495,7 +537,7 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 				rc = grid_from_edit(d, ch->layer, ch->cx, ch->cy, txt, ed->p,
 						    ed->len, &p->grid[i], err);
 				if (rc)
-					return rc;
+					break;
 				p->cstate[i] = sv_doodle_grid_empty(&p->grid[i]) ? S_GONE
 										 : S_REPLACE;
 			}
@@ -507,15 +549,18 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 		if (p->upgrade && ch->inl)
 			p->root_rewrite = true;
 	}
+	free(edited);
+	if (rc)
+		return rc;
+	/* New chunk files, layer by layer, in the order they were made. */
 	size_t cap = 0;
 	for (uint32_t l = 0; l < d->nlayers; l++) {
-		struct sv_node *dir = sv_node(c, d->layers[l].dir);
-		for (uint32_t k = 0; k < dir->nkids; k++) {
-			uint32_t kid = sv_node(c, d->layers[l].dir)->kids[k];
+		for (size_t k = 0; k < ntouched; k++) {
+			uint32_t kid = touched[k];
 			struct sv_node *kn = sv_node(c, kid);
 			int64_t x, y;
 			bool txt;
-			if (!(sv_node_state(c, kid) & SV_S_NEW) || !sv_node_in_commit(c, kid) ||
+			if (kn->parent != d->layers[l].dir || !(sv_node_state(c, kid) & SV_S_NEW) ||
 			    !sv_dd_chunk_file(kn->name, &x, &y, &txt) || sv_dd_find_chunk(d, l, x, y))
 				continue;
 			bool seen = false;
@@ -773,6 +818,32 @@ static int add_additions(struct drawing *d, struct plan *p, struct sv_zip_writer
 }
 
 /* A drawing's new container goes to fd, or (nested in a levelpack) to mem. */
+/* Whether the plan replaces chunks' members and changes nothing else (no
+ * chunk or file added or removed, the root as it was); the chunks go in
+ * dd->next_chunks. */
+static bool only_chunks(const struct drawing *d, const struct plan *p, struct doodle *dd)
+{
+	if (d->ctype != C_ZIP || p->upgrade || p->root_edited || p->root_rewrite || p->nnc ||
+	    p->nna)
+		return false;
+	for (size_t i = 0; i < d->nassets; i++)
+		if (p->astate[i] != S_KEEP)
+			return false;
+	size_t n = 0;
+	for (size_t i = 0; i < d->nchunks; i++) {
+		if (p->cstate[i] == S_GONE)
+			return false;
+		n += p->cstate[i] != S_KEEP || p->convert[i];
+	}
+	dd->next_chunks = malloc((n ? n : 1) * sizeof *dd->next_chunks);
+	if (!dd->next_chunks)
+		return false;
+	for (size_t i = 0; i < d->nchunks; i++)
+		if (p->cstate[i] != S_KEEP || p->convert[i])
+			dd->next_chunks[dd->next_nchunks++] = (uint32_t)i;
+	return true;
+}
+
 static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_buf *mem,
 		     struct sv_err *err)
 {
@@ -853,6 +924,16 @@ static int write_zip(struct drawing *d, struct plan *p, int fd, struct sv_buf *m
 	}
 	if (!rc)
 		rc = sv_zip_finish(&w, d->zip.comment, d->zip.comment_len, err);
+	/* The top drawing's new directory, for the re-index once the file is
+	 * in place (a nested one is read again from its pack's new bytes). */
+	struct doodle *dd = sv_container_priv(d->c);
+	struct sv_err e;
+	if (!rc && !mem && d->id == 0 &&
+	    !sv_zip_writer_take(&w, d->zip.comment, d->zip.comment_len, &dd->next, &e)) {
+		dd->next_size = w.off;
+		dd->has_next = true;
+		dd->next_only_chunks = only_chunks(d, p, dd);
+	}
 	free(done);
 	sv_buf_fini(&b);
 	sv_zip_writer_fini(&w);
@@ -1082,6 +1163,7 @@ int sv_dd_commit(struct sv_container *c, int fd, struct sv_err *err)
 {
 	struct doodle *dd = sv_container_priv(c);
 	struct drawing *d = dd->d[0];
+	sv_dd_forget_next(dd); /* a commit that did not land */
 	bool changed;
 	return d->kind == D_PACK ? commit_pack(d, fd, err)
 				 : commit_drawing(d, fd, NULL, &changed, err);

@@ -95,6 +95,16 @@ struct drawing {
 struct doodle {
 	struct drawing **d;
 	size_t n;
+	/* The directory of the zip the last commit wrote (the top drawing
+	 * only), for the re-index once the new file is in place. */
+	struct sv_zip next;
+	uint64_t next_size;
+	bool has_next;
+	/* The commit replaced these chunks' members (by index) and changed
+	 * nothing else: the tree is updated, not built again. */
+	bool next_only_chunks;
+	uint32_t *next_chunks;
+	size_t next_nchunks;
 };
 
 /* ---- shared between the format's files ---- */
@@ -108,7 +118,7 @@ int sv_dd_cmp_asset(const void *a, const void *b);
 int sv_dd_commit(struct sv_container *c, int fd, struct sv_err *err);
 int sv_dd_create(struct sv_container *c, uint32_t parent, const char *name,
 			 struct sv_err *err);
-struct chunk *sv_dd_find_chunk(struct drawing *d, uint32_t layer, int64_t x, int64_t y);
+struct chunk *sv_dd_find_chunk(const struct drawing *d, uint32_t layer, int64_t x, int64_t y);
 json_t *sv_dd_jget(json_t *o, const char *key);
 int sv_dd_jset(json_t *o, const char *key, json_t *v);
 int sv_dd_json_to_buf(json_t *j, size_t flags, struct sv_buf *b);
@@ -127,5 +137,6 @@ int sv_dd_src_read(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *
 uint64_t sv_dd_string_cap(struct sv_container *c);
 json_t *sv_dd_strip_root(json_t *root, int kind);
 int sv_dd_unlink(struct sv_container *c, uint32_t node, struct sv_err *err);
+void sv_dd_forget_next(struct doodle *dd);
 
 #endif
