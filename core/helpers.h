@@ -166,6 +166,11 @@ const char *sv_show_char(char buf[16], const uint8_t *p, size_t n);
 /* True if s can be a file name: not empty, ".", ".." or longer than 255
  * bytes, and without '/' or control characters. */
 bool sv_name_ok(const char *s);
+/* The k-th name of a run of duplicates of name (k >= 2): "~k" before its
+ * extension ("65534.bin" -> "65534~2.bin"), so that the extension stays
+ * last.  The one spelling of a duplicate in every tree.  Returns what
+ * snprintf returns. */
+int sv_dup_name(char *out, size_t cap, const char *name, unsigned k);
 /*
  * Writes a new file at path, whole or not at all: fill(fd, arg) writes it
  * into a temporary beside path (".savefs-XXXXXX" in its directory), which

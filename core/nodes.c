@@ -378,15 +378,12 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent, const char *name,
 	if (i != SV_NONE) {
 		/* Taken: make the name unique with a stable suffix. */
 		char alt[320];
-		const char *dot = strrchr(name, '.');
-		int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
 		/* The holder of the name remembers the next suffix to try, so a
 		 * thousand duplicates cost a thousand lookups, not a million. */
 		uint32_t owner = i;
 		unsigned k = c->nodes[owner].dupnext > 2 ? c->nodes[owner].dupnext : 2;
 		for (;; k++) {
-			/* "65534.bin" -> "65534~2.bin": the extension stays last. */
-			snprintf(alt, sizeof alt, "%.*s~%u%s", stem, name, k, name + stem);
+			sv_dup_name(alt, sizeof alt, name, k);
 			uint32_t other = sv_find_child(c, parent, alt);
 			/* While re-indexing, a stale node of that name is this one. */
 			if (other == SV_NONE ||

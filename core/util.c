@@ -397,6 +397,13 @@ int sv_copy_range(int fd_in, uint64_t off, int fd_out, uint64_t n)
 
 /* The character at p[0..n) for a message: 'x', 'é' (UTF-8 kept whole),
  * or byte 0xNN. */
+int sv_dup_name(char *out, size_t cap, const char *name, unsigned k)
+{
+	const char *dot = strrchr(name, '.');
+	int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
+	return snprintf(out, cap, "%.*s~%u%s", stem, name, k, name + stem);
+}
+
 const char *sv_show_char(char buf[16], const uint8_t *p, size_t n)
 {
 	size_t k = 1;

@@ -1046,6 +1046,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	if (!backup && e->base == UINT32_MAX && !e->bad)
 		scan_warn(s, "nethack: line %u: a diff before any backup", s->line);
 	nh->nents++;
+	nh->nbackups += backup;
 	if (s->add_nodes)
 		add_ent_nodes(s->c, nh, nh->nents - 1);
 	return 0;
@@ -1206,9 +1207,12 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	const uint8_t *det = p + r.nwarn_ent;
 	bool ok = strings_ok(p, r.nwarn_ent) && strings_ok(det, r.nwarn_det) &&
 		  !sv_buf_add(&nh->det_warns, det, (size_t)r.nwarn_det);
-	for (size_t i = 0; ok && i < r.nents; i++)
+	uint64_t backups = 0;
+	for (size_t i = 0; ok && i < r.nents; i++) {
 		ok = ents[i].off >= r.hdr_end && ents[i].len <= r.end - ents[i].off &&
 		     ents[i].line <= r.line && (ents[i].base == UINT32_MAX || ents[i].base < r.nents);
+		backups += ents[i].backup;
+	}
 	for (size_t i = 0; ok && i < r.nck; i++)
 		ok = ck[i].off <= r.end && ck[i].toff <= r.tbody;
 	if (!ok) {
@@ -1224,6 +1228,7 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	nh->kept = sv_blob_ref((struct sv_blob *)kept);
 	nh->ents = (struct ent *)(kept->data + sizeof r);
 	nh->nents = nh->capents = r.nents;
+	nh->nbackups = backups;
 	nh->ck = (struct ck *)(kept->data + sizeof r + r.nents * sizeof *nh->ents);
 	nh->nck = nh->capck = r.nck;
 	nh->end = nh->det_end = r.end;
@@ -1348,10 +1353,7 @@ static void count_nh(struct sv_container *c, uint32_t dir, uint64_t *files, uint
 		*files += nh ? nh->nents : 0;
 		return;
 	}
-	uint64_t backups = 0;
-	for (size_t i = 0; i < nh->nents; i++)
-		backups += nh->ents[i].backup;
-	*files += dir == nh->n_saves ? backups : nh->nents - backups;
+	*files += dir == nh->n_saves ? nh->nbackups : nh->nents - nh->nbackups;
 }
 
 /* A name in saves/, diffs/ or states/: its entry by line number. */

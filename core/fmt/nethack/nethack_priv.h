@@ -98,6 +98,7 @@ struct nh {
 	struct ent *ents;
 	size_t nents, capents;
 	uint32_t last_backup, first_backup; /* ents index, UINT32_MAX: none */
+	uint64_t nbackups;     /* entries that are backups (saves/) */
 	struct ck *ck;
 	size_t nck, capck;
 	struct sv_blob *kept;    /* the index record ents and ck point into

@@ -771,9 +771,9 @@ static int cel_unique(struct cel *t)
 				dup = 2;
 				continue;
 			}
-			const char *nm = t->name[b], *dot = strrchr(nm, '.');
-			int stem = dot && dot != nm ? (int)(dot - nm) : (int)strlen(nm);
-			char *alt = malloc(strlen(nm) + 16);
+			const char *nm = t->name[b];
+			size_t cap = strlen(nm) + 16;
+			char *alt = malloc(cap);
 			char **o = realloc(t->owned, (t->nowned + 1) * sizeof *o);
 			if (o)
 				t->owned = o;
@@ -781,7 +781,7 @@ static int cel_unique(struct cel *t)
 				free(alt);
 				return -ENOMEM;
 			}
-			sprintf(alt, "%.*s~%u%s", stem, nm, dup++ + (unsigned)round, nm + stem);
+			sv_dup_name(alt, cap, nm, dup++ + (unsigned)round);
 			t->owned[t->nowned++] = alt;
 			t->name[b] = alt;
 			again = true;
