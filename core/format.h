@@ -293,6 +293,10 @@ uint32_t sv_node_add(struct sv_container *c, uint32_t parent,
  * parent, no longer a node) is ignored. */
 uint32_t sv_node_again(struct sv_container *c, uint32_t was, uint32_t parent,
 		       const char *name, uint32_t flags, uint64_t size, uint64_t key);
+/* In lookup(): the entry node n made is at position pos of list() (so
+ * that a reader going through the directory in listing order is read
+ * ahead of).  Lock held exclusively. */
+void sv_node_listed(struct sv_container *c, uint32_t n, uint64_t pos);
 /* Whether sv_node_again would take the hint `was` (and not add a node). */
 bool sv_node_again_finds(struct sv_container *c, uint32_t was, uint32_t parent,
 			 const char *name);

@@ -109,6 +109,8 @@ struct sv_inode {
 			    * view of a group may change every view of it */
 	uint32_t capkids;
 	uint32_t nsubdirs; /* directories among kids (for nlink) */
+	uint64_t listpos;  /* an index directory's entry: its position in the
+			    * format's list() (UINT64_MAX: not known) */
 	struct sv_buf pending; /* SV_N_DIRTY / SV_N_TEMP / SV_N_NEW content */
 };
 _Static_assert(offsetof(struct sv_inode, pub) == 0, "the format's view opens the node");
@@ -203,6 +205,11 @@ struct sv_container {
 	 * grandparent, the directory's position in it, and how far ahead
 	 * the sibling directories are queued. */
 	uint32_t pf_gdir, pf_dpos, pf_dupto;
+	/* In an index directory: the queued entries' positions (PF_INDEX
+	 * queue entries name the directory), the last one read, and how far
+	 * ahead they are queued. */
+	uint64_t pf_qpos[PF_QUEUE];
+	uint64_t pf_ipos, pf_iupto;
 	uint64_t pf_decoded;     /* files the worker decoded (for info) */
 
 	/* Loads under way, so that concurrent readers of one node (the
@@ -338,9 +345,16 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n);
 /* The worker settles stream n's size (a stat does not wait for a costly
  * one); any lock.  Queue entries with this bit are such requests. */
 #define PF_SETTLE 0x80000000u
+/* Queue entries with this bit name an index directory, the position of
+ * its entry to decode in pf_qpos. */
+#define PF_INDEX 0x40000000u
 void sv_pf_settle(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
 void sv_pf_stop(struct sv_container *c);
+/* The node of the entry `name` of directory dir, made by the format's
+ * lookup() if it is no node yet: SV_NONE if there is none (write lock
+ * held). */
+uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name);
 
 /* ---- container.c ---- */
 /* The format that claims what is at path by its content (a file's first

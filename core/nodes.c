@@ -141,6 +141,7 @@ static void node_fill(struct sv_inode *n, uint32_t parent, uint32_t flags, uint6
 	n->size = n->stored_size = size;
 	n->key = key;
 	n->hnext = SV_NONE;
+	n->listpos = UINT64_MAX;
 	sv_buf_init(&n->pending);
 }
 
@@ -311,6 +312,12 @@ static uint32_t refind(struct sv_container *c, uint32_t i, uint32_t flags, uint6
 		n->gen++;
 	sv_buf_fini(&n->pending);
 	return i;
+}
+
+void sv_node_listed(struct sv_container *c, uint32_t n, uint64_t pos)
+{
+	if (n < c->nnodes && sv_live(c, n))
+		c->nodes[n].listpos = pos;
 }
 
 uint32_t sv_node_again(struct sv_container *c, uint32_t was, uint32_t parent,

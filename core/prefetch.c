@@ -21,6 +21,38 @@ bool sv_plain_file(struct sv_container *c, uint32_t i)
 				      SV_N_STREAM));
 }
 
+/* Small files decode faster than the worker wakes up.  A file whose size
+ * comes with its decode is not known to be small: decoding it ahead is
+ * what makes its stat cheap too. */
+static bool worth_ahead(struct sv_container *c, uint32_t k)
+{
+	const struct sv_inode *kn = &c->nodes[k];
+	bool unsized = (kn->flags & SV_N_LAZYSIZE) && !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
+	return sv_plain_file(c, k) &&
+	       (unsized || (kn->size >= PF_MIN_SIZE && kn->size <= c->opts.cache_cap / 8));
+}
+
+/* The entry at position pos of index directory dir, made a node if it is
+ * none (the client looks it up when it comes to read it, and forgets it
+ * after), or SV_NONE.  Write lock held. */
+static uint32_t pf_entry(struct sv_container *c, uint32_t dir, uint64_t pos)
+{
+	char name[256];
+	bool is_dir = false;
+	uint64_t at = 0;
+	if (!sv_live(c, dir) || c->broken || !c->fmt->list ||
+	    c->fmt->list(c, dir, pos, name, &is_dir, &at) != 0 || at != pos || is_dir)
+		return SV_NONE;
+	bool was = sv_find_child(c, dir, name) != SV_NONE;
+	uint32_t k = sv_make_entry(c, dir, name);
+	if (k == SV_NONE || worth_ahead(c, k))
+		return k;
+	/* Small, or not a plain file: made for nothing, it goes again. */
+	if (!was && sv_node_forgettable(c, k))
+		sv_node_free(c, k);
+	return SV_NONE;
+}
+
 static void *pf_main(void *arg)
 {
 	struct sv_container *c = arg;
@@ -31,12 +63,20 @@ static void *pf_main(void *arg)
 		if (c->pf_stop)
 			break;
 		uint32_t n = c->pf_queue[c->pf_head];
+		uint64_t pos = c->pf_qpos[c->pf_head];
 		c->pf_head = (c->pf_head + 1) % PF_QUEUE;
 		c->pf_count--;
 		pthread_mutex_unlock(&c->pf_lock);
+		if (n & PF_INDEX) {
+			pthread_rwlock_wrlock(&c->lock);
+			n = pf_entry(c, n & ~PF_INDEX, pos);
+			pthread_rwlock_unlock(&c->lock);
+		}
 		pthread_rwlock_rdlock(&c->lock);
 		bool decoded = false;
-		if (n & PF_SETTLE) {
+		if (n == SV_NONE) {
+			/* (an index directory's entry not worth it) */
+		} else if (n & PF_SETTLE) {
 			/* A stream whose size a stat did not wait for. */
 			n &= ~PF_SETTLE;
 			if (sv_live(c, n) && (c->nodes[n].flags & SV_N_STREAM))
@@ -63,17 +103,60 @@ static void *pf_main(void *arg)
  * held. */
 static bool pf_queue_file(struct sv_container *c, uint32_t k)
 {
-	/* Small files decode faster than the worker wakes up.  A file whose
-	 * size comes with its decode is not known to be small: decoding it
-	 * ahead is what makes its stat cheap too. */
-	const struct sv_inode *kn = &c->nodes[k];
-	bool unsized = (kn->flags & SV_N_LAZYSIZE) && !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
-	if (!sv_plain_file(c, k) ||
-	    (!unsized && (kn->size < PF_MIN_SIZE || kn->size > c->opts.cache_cap / 8)))
+	if (!worth_ahead(c, k))
 		return false;
 	c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = k;
 	c->pf_count++;
 	return true;
+}
+
+/* Starts the worker for what was queued, or drops the queue.  pf_lock
+ * held. */
+static void pf_wake(struct sv_container *c)
+{
+	if (!c->pf_started) {
+		c->pf_started = pthread_create(&c->pf_thread, NULL, pf_main, c) == 0;
+		if (!c->pf_started)
+			c->pf_count = 0; /* no worker: read without it */
+	}
+	pthread_cond_broadcast(&c->pf_cond);
+}
+
+/* Node n of an index directory was read: the same, by the positions of
+ * the format's list(), whose entries the worker makes nodes of as it goes
+ * (a listing made none).  pf_lock held. */
+static void pf_note_indexed(struct sv_container *c, uint32_t n)
+{
+	const struct sv_inode *node = &c->nodes[n];
+	uint64_t pos = node->listpos;
+	if (pos == UINT64_MAX)
+		return;
+	bool same_dir = c->pf_dir == node->parent;
+	if (same_dir && pos == c->pf_ipos)
+		return;
+	uint64_t stride = same_dir && pos > c->pf_ipos && pos - c->pf_ipos <= 4
+				  ? pos - c->pf_ipos : 0;
+	bool sequential = stride && stride == c->pf_stride;
+	c->pf_dir = node->parent;
+	c->pf_pos = SV_NONE;
+	c->pf_ipos = pos;
+	if (!sequential || c->pf_iupto < pos)
+		c->pf_iupto = pos;
+	if (!sequential && stride == 1)
+		sequential = true;
+	c->pf_stride = (uint32_t)stride;
+	bool queued = false;
+	while (sequential && c->pf_iupto < pos + c->opts.readahead * stride &&
+	       c->pf_count < PF_QUEUE) {
+		c->pf_iupto += stride;
+		unsigned q = (c->pf_head + c->pf_count) % PF_QUEUE;
+		c->pf_queue[q] = node->parent | PF_INDEX;
+		c->pf_qpos[q] = c->pf_iupto;
+		c->pf_count++;
+		queued = true;
+	}
+	if (queued)
+		pf_wake(c);
 }
 
 /* Node n, at position pos of its directory, was read after the file at
@@ -115,6 +198,11 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n)
 	const struct sv_inode *dir = &c->nodes[node->parent];
 	uint32_t pos = node->kidpos;
 	pthread_mutex_lock(&c->pf_lock);
+	if (dir->flags & SV_N_INDEXDIR) {
+		pf_note_indexed(c, n);
+		pthread_mutex_unlock(&c->pf_lock);
+		return;
+	}
 	bool same_dir = c->pf_dir == node->parent;
 	if (same_dir && pos == c->pf_pos) {
 		pthread_mutex_unlock(&c->pf_lock); /* the same file again */
@@ -140,13 +228,8 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n)
 	/* A new directory: perhaps the same file of the next one. */
 	if (!same_dir)
 		queued |= pf_cousins(c, n, pos);
-	if (queued && !c->pf_started) {
-		c->pf_started = pthread_create(&c->pf_thread, NULL, pf_main, c) == 0;
-		if (!c->pf_started)
-			c->pf_count = 0; /* no worker: read without it */
-	}
 	if (queued)
-		pthread_cond_broadcast(&c->pf_cond);
+		pf_wake(c);
 	pthread_mutex_unlock(&c->pf_lock);
 }
 

@@ -1378,7 +1378,11 @@ static int lookup_nh(struct sv_container *c, uint32_t dir, const char *name, str
 	if (lo == nh->nents || nh->ents[lo].line != line ||
 	    !ent_name(nh, dir, &nh->ents[lo], want) || strcmp(want, name))
 		return -ENOENT;
-	return ent_node(c, nh, dir, lo) == SV_NONE ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	uint32_t n = ent_node(c, nh, dir, lo);
+	if (n == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	sv_node_listed(c, n, lo); /* list_nh's position: the entry's */
+	return 0;
 }
 
 uint64_t sv_nh_log_size(const struct nh *nh)

@@ -958,7 +958,7 @@ static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struc
 {
 	struct sb *s = sv_container_priv(c);
 	uint8_t key[256];
-	uint32_t kind = 0;
+	uint32_t kind = 0, view = 0;
 	unsigned sx, sy;
 	if (!s)
 		return -ENOENT;
@@ -967,9 +967,11 @@ static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struc
 	if (d == s->keys_dir && s->t->h.key_size <= 127 && parse_hex_key(s, name, key)) {
 		kind = K_KEY;
 	} else if (d && (d == s->tiles_dir || d == s->ent_dir)) {
-		for (int j = 0; d == s->tiles_dir && j < 3 && !kind; j++)
-			if (parse_sector_name(name, tile_ext[j], &sx, &sy))
+		for (uint32_t j = 0; d == s->tiles_dir && j < 3 && !kind; j++)
+			if (parse_sector_name(name, tile_ext[j], &sx, &sy)) {
 				kind = tile_kind[j];
+				view = j;
+			}
 		if (d == s->ent_dir && parse_sector_name(name, ".json", &sx, &sy))
 			kind = K_ENT;
 		key[0] = d == s->tiles_dir ? 1 : 2;
@@ -981,8 +983,12 @@ static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struc
 	uint32_t i = kind ? find_rec(s, key) : UINT32_MAX;
 	if (i == UINT32_MAX)
 		return -ENOENT;
-	return view_node(c, s, d, name, kind, i) == SV_NONE ? sv_err_set(err, -ENOMEM, "out of memory")
-							     : 0;
+	uint32_t n = view_node(c, s, d, name, kind, i);
+	if (n == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	/* view_from's position: three views a record in tiles/. */
+	sv_node_listed(c, n, d == s->tiles_dir ? (uint64_t)i * 3 + view : i);
+	return 0;
 }
 
 /* ---- edits ------------------------------------------------------------------ */
