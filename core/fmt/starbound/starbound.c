@@ -88,7 +88,9 @@ static int rd_window(void *arg, uint64_t off, void *buf, size_t n, struct sv_err
 	if (n > WINDOW_MIN || off + n > w->size)
 		return sv_container_pread(w->c, off, buf, n, err);
 	if (off < w->off || off + n > w->off + w->len) {
-		bool on = w->len && off >= w->off + w->len && off < w->off + w->len + WINDOW_MIN;
+		/* Going on in file order: past the window's end, or across it
+		 * (blocks do not fall on its edges). */
+		bool on = w->len && off >= w->off && off < w->off + w->len + WINDOW_MIN;
 		w->want = on ? (w->want * 2 > WINDOW ? WINDOW : w->want * 2) : WINDOW_MIN;
 		w->off = off & ~(uint64_t)4095;
 		w->len = (size_t)(w->size - w->off < w->want ? w->size - w->off : w->want);
