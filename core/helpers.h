@@ -166,6 +166,9 @@ const char *sv_show_char(char buf[16], const uint8_t *p, size_t n);
 /* True if s can be a file name: not empty, ".", ".." or longer than 255
  * bytes, and without '/' or control characters. */
 bool sv_name_ok(const char *s);
+/* Binary search over n sorted entries: the first i for which below(arg, i)
+ * is false (the entries before it are below what is sought), n if none. */
+size_t sv_lower_bound(size_t n, bool (*below)(const void *arg, size_t i), const void *arg);
 /* The k-th name of a run of duplicates of name (k >= 2): "~k" before its
  * extension ("65534.bin" -> "65534~2.bin"), so that the extension stays
  * last.  The one spelling of a duplicate in every tree.  Returns what

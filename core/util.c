@@ -397,6 +397,19 @@ int sv_copy_range(int fd_in, uint64_t off, int fd_out, uint64_t n)
 
 /* The character at p[0..n) for a message: 'x', 'é' (UTF-8 kept whole),
  * or byte 0xNN. */
+size_t sv_lower_bound(size_t n, bool (*below)(const void *arg, size_t i), const void *arg)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (below(arg, mid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int sv_dup_name(char *out, size_t cap, const char *name, unsigned k)
 {
 	const char *dot = strrchr(name, '.');

@@ -688,6 +688,15 @@ static struct seen seen_of(struct sv_container *c)
 	return s;
 }
 
+/* A kv index container holding b's lines, written at path. */
+static struct sv_container *kv_index_of(const char *path, const struct sv_buf *b)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	T_INT((ssize_t)b->len, write(fd, b->p, b->len));
+	close(fd);
+	return open_as(path, &kv_index);
+}
+
 static void index_dirs(void)
 {
 	const char *path = at("index.kv");
@@ -695,10 +704,7 @@ static void index_dirs(void)
 	sv_buf_init(&b);
 	for (int i = 0; i < 1000; i++)
 		sv_buf_printf(&b, "k%04d=v%d\n", i, i);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	T_INT((ssize_t)b.len, write(fd, b.p, b.len));
-	close(fd);
-	struct sv_container *c = open_as(path, &kv_index);
+	struct sv_container *c = kv_index_of(path, &b);
 	if (!c) {
 		sv_buf_fini(&b);
 		return;
@@ -817,10 +823,7 @@ static void index_readahead(void)
 			sv_buf_add(&b, &"abcdefghijklmnopqrstuvwxyz"[(i + k / 100) % 26], 1);
 		sv_buf_add(&b, "\n", 1);
 	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	T_INT((ssize_t)b.len, write(fd, b.p, b.len));
-	close(fd);
-	struct sv_container *c = open_as(path, &kv_index);
+	struct sv_container *c = kv_index_of(path, &b);
 	if (!c) {
 		sv_buf_fini(&b);
 		return;

@@ -344,8 +344,29 @@ static void json_reals(void)
 	json_decref(o);
 }
 
+static bool int_below(const void *arg, size_t i)
+{
+	static const int v[] = {1, 3, 3, 3, 7, 9};
+	return v[i] < *(const int *)arg;
+}
+
+/* sv_lower_bound: the first entry not below what is sought. */
+static void lower_bound(void)
+{
+	static const struct {
+		int want;
+		size_t at;
+	} cases[] = {{0, 0}, {1, 0}, {2, 1}, {3, 1}, {4, 4}, {7, 4}, {8, 5}, {9, 5}, {10, 6}};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+		T_UINT(cases[k].at, sv_lower_bound(6, int_below, &cases[k].want));
+	int any = 5;
+	T_UINT(0, sv_lower_bound(0, int_below, &any));
+	T_UINT(2, sv_lower_bound(2, int_below, &any)); /* the first two only */
+}
+
 int main(void)
 {
+	lower_bound();
 	parse_size();
 	inflate_ok();
 	inflate_sizes();

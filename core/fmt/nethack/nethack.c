@@ -1356,6 +1356,18 @@ static void count_nh(struct sv_container *c, uint32_t dir, uint64_t *files, uint
 	*files += dir == nh->n_saves ? nh->nbackups : nh->nents - nh->nbackups;
 }
 
+/* For sv_lower_bound: entry i is on a line before `line`. */
+struct line_below {
+	const struct nh *nh;
+	unsigned long line;
+};
+
+static bool line_below(const void *arg, size_t i)
+{
+	const struct line_below *q = arg;
+	return q->nh->ents[i].line < q->line;
+}
+
 /* A name in saves/, diffs/ or states/: its entry by line number. */
 static int lookup_nh(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
 {
@@ -1366,14 +1378,8 @@ static int lookup_nh(struct sv_container *c, uint32_t dir, const char *name, str
 	unsigned long line = strtoul(name, &end, 10);
 	if (*end != '.' || line > UINT32_MAX)
 		return -ENOENT;
-	size_t lo = 0, hi = nh->nents;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (nh->ents[mid].line < line)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	struct line_below q = {nh, line};
+	size_t lo = sv_lower_bound(nh->nents, line_below, &q);
 	char want[32];
 	if (lo == nh->nents || nh->ents[lo].line != line ||
 	    !ent_name(nh, dir, &nh->ents[lo], want) || strcmp(want, name))

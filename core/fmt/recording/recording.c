@@ -978,6 +978,18 @@ static int lookup_chunk(struct sv_container *c, struct rec *r, const char *name,
 	return 0;
 }
 
+/* For sv_lower_bound: chunk i starts before tick t. */
+struct start_below {
+	const struct rec *r;
+	uint64_t t;
+};
+
+static bool start_below(const void *arg, size_t i)
+{
+	const struct start_below *q = arg;
+	return q->r->chunks[i].start < q->t;
+}
+
 /* Any tick opens by name under at/: "<digits>.json"; the chunks' starts,
  * in eight digits, are listed. */
 static int lookup_rec(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
@@ -999,14 +1011,8 @@ static int lookup_rec(struct sv_container *c, uint32_t dir, const char *name, st
 	if (strcmp(p, ".json"))
 		return -ENOENT;
 	/* Listed: a chunk's start, as the listing spells it. */
-	uint32_t lo = 0, hi = r->n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (r->chunks[mid].start < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	struct start_below q = {r, t};
+	size_t lo = sv_lower_bound(r->n, start_below, &q);
 	char canon[40];
 	snprintf(canon, sizeof canon, "%08u.json", (unsigned)t);
 	bool listed = lo < r->n && r->chunks[lo].start == t && !strcmp(canon, name);
