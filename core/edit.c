@@ -161,6 +161,14 @@ static int refuse_dir(struct sv_container *c, uint32_t dir, struct sv_err *err)
 	return 0;
 }
 
+/* The entry name of dir: an index directory's is made a node if it is
+ * none yet (write lock held). */
+static uint32_t entry_of(struct sv_container *c, uint32_t dir, const char *name)
+{
+	return (c->nodes[dir].flags & SV_N_INDEXDIR) ? sv_make_entry(c, dir, name)
+						     : sv_find_child(c, dir, name);
+}
+
 int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	      uint32_t mode, uint32_t *out, struct sv_err *err)
 {
@@ -169,7 +177,8 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	int rc = refuse_dir(c, dir, err);
 	if (!rc && !sv_name_ok(name))
 		rc = sv_err_set(err, -EINVAL, "invalid file name");
-	if (!rc && sv_find_child(c, dir, name) != SV_NONE)
+	/* (An index directory's entry need not be a node yet.) */
+	if (!rc && entry_of(c, dir, name) != SV_NONE)
 		rc = sv_err_set(err, -EEXIST, "file exists");
 	uint32_t flags = SV_N_TEMP;
 	if (!rc) {
@@ -229,7 +238,7 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 	struct unlink_arg *a = arg;
 	if (!sv_live(c, a->dir))
 		return sv_err_set(err, -ENOENT, "no such directory");
-	uint32_t i = sv_find_child(c, a->dir, a->name);
+	uint32_t i = entry_of(c, a->dir, a->name);
 	if (i == SV_NONE)
 		return sv_err_set(err, -ENOENT, "no such file");
 	struct sv_inode *n = &c->nodes[i];
@@ -371,11 +380,11 @@ static int pre_rename_do(struct sv_container *c, struct rename_arg *a, struct sv
 		return sv_err_set(err, -EPERM, "files cannot be created here");
 	if (!sv_name_ok(a->newname))
 		return sv_err_set(err, -EINVAL, "invalid file name");
-	uint32_t i = sv_find_child(c, a->dir, a->name);
+	uint32_t i = entry_of(c, a->dir, a->name);
 	if (i == SV_NONE)
 		return sv_err_set(err, -ENOENT, "no such file");
 	struct sv_inode *n = &c->nodes[i];
-	uint32_t j = sv_find_child(c, a->newdir, a->newname);
+	uint32_t j = entry_of(c, a->newdir, a->newname);
 	if (j == i)
 		return 1;
 	if (j != SV_NONE && (a->flags & 1))

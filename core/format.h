@@ -302,9 +302,10 @@ bool sv_node_again_finds(struct sv_container *c, uint32_t was, uint32_t parent,
 			 const char *name);
 /* In rebuild(), after the nodes the commit changed were found again (with
  * sv_node_again): every other node stays as it was (key, size, flags), for
- * a format whose commit changed no entry but those.  -EAGAIN, with nothing
- * done, if a node the commit wrote was not found again (the format then
- * builds the tree whole). */
+ * a format whose commit changed no entry but those; an index directory's
+ * entries are asked for again by name, with lookup(), after rebuild().
+ * -EAGAIN, with nothing done, if a node the commit wrote was not found
+ * again (the format then builds the tree whole). */
 int sv_node_keep_rest(struct sv_container *c);
 struct sv_node *sv_node(struct sv_container *c, uint32_t n);
 /* Records a warning found while opening, or while decoding an entry (any

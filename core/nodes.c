@@ -344,13 +344,17 @@ int sv_node_keep_rest(struct sv_container *c)
 {
 	if (!c->reindexing)
 		return -EINVAL;
-	/* What the commit wrote was marked at the re-index's start. */
+	/* What the commit wrote was marked at the re-index's start.  An index
+	 * directory's entries are asked for again by name after rebuild(),
+	 * and stay stale until then. */
 	for (uint32_t i = 1; i < c->nedited; i++)
-		if (c->edited[i] && (c->nodes[i].flags & (SV_N_STALE | SV_N_GONE)) == SV_N_STALE)
+		if (c->edited[i] && (c->nodes[i].flags & (SV_N_STALE | SV_N_GONE)) == SV_N_STALE &&
+		    !(c->nodes[c->nodes[i].parent].flags & SV_N_INDEXDIR))
 			return -EAGAIN;
 	/* (A removal the commit made stays stale: it goes.) */
 	for (uint32_t i = 1; i < c->nnodes; i++)
-		if (!(c->nodes[i].flags & SV_N_GONE))
+		if (!(c->nodes[i].flags & SV_N_GONE) &&
+		    !(c->nodes[c->nodes[i].parent].flags & SV_N_INDEXDIR))
 			c->nodes[i].flags &= ~SV_N_STALE;
 	return 0;
 }
