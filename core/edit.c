@@ -177,9 +177,15 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	int rc = refuse_dir(c, dir, err);
 	if (!rc && !sv_name_ok(name))
 		rc = sv_err_set(err, -EINVAL, "invalid file name");
-	/* (An index directory's entry need not be a node yet.) */
-	if (!rc && entry_of(c, dir, name) != SV_NONE)
-		rc = sv_err_set(err, -EEXIST, "file exists");
+	/* (An index directory's entry need not be a node yet: one made to
+	 * tell goes again.) */
+	if (!rc) {
+		uint32_t had = sv_find_child(c, dir, name), e = entry_of(c, dir, name);
+		if (e != SV_NONE && had == SV_NONE && sv_node_forgettable(c, e))
+			sv_node_free(c, e);
+		if (e != SV_NONE)
+			rc = sv_err_set(err, -EEXIST, "file exists");
+	}
 	uint32_t flags = SV_N_TEMP;
 	if (!rc) {
 		int fr = c->fmt->create ? c->fmt->create(c, dir, name, err) : -ENOENT;

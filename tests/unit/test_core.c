@@ -757,6 +757,12 @@ static void index_dirs(void)
 		sv_forget(c, n, 1);
 	}
 	T_UINT(base + 1, sv_node_count(c));
+	/* A name an entry has is taken, whether the entry is a node or not
+	 * (a create took it before). */
+	uint32_t made = SV_NONE;
+	sv_err_clear(&err);
+	T_INT(-EEXIST, sv_create(c, keys, "k0010", 0644, &made, &err));
+	T_UINT(SV_NONE, made);
 	/* An open file is not let go at its forget. */
 	uint32_t open_one;
 	T_INT(0, sv_lookup_held(c, keys, "k0009", &open_one));
