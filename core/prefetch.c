@@ -129,7 +129,9 @@ static void pf_note_indexed(struct sv_container *c, uint32_t n)
 {
 	const struct sv_inode *node = &c->nodes[n];
 	uint64_t pos = node->listpos;
-	if (pos == UINT64_MAX)
+	/* The entries at the reader's step are like the one it read: if that
+	 * one is not worth reading ahead, no node is made for the next. */
+	if (pos == UINT64_MAX || !worth_ahead(c, n))
 		return;
 	bool same_dir = c->pf_dir == node->parent;
 	if (same_dir && pos == c->pf_ipos)
