@@ -404,10 +404,10 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, r->index_tsv.len,
 			KEY(K_INDEX, 0)) == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	/* chunks/ and at/: a node per chunk once first listed or looked into
-	 * (expand_rec), not at the mount. */
-	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR | SV_N_LAZYDIR, 0, KEY(K_DIR, 0));
-	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR | SV_N_LAZYDIR, 0, KEY(K_DIR, 1));
+	/* chunks/ and at/: listed from the chunk index (list_rec), a node
+	 * for an entry only while it is used (lookup_rec). */
+	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR | SV_N_INDEXDIR, 0, KEY(K_DIR, 0));
+	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR | SV_N_INDEXDIR, 0, KEY(K_DIR, 1));
 	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	r->bin_node = malloc((r->n + 1) * sizeof *r->bin_node);
@@ -539,31 +539,41 @@ static int rebuild_rec(struct sv_container *c, struct sv_err *err)
 	return rc;
 }
 
-/* chunks/ (two views a chunk) or at/ (a snapshot at each chunk's start),
- * on first use. */
-static int expand_rec(struct sv_container *c, uint32_t dir, struct sv_err *err)
+/* chunks/: two views a chunk, at positions 2i and 2i + 1; at/: the state
+ * at each chunk's start, at position i (a chunk of no ticks, starting
+ * where the next does, is listed once). */
+static int list_rec(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
+		    bool *is_dir, uint64_t *at)
 {
 	struct rec *r = sv_container_priv(c);
-	char name[40];
-	const uint32_t RO = SV_N_RO;
-	for (uint32_t i = 0; r && dir == r->chunks_dir && i < r->n; i++) {
-		snprintf(name, sizeof name, "%06u.bin", i);
-		r->bin_node[i] = sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
-					     r->chunks[i].ulen, KEY(K_BIN, i));
-		snprintf(name, sizeof name, "%06u.txt", i);
-		r->txt_node[i] = sv_node_add(c, r->chunks_dir, name,
-					     RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
-					     (big(c, r, i) ? SV_N_STREAM : 0), 0, KEY(K_TXT, i));
-		if (r->bin_node[i] == SV_NONE || r->txt_node[i] == SV_NONE)
-			return sv_err_set(err, -ENOMEM, "out of memory");
+	*is_dir = false;
+	if (r && dir == r->chunks_dir) {
+		if (pos >= 2 * (uint64_t)r->n)
+			return 1;
+		snprintf(name, 256, "%06u.%s", (unsigned)(pos / 2), pos % 2 ? "txt" : "bin");
+		*at = pos;
+		return 0;
 	}
-	for (uint32_t i = 0; r && dir == r->at_dir && i < r->n; i++) {
-		snprintf(name, sizeof name, "%08u.json", r->chunks[i].start);
-		if (sv_node_add(c, r->at_dir, name, RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
-				KEY(K_AT, r->chunks[i].start)) == SV_NONE)
-			return sv_err_set(err, -ENOMEM, "out of memory");
-	}
+	if (!r || dir != r->at_dir)
+		return 1;
+	while (pos < r->n && pos && r->chunks[pos].start == r->chunks[pos - 1].start)
+		pos++;
+	if (pos >= r->n)
+		return 1;
+	snprintf(name, 256, "%08u.json", r->chunks[pos].start);
+	*at = pos;
 	return 0;
+}
+
+static void count_rec(struct sv_container *c, uint32_t dir, uint64_t *files, uint64_t *dirs)
+{
+	struct rec *r = sv_container_priv(c);
+	if (r && dir == r->chunks_dir) {
+		*files += 2 * (uint64_t)r->n;
+		return;
+	}
+	for (uint32_t i = 0; r && dir == r->at_dir && i < r->n; i++)
+		*files += !i || r->chunks[i].start != r->chunks[i - 1].start;
 }
 
 static void close_rec(struct sv_container *c)
@@ -939,10 +949,54 @@ static int load_rec(struct sv_container *c, uint32_t node, struct sv_blob **out,
 	return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
 }
 
-/* Any tick opens by name under at/: "<digits>.json". */
+/* A view of chunk i under chunks/: "%06u.bin" or "%06u.txt". */
+static int lookup_chunk(struct sv_container *c, struct rec *r, const char *name,
+			struct sv_err *err)
+{
+	char *end;
+	if (name[0] < '0' || name[0] > '9')
+		return -ENOENT;
+	unsigned long i = strtoul(name, &end, 10);
+	char canon[40];
+	bool txt = !strcmp(end, ".txt");
+	if ((!txt && strcmp(end, ".bin")) || i >= r->n)
+		return -ENOENT;
+	snprintf(canon, sizeof canon, "%06lu%s", i, end);
+	if (strcmp(canon, name))
+		return -ENOENT;
+	const uint32_t RO = SV_N_RO;
+	uint32_t n = txt ? sv_node_add(c, r->chunks_dir, name,
+				       RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
+					       (big(c, r, (uint32_t)i) ? SV_N_STREAM : 0),
+				       0, KEY(K_TXT, i))
+			 : sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
+				       r->chunks[i].ulen, KEY(K_BIN, i));
+	if (n == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	*(txt ? &r->txt_node[i] : &r->bin_node[i]) = n;
+	sv_node_listed(c, n, 2 * (uint64_t)i + txt);
+	return 0;
+}
+
+/* For sv_lower_bound: chunk i starts before tick t. */
+struct start_below {
+	const struct rec *r;
+	uint64_t t;
+};
+
+static bool start_below(const void *arg, size_t i)
+{
+	const struct start_below *q = arg;
+	return q->r->chunks[i].start < q->t;
+}
+
+/* Any tick opens by name under at/: "<digits>.json"; the chunks' starts,
+ * in eight digits, are listed. */
 static int lookup_rec(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
+	if (dir == r->chunks_dir)
+		return lookup_chunk(c, r, name, err);
 	if (dir != r->at_dir)
 		return -ENOENT;
 	const char *p = name;
@@ -956,9 +1010,18 @@ static int lookup_rec(struct sv_container *c, uint32_t dir, const char *name, st
 	}
 	if (strcmp(p, ".json"))
 		return -ENOENT;
-	if (sv_node_add(c, dir, name, SV_N_RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE | SV_N_UNLISTED, 0,
-			KEY(K_AT, t)) == SV_NONE)
+	/* Listed: a chunk's start, as the listing spells it. */
+	struct start_below q = {r, t};
+	size_t lo = sv_lower_bound(r->n, start_below, &q);
+	char canon[40];
+	snprintf(canon, sizeof canon, "%08u.json", (unsigned)t);
+	bool listed = lo < r->n && r->chunks[lo].start == t && !strcmp(canon, name);
+	uint32_t n = sv_node_add(c, dir, name, SV_N_RO | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
+					       (listed ? 0 : SV_N_UNLISTED), 0, KEY(K_AT, t));
+	if (n == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
+	if (listed)
+		sv_node_listed(c, n, lo);
 	return 0;
 }
 
@@ -1255,10 +1318,21 @@ static int unlink_rec(struct sv_container *c, uint32_t node, struct sv_err *err)
 	return 0;
 }
 
+/* Node n is view `kind` of chunk i (its number may have gone to another
+ * entry since: the client forgot it). */
+static bool view_of(struct sv_container *c, uint32_t n, unsigned kind, uint32_t i)
+{
+	return n != SV_NONE && n < sv_node_count(c) && sv_node(c, n)->key == KEY(kind, i);
+}
+
+/* A removal of chunk i is under way (its node gone, stale). */
 static bool removed(struct sv_container *c, const struct rec *r, uint32_t i)
 {
-	return (sv_node_state(c, r->bin_node[i]) & SV_S_GONE) ||
-	       (sv_node_state(c, r->txt_node[i]) & SV_S_GONE);
+	const uint32_t gone = SV_S_GONE | SV_S_STALE;
+	return (view_of(c, r->bin_node[i], K_BIN, i) &&
+		(sv_node_state(c, r->bin_node[i]) & gone) == gone) ||
+	       (view_of(c, r->txt_node[i], K_TXT, i) &&
+		(sv_node_state(c, r->txt_node[i]) & gone) == gone);
 }
 
 /* Header, metadata and index for chunks [lo, hi) of `chunks`. */
@@ -1299,8 +1373,10 @@ static int write_preamble(const struct rec *r, const struct sv_buf *meta,
 static void touch_all(struct sv_container *c, const struct rec *r)
 {
 	for (uint32_t i = 0; i < r->n; i++) {
-		sv_node_touch(c, r->bin_node[i]);
-		sv_node_touch(c, r->txt_node[i]);
+		if (view_of(c, r->bin_node[i], K_BIN, i))
+			sv_node_touch(c, r->bin_node[i]);
+		if (view_of(c, r->txt_node[i], K_TXT, i))
+			sv_node_touch(c, r->txt_node[i]);
 	}
 	const struct sv_node *d = sv_node(c, r->at_dir);
 	for (uint32_t k = 0; k < d->nkids; k++)
@@ -1445,7 +1521,8 @@ const struct sv_format sv_fmt_recording = {
 	.load = load_rec,
 	.info = info_rec,
 	.lookup = lookup_rec,
-	.expand = expand_rec,
+	.list = list_rec,
+	.count = count_rec,
 	.size = size_rec,
 	.read = read_rec,
 	.refresh = refresh_rec,
