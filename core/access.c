@@ -71,19 +71,6 @@ void sv_release(struct sv_container *c, uint32_t n)
 	pthread_rwlock_unlock(&c->lock);
 }
 
-uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
-{
-	uint32_t n = sv_find_child(c, dir, name);
-	if (n != SV_NONE || !c->fmt->lookup)
-		return n;
-	struct sv_err e;
-	sv_err_clear(&e);
-	c->reuse = (c->nodes[dir].flags & SV_N_INDEXDIR) != 0;
-	int rc = c->fmt->lookup(c, dir, name, &e);
-	c->reuse = false;
-	return rc ? SV_NONE : sv_find_child(c, dir, name);
-}
-
 /* A name the table does not have: the format may make it (a file any
  * name of a pattern opens, not all of them listed; an index directory's
  * entry).  Read lock held, dropped and taken again.  0 and the node, held

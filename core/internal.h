@@ -297,6 +297,10 @@ bool sv_usable(struct sv_container *c, uint32_t n);
  * (its number is old), -ENOENT for a number never given. */
 int sv_gone_code(struct sv_container *c, uint32_t n);
 int sv_path_locked(struct sv_container *c, uint32_t n, char *buf, size_t size);
+/* The node of the entry `name` of directory dir, made by the format's
+ * lookup() if it is no node yet: SV_NONE if there is none (write lock
+ * held). */
+uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name);
 /* True if node i is an index directory's entry nothing holds: no lookup
  * the client has not forgotten, no open, no edit, no listed children. */
 bool sv_node_forgettable(struct sv_container *c, uint32_t i);
@@ -351,10 +355,7 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n);
 void sv_pf_settle(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
 void sv_pf_stop(struct sv_container *c);
-/* The node of the entry `name` of directory dir, made by the format's
- * lookup() if it is no node yet: SV_NONE if there is none (write lock
- * held). */
-uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name);
+
 
 /* ---- container.c ---- */
 /* The format that claims what is at path by its content (a file's first

@@ -202,6 +202,19 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 	return i;
 }
 
+uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
+{
+	uint32_t n = sv_find_child(c, dir, name);
+	if (n != SV_NONE || !c->fmt->lookup)
+		return n;
+	struct sv_err e;
+	sv_err_clear(&e);
+	c->reuse = (c->nodes[dir].flags & SV_N_INDEXDIR) != 0;
+	int rc = c->fmt->lookup(c, dir, name, &e);
+	c->reuse = false;
+	return rc ? SV_NONE : sv_find_child(c, dir, name);
+}
+
 bool sv_node_forgettable(struct sv_container *c, uint32_t i)
 {
 	const struct sv_inode *n = &c->nodes[i];
