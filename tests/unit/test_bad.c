@@ -67,6 +67,8 @@ static const char *format;
 static char *read_text(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY);
+	if (len)
+		*len = 0;
 	if (fd < 0)
 		return NULL;
 	struct sv_buf b;
@@ -248,9 +250,10 @@ static void open_mem(const char *file, int want_rc, int code, const char *msg)
 	struct sv_container *c = NULL;
 	struct sv_err err;
 	sv_err_clear(&err);
-	size_t len;
+	size_t len = 0;
 	char *bytes = read_text(file, &len);
-	int rc = sv_container_open_mem(bytes, len, &o, &c, &err);
+	T_OK(bytes != NULL);
+	int rc = sv_container_open_mem(bytes ? bytes : "", len, &o, &c, &err);
 	if (want_rc) {
 		T_INT(code, sv_cli_open_exit(rc));
 		T_STR(msg, err.msg);
