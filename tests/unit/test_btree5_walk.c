@@ -158,6 +158,35 @@ static int mem_pread(void *arg, uint64_t off, void *buf, size_t n, struct sv_err
 	return 0;
 }
 
+/* A reader that lends its bytes (sv_bt5_walk_view) from one scratch
+ * block, overwritten at each call: a walk that kept using a block after
+ * asking for the next would see 0xAA, not the database. */
+struct lender {
+	struct sv_buf *f;
+	uint8_t *scratch;
+	size_t cap;
+	unsigned calls;
+};
+
+static int mem_view(void *arg, uint64_t off, size_t n, const uint8_t **out, struct sv_err *err)
+{
+	struct lender *l = arg;
+	l->calls++;
+	if (n > l->cap) {
+		free(l->scratch);
+		l->scratch = malloc(n);
+		l->cap = l->scratch ? n : 0;
+		if (!l->scratch)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	memset(l->scratch, 0xAA, l->cap);
+	if (off > l->f->len || n > l->f->len - off)
+		return sv_err_set(err, -EBADMSG, "range past the end");
+	memcpy(l->scratch, l->f->p + off, n);
+	*out = l->scratch;
+	return 0;
+}
+
 struct seen {
 	int n;
 	uint8_t (*keys)[KS];
@@ -233,6 +262,23 @@ static void records(int n, int per_leaf, int fanout, size_t big_every)
 		T_MEM(d.vals[i].p, v, d.vals[i].len);
 		free(v);
 	}
+	/* The same walk through a reader that lends its bytes: the same
+	 * records, one call a block. */
+	struct seen *again = calloc(1, sizeof *again);
+	again->keys = calloc((size_t)n + 1, KS);
+	again->locs = calloc((size_t)n + 1, sizeof *again->locs);
+	struct lender l = {&d.b.f, NULL, 0, 0};
+	T_INT(0, sv_bt5_walk_view(&h, mem_view, &l, note, again, NULL, NULL, &err));
+	T_INT(d.s.n, again->n);
+	for (int i = 0; i < again->n && i < d.s.n; i++) {
+		T_MEM(d.s.keys[i], again->keys[i], KS);
+		T_OK(!memcmp(&d.s.locs[i], &again->locs[i], sizeof again->locs[i]));
+	}
+	T_OK(l.calls >= 1 && l.calls <= d.b.n);
+	free(l.scratch);
+	free(again->keys);
+	free(again->locs);
+	free(again);
 	db_fini(&d);
 }
 
@@ -256,10 +302,20 @@ static void refused(void (*damage)(struct bld *, struct sv_bt5 *), const char *m
 	damage(&d.b, &h);
 	if (!rc)
 		rc = sv_bt5_header(d.b.f.p, d.b.f.len, d.b.f.len, &h, &err);
+	int hrc = rc;
 	if (!rc)
 		rc = sv_bt5_walk(&h, mem_pread, &d.b.f, note, &d.s, &err);
 	T_INT(-EBADMSG, rc);
 	T_STR(msg, err.msg);
+	/* The same refusal through a reader that lends its bytes. */
+	if (!hrc) {
+		struct lender l = {&d.b.f, NULL, 0, 0};
+		d.s.n = 0;
+		sv_err_clear(&err);
+		T_INT(-EBADMSG, sv_bt5_walk_view(&h, mem_view, &l, note, &d.s, NULL, NULL, &err));
+		T_STR(msg, err.msg);
+		free(l.scratch);
+	}
 	db_fini(&d);
 }
 

@@ -195,12 +195,19 @@ static const struct sv_bt5_shape shape = {on_index, on_leaf, on_chain};
 int sv_bt5_tree_load(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		     struct sv_bt5_tree **out, struct sv_err *err)
 {
+	return sv_bt5_tree_load_view(h, rd, NULL, rd_arg, out, err);
+}
+
+int sv_bt5_tree_load_view(const struct sv_bt5 *h, sv_bt5_pread_fn rd, sv_bt5_view_fn view,
+			  void *rd_arg, struct sv_bt5_tree **out, struct sv_err *err)
+{
 	struct sv_bt5_tree *t = calloc(1, sizeof *t);
 	if (!t)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	t->h = *h;
 	struct loader L = {t, NULL, NULL, 0, 0, -1};
-	int rc = sv_bt5_walk_shape(h, rd, rd_arg, on_rec, &L, &shape, &L, err);
+	int rc = view ? sv_bt5_walk_view(h, view, rd_arg, on_rec, &L, &shape, &L, err)
+		      : sv_bt5_walk_shape(h, rd, rd_arg, on_rec, &L, &shape, &L, err);
 	free(L.stk);
 	free(L.used);
 	if (rc == -ENOMEM || (rc > 0))

@@ -69,6 +69,10 @@ struct sv_bt5_tree {
 /* Loads the shape of the active tree of the database read through rd. */
 int sv_bt5_tree_load(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		     struct sv_bt5_tree **out, struct sv_err *err);
+/* The same, the tree's blocks looked at through view (with rd_arg) where
+ * the reader holds them; the free chain is read with rd. */
+int sv_bt5_tree_load_view(const struct sv_bt5 *h, sv_bt5_pread_fn rd, sv_bt5_view_fn view,
+			  void *rd_arg, struct sv_bt5_tree **out, struct sv_err *err);
 void sv_bt5_tree_free(struct sv_bt5_tree *t);
 /* The record with this key, or -1. */
 int64_t sv_bt5_tree_find(const struct sv_bt5_tree *t, const uint8_t *key);

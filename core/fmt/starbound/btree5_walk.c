@@ -74,6 +74,7 @@ const struct sv_bt5_root *sv_bt5_active(const struct sv_bt5 *h)
 struct walk {
 	const struct sv_bt5 *h;
 	sv_bt5_pread_fn rd;
+	sv_bt5_view_fn view; /* or NULL: blocks are copied with rd */
 	void *rd_arg;
 	sv_bt5_record_fn fn;
 	void *arg;
@@ -85,9 +86,10 @@ struct walk {
 	void *shape_arg;
 };
 
-/* Reads block n into buf (block_size bytes), once per walk; `kind` its
- * two magic bytes. */
-static int read_block(struct walk *w, uint32_t n, const char *kind, uint8_t *buf)
+/* Block n (block_size bytes), once per walk, in *out: read into own, or
+ * where the reader holds it (w->view); `kind` its two magic bytes. */
+static int read_block(struct walk *w, uint32_t n, const char *kind, uint8_t *own,
+		      const uint8_t **out)
 {
 	const struct sv_bt5 *h = w->h;
 	if (n >= h->nblocks)
@@ -97,10 +99,13 @@ static int read_block(struct walk *w, uint32_t n, const char *kind, uint8_t *buf
 		return sv_err_set(w->err, -EBADMSG, "btree: block %u: reached twice (a cycle, "
 				  "or two parents)", n);
 	w->seen[n / 8] |= (uint8_t)(1u << (n % 8));
-	int rc = w->rd(w->rd_arg, SV_BT5_HEADER + (uint64_t)n * h->block_size, buf,
-		       h->block_size, w->err);
+	uint64_t off = SV_BT5_HEADER + (uint64_t)n * h->block_size;
+	const uint8_t *buf = own;
+	int rc = w->view ? w->view(w->rd_arg, off, h->block_size, &buf, w->err)
+			 : w->rd(w->rd_arg, off, own, h->block_size, w->err);
 	if (rc)
 		return rc;
+	*out = buf;
 	if (memcmp(buf, kind, 2))
 		return sv_err_set(w->err, -EBADMSG, "btree: block %u: a %s block was expected, "
 				  "not %02x %02x", n, !strcmp(kind, "II") ? "index" : "leaf",
@@ -111,7 +116,8 @@ static int read_block(struct walk *w, uint32_t n, const char *kind, uint8_t *buf
 /* A leaf's data, read across its chain of blocks. */
 struct stream {
 	struct walk *w;
-	uint8_t *buf;
+	const uint8_t *buf;  /* the block: own, or the reader's */
+	uint8_t *own;
 	uint32_t block, pos; /* pos: the next byte within the block */
 };
 
@@ -121,7 +127,7 @@ static int stream_next(struct stream *s)
 	if (next == SV_BT5_NONE)
 		return sv_err_set(s->w->err, -EBADMSG, "btree: block %u: the leaf's data ends "
 				  "early", s->block);
-	int rc = read_block(s->w, next, "LL", s->buf);
+	int rc = read_block(s->w, next, "LL", s->own, &s->buf);
 	if (!rc && s->w->shape)
 		rc = s->w->shape->chain(s->w->shape_arg, next);
 	if (!rc) {
@@ -171,11 +177,11 @@ static int stream_vlq(struct stream *s, uint64_t *v)
 	return 0;
 }
 
-static int walk_leaf(struct walk *w, uint32_t n, uint8_t *buf, uint8_t *key)
+static int walk_leaf(struct walk *w, uint32_t n, uint8_t *own, uint8_t *key)
 {
 	const struct sv_bt5 *h = w->h;
-	struct stream s = {w, buf, n, 2};
-	int rc = read_block(w, n, "LL", buf);
+	struct stream s = {w, NULL, own, n, 2};
+	int rc = read_block(w, n, "LL", own, &s.buf);
 	if (!rc && w->shape)
 		rc = w->shape->leaf(w->shape_arg, n);
 	uint8_t cnt[4];
@@ -210,17 +216,18 @@ static int walk_leaf(struct walk *w, uint32_t n, uint8_t *buf, uint8_t *key)
 static int walk_node(struct walk *w, uint32_t n, bool leaf, int depth, int level)
 {
 	const struct sv_bt5 *h = w->h;
-	uint8_t *buf = malloc(h->block_size), *key = malloc(h->key_size);
-	int rc = buf && key ? 0 : sv_err_set(w->err, -ENOMEM, "out of memory");
+	uint8_t *own = w->view ? NULL : malloc(h->block_size), *key = malloc(h->key_size);
+	const uint8_t *buf = NULL;
+	int rc = (own || w->view) && key ? 0 : sv_err_set(w->err, -ENOMEM, "out of memory");
 	if (!rc && leaf) {
-		rc = walk_leaf(w, n, buf, key);
+		rc = walk_leaf(w, n, own, key);
 		goto out;
 	}
 	if (!rc && depth > MAX_LEVELS)
 		rc = sv_err_set(w->err, -EBADMSG, "btree: block %u: an index deeper than %d "
 				"levels", n, MAX_LEVELS);
 	if (!rc)
-		rc = read_block(w, n, "II", buf);
+		rc = read_block(w, n, "II", own, &buf);
 	if (rc)
 		goto out;
 	struct sv_rd r;
@@ -238,7 +245,8 @@ static int walk_node(struct walk *w, uint32_t n, bool leaf, int depth, int level
 		goto out;
 	}
 	/* The children, read from a copy: the walk below reuses nothing of
-	 * this block, but it may be deep. */
+	 * this block (which a reader's view does not keep), but it may be
+	 * deep. */
 	uint32_t *kids = malloc(((size_t)count + 1) * sizeof *kids);
 	if (!kids) {
 		rc = sv_err_set(w->err, -ENOMEM, "out of memory");
@@ -255,7 +263,7 @@ static int walk_node(struct walk *w, uint32_t n, bool leaf, int depth, int level
 		rc = walk_node(w, kids[i], lv == 0, depth + 1, lv == 0 ? -1 : lv - 1);
 	free(kids);
 out:
-	free(buf);
+	free(own);
 	free(key);
 	return rc;
 }
@@ -266,11 +274,11 @@ int sv_bt5_walk(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 	return sv_bt5_walk_shape(h, rd, rd_arg, fn, arg, NULL, NULL, err);
 }
 
-int sv_bt5_walk_shape(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
-		      sv_bt5_record_fn fn, void *arg, const struct sv_bt5_shape *shape,
-		      void *shape_arg, struct sv_err *err)
+static int walk_all(const struct sv_bt5 *h, sv_bt5_pread_fn rd, sv_bt5_view_fn view,
+		    void *rd_arg, sv_bt5_record_fn fn, void *arg,
+		    const struct sv_bt5_shape *shape, void *shape_arg, struct sv_err *err)
 {
-	struct walk w = {h, rd, rd_arg, fn, arg, err, NULL, NULL, false, shape, shape_arg};
+	struct walk w = {h, rd, view, rd_arg, fn, arg, err, NULL, NULL, false, shape, shape_arg};
 	w.seen = calloc((size_t)(h->nblocks / 8 + 1), 1);
 	w.last = malloc(h->key_size);
 	int rc = w.seen && w.last ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
@@ -280,6 +288,20 @@ int sv_bt5_walk_shape(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 	free(w.seen);
 	free(w.last);
 	return rc;
+}
+
+int sv_bt5_walk_shape(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
+		      sv_bt5_record_fn fn, void *arg, const struct sv_bt5_shape *shape,
+		      void *shape_arg, struct sv_err *err)
+{
+	return walk_all(h, rd, NULL, rd_arg, fn, arg, shape, shape_arg, err);
+}
+
+int sv_bt5_walk_view(const struct sv_bt5 *h, sv_bt5_view_fn view, void *rd_arg,
+		     sv_bt5_record_fn fn, void *arg, const struct sv_bt5_shape *shape,
+		     void *shape_arg, struct sv_err *err)
+{
+	return walk_all(h, NULL, view, rd_arg, fn, arg, shape, shape_arg, err);
 }
 
 int sv_bt5_value(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,

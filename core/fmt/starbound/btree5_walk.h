@@ -82,6 +82,16 @@ struct sv_bt5_shape {
 int sv_bt5_walk_shape(const struct sv_bt5 *h, sv_bt5_pread_fn rd, void *rd_arg,
 		      sv_bt5_record_fn fn, void *arg, const struct sv_bt5_shape *shape,
 		      void *shape_arg, struct sv_err *err);
+/* Where a reader can lend its own bytes: *out points at n bytes at off,
+ * valid until its next call (no copy).  0 or -errno with the reason. */
+typedef int (*sv_bt5_view_fn)(void *arg, uint64_t off, size_t n, const uint8_t **out,
+			      struct sv_err *err);
+/* sv_bt5_walk_shape through view (called with rd_arg) instead of rd: a
+ * block is looked at where the reader holds it.  The callbacks must not
+ * read through the same reader. */
+int sv_bt5_walk_view(const struct sv_bt5 *h, sv_bt5_view_fn view, void *rd_arg,
+		     sv_bt5_record_fn fn, void *arg, const struct sv_bt5_shape *shape,
+		     void *shape_arg, struct sv_err *err);
 
 /* Reads the active root's free-index chain: its blocks (*ff) and the free
  * block numbers they list (*ent), both malloc'd.  A block past the device

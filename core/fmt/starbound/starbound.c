@@ -80,13 +80,13 @@ struct window {
 	uint64_t off, size;
 	size_t len, want;
 	uint8_t *buf;
+	uint8_t *side;  /* view_window: what the window cannot hold */
 };
 
-static int rd_window(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err)
+/* Makes the window hold [off, off + n) (n <= WINDOW_MIN, within the
+ * file). */
+static int window_fill(struct window *w, uint64_t off, size_t n, struct sv_err *err)
 {
-	struct window *w = arg;
-	if (n > WINDOW_MIN || off + n > w->size)
-		return sv_container_pread(w->c, off, buf, n, err);
 	if (off < w->off || off + n > w->off + w->len) {
 		/* Going on in file order: past the window's end, or across it
 		 * (blocks do not fall on its edges). */
@@ -102,8 +102,38 @@ static int rd_window(void *arg, uint64_t off, void *buf, size_t n, struct sv_err
 			return rc;
 		}
 	}
-	memcpy(buf, w->buf + (off - w->off), n);
 	return 0;
+}
+
+static int rd_window(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err)
+{
+	struct window *w = arg;
+	if (n > WINDOW_MIN || off + n > w->size)
+		return sv_container_pread(w->c, off, buf, n, err);
+	int rc = window_fill(w, off, n, err);
+	if (!rc)
+		memcpy(buf, w->buf + (off - w->off), n);
+	return rc;
+}
+
+/* The same bytes, lent where the window holds them (the walk's blocks
+ * need no copy); what the window cannot hold is read into `side`. */
+static int view_window(void *arg, uint64_t off, size_t n, const uint8_t **out,
+		       struct sv_err *err)
+{
+	struct window *w = arg;
+	if (n > WINDOW_MIN || off + n > w->size) {
+		uint8_t *p = realloc(w->side, n ? n : 1);
+		if (!p)
+			return sv_err_set(err, -ENOMEM, "out of memory");
+		w->side = p;
+		*out = p;
+		return sv_container_pread(w->c, off, p, n, err);
+	}
+	int rc = window_fill(w, off, n, err);
+	if (!rc)
+		*out = w->buf + (off - w->off);
+	return rc;
 }
 
 static int probe_bt(const uint8_t *h, size_t n)
@@ -385,12 +415,13 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 	struct sv_bt5 h;
 	if (!rc)
 		rc = sv_bt5_header(s->hdr, SV_BT5_HEADER, size, &h, err);
-	struct window w = {c, 0, size, 0, WINDOW_MIN, malloc(WINDOW)};
+	struct window w = {c, 0, size, 0, WINDOW_MIN, malloc(WINDOW), NULL};
 	if (!rc && !w.buf)
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	if (!rc)
-		rc = sv_bt5_tree_load(&h, rd_window, &w, &s->t, err);
+		rc = sv_bt5_tree_load_view(&h, rd_window, view_window, &w, &s->t, err);
 	free(w.buf);
+	free(w.side);
 	if (rc)
 		return rc;
 	if (!strcmp(h.content_id, "World4") && h.key_size == 5)
