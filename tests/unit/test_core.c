@@ -811,6 +811,23 @@ static long read_ahead_of(struct sv_container *c)
 	return p ? atol(p + 14) : -1;
 }
 
+/* Looks up and reads entry k<i> of the read-ahead test's index directory
+ * (held once): 6,000 bytes, the first 'a' + i. */
+static uint32_t read_entry(struct sv_container *c, uint32_t keys, int i)
+{
+	char name[16];
+	uint32_t n = SV_NONE;
+	snprintf(name, sizeof name, "k%04d", i);
+	T_INT(0, sv_lookup_held(c, keys, name, &n));
+	struct sv_blob *v = NULL;
+	T_INT(0, sv_content(c, n, &v, NULL));
+	T_UINT(6000, v ? v->len : 0);
+	if (v && v->len == 6000)
+		T_INT('a' + i, v->data[0]);
+	sv_blob_unref(v);
+	return n;
+}
+
 /*
  * Read-ahead in an index directory: a reader taking its entries in listing
  * order (each a lookup, a read and, later, a forget, as the kernel does)
@@ -837,15 +854,7 @@ static void index_readahead(void)
 	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
 	uint32_t seen[12];
 	for (int i = 0; i < 2; i++) {
-		char name[16];
-		snprintf(name, sizeof name, "k%04d", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &seen[i]));
-		struct sv_blob *v = NULL;
-		T_INT(0, sv_content(c, seen[i], &v, NULL));
-		T_UINT(6000, v ? v->len : 0);
-		if (v && v->len == 6000)
-			T_INT('a' + i, v->data[0]);
-		sv_blob_unref(v);
+		seen[i] = read_entry(c, keys, i);
 		sv_forget(c, seen[i], 1);
 	}
 	/* Waited for up to 10 s (a busy machine cannot fail this). */
@@ -861,16 +870,8 @@ static void index_readahead(void)
 	T_OK(sv_node_count(c) <= base + 9);
 	struct sv_cache_stats before, after;
 	sv_container_cache_stats(c, &before);
-	for (int i = 2; i < 10; i++) {
-		char name[16];
-		snprintf(name, sizeof name, "k%04d", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &seen[i]));
-		struct sv_blob *v = NULL;
-		T_INT(0, sv_content(c, seen[i], &v, NULL));
-		if (v && v->len == 6000)
-			T_INT('a' + i, v->data[0]);
-		sv_blob_unref(v);
-	}
+	for (int i = 2; i < 10; i++)
+		seen[i] = read_entry(c, keys, i);
 	sv_container_cache_stats(c, &after);
 	T_UINT(before.hits + 8, after.hits);
 	for (int i = 2; i < 10; i++)

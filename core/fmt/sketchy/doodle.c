@@ -786,6 +786,14 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* The size of a chunk's text grid (its palette's legend and its place
+ * decide it, not its pixels). */
+static uint64_t txt_size(const struct drawing *d, const struct chunk *ch)
+{
+	return sv_doodle_text_size_with(&d->pal, d->legend, ch->layer, ch->cx, ch->cy,
+					d->layers[ch->layer].size);
+}
+
 /* Adds the tree of a level or doodad under d->dir; after a commit, `was`
  * is the drawing as it was, whose nodes are found again by number. */
 static int build_drawing(struct drawing *d, const struct drawing *was, struct sv_err *err)
@@ -854,9 +862,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 					  sv_png_size(size, size, d->pal.n), KEY(id, K_PNG, i));
 		strcpy(name + k, "txt");
 		ch->n_txt = sv_node_again(c, old ? old->n_txt : SV_NONE, dir, name, rof,
-					  sv_doodle_text_size_with(&d->pal, d->legend, ch->layer,
-								   ch->cx, ch->cy, size),
-					  KEY(id, K_TXT, i));
+					  txt_size(d, ch), KEY(id, K_TXT, i));
 		if (ch->n_bin == SV_NONE || ch->n_png == SV_NONE || ch->n_txt == SV_NONE) {
 			free(ord);
 			return sv_err_set(err, -ENOMEM, "out of memory");
@@ -1164,10 +1170,7 @@ static int update_chunks(struct sv_container *c, struct doodle *dd)
 			if (!pass && !sv_node_again_finds(c, ch->n_txt, dir, name))
 				return 1;
 			if (pass)
-				sv_node_again(c, ch->n_txt, dir, name, 0,
-					      sv_doodle_text_size_with(&d->pal, d->legend, ch->layer,
-								       ch->cx, ch->cy,
-								       d->layers[ch->layer].size),
+				sv_node_again(c, ch->n_txt, dir, name, 0, txt_size(d, ch),
 					      KEY(d->id, K_TXT, i));
 		}
 	}
