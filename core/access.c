@@ -258,10 +258,11 @@ static bool pass_kid(struct sv_container *c, uint32_t k, sv_dir_fn fn, void *arg
 #define EXTRA_POS (1ull << 62)
 
 /* An index directory's listing: the format's entries, each a node only
- * if it is one already; then the files it does not know yet.  Read lock
- * held. */
+ * if it is one already (or, with `make`, made one while the container has
+ * room: write lock held then); then the files it does not know yet.  Read
+ * lock held. */
 static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv_dir_fn fn,
-			 void *arg)
+			 void *arg, bool make)
 {
 	char name[256];
 	uint64_t pos = from;
@@ -285,6 +286,8 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 		if (r || at >= EXTRA_POS - 1)
 			break;
 		uint32_t k = sv_find_child(c, dir, name);
+		if (k == SV_NONE && make && sv_node_room(c))
+			k = sv_make_entry(c, dir, name);
 		if (k != SV_NONE) {
 			if (pass_kid(c, k, fn, arg, at + 1))
 				return 0;
@@ -305,8 +308,9 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 	return 0;
 }
 
-int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
-	       sv_dir_fn fn, void *arg)
+/* sv_readdir, and sv_readdir_nodes with `make`. */
+static int readdir_(struct sv_container *c, uint32_t dir, uint64_t from, sv_dir_fn fn,
+		    void *arg, bool make)
 {
 	int rc = 0;
 	pthread_rwlock_rdlock(&c->lock);
@@ -317,8 +321,19 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	} else if (!(c->nodes[dir].flags & SV_N_DIR)) {
 		rc = -ENOTDIR;
 	} else if ((c->nodes[dir].flags & SV_N_INDEXDIR) && c->fmt->list) {
-		rc = readdir_index(c, dir, from, fn, arg);
-		if (rc) {
+		if (make && (c->nodes[dir].flags & SV_N_LISTMADE) && sv_node_room(c) &&
+		    c->fmt->lookup) {
+			/* Made entries change the table: the write lock, and
+			 * the directory looked at again under it. */
+			pthread_rwlock_unlock(&c->lock);
+			pthread_rwlock_wrlock(&c->lock);
+			make = !c->broken;
+		} else {
+			make = false;
+		}
+		if (!sv_live(c, dir)) {
+			rc = -ENOENT;
+		} else if ((rc = readdir_index(c, dir, from, fn, arg, make))) {
 			struct sv_err e;
 			sv_err_set(&e, rc, "its index could not be read");
 			sv_log_failure(c, dir, "cannot list", &e);
@@ -336,6 +351,18 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
+}
+
+int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
+	       sv_dir_fn fn, void *arg)
+{
+	return readdir_(c, dir, from, fn, arg, false);
+}
+
+int sv_readdir_nodes(struct sv_container *c, uint32_t dir, uint64_t from,
+		     sv_dir_fn fn, void *arg)
+{
+	return readdir_(c, dir, from, fn, arg, true);
 }
 
 

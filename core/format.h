@@ -26,6 +26,7 @@
  *   SV_N_LAZYDIR, SV_N_INDEXDIR  with SV_N_DIR, not together
  *   SV_N_COSTLYSIZE   with SV_N_LAZYSIZE
  *   SV_N_SIZEWAIT     with SV_N_COSTLYSIZE
+ *   SV_N_LISTMADE     with SV_N_INDEXDIR
  *   SV_N_REMOVABLE    with SV_N_RO
  *   SV_N_STREAM, SV_N_DIRECT, SV_N_LAZYSIZE, SV_N_UNLISTED  not with SV_N_DIR
  */
@@ -64,10 +65,18 @@ enum {
 				    * nodes only while looked up (lookup()
 				    * makes them; the core drops them again
 				    * when the client forgets them) */
+	SV_N_LISTMADE = 1 << 23,   /* with SV_N_INDEXDIR: entries cheap to
+				    * make and to stat (a chunk's views); a
+				    * listing that gives the client nodes
+				    * (readdirplus) makes them while the
+				    * container holds fewer nodes than its
+				    * budget (sv_node_budget), so that using
+				    * them costs no lookup; beyond it, names */
 };
 #define SV_N_DECLARED (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_N_DERIVED | SV_N_LAZYSIZE | \
 		       SV_N_LAZYDIR | SV_N_STREAM | SV_N_DIRECT | SV_N_COSTLYSIZE |   \
-		       SV_N_UNLISTED | SV_N_REMOVABLE | SV_N_INDEXDIR | SV_N_SIZEWAIT)
+		       SV_N_UNLISTED | SV_N_REMOVABLE | SV_N_INDEXDIR | SV_N_SIZEWAIT | \
+		       SV_N_LISTMADE)
 
 /* What the core tracks of a node, as sv_node_state() gives it. */
 enum {

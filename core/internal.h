@@ -301,6 +301,11 @@ int sv_path_locked(struct sv_container *c, uint32_t n, char *buf, size_t size);
  * lookup() if it is no node yet: SV_NONE if there is none (write lock
  * held). */
 uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name);
+/* True while the container holds fewer nodes than its budget: a listing
+ * may make an SV_N_LISTMADE directory's entries (a node is about 200
+ * bytes with its name and hash slots; the budget is a 1/1024th of the
+ * cache cap in nodes, at least 4,096). */
+bool sv_node_room(const struct sv_container *c);
 /* True if node i is an index directory's entry nothing holds: no lookup
  * the client has not forgotten, no open, no edit, no listed children. */
 bool sv_node_forgettable(struct sv_container *c, uint32_t i);

@@ -215,6 +215,12 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
 	return rc ? SV_NONE : sv_find_child(c, dir, name);
 }
 
+bool sv_node_room(const struct sv_container *c)
+{
+	uint64_t budget = c->opts.cache_cap / 1024;
+	return c->nnodes - c->nfreed < (budget > 4096 ? budget : 4096);
+}
+
 bool sv_node_forgettable(struct sv_container *c, uint32_t i)
 {
 	const struct sv_inode *n = &c->nodes[i];
@@ -278,6 +284,8 @@ static bool flags_ok(uint32_t f)
 	if ((f & SV_N_COSTLYSIZE) && !(f & SV_N_LAZYSIZE))
 		return false;
 	if ((f & SV_N_SIZEWAIT) && !(f & SV_N_COSTLYSIZE))
+		return false;
+	if ((f & SV_N_LISTMADE) && !(f & SV_N_INDEXDIR))
 		return false;
 	if ((f & SV_N_REMOVABLE) && !(f & SV_N_RO))
 		return false;

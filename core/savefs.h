@@ -206,6 +206,12 @@ typedef int (*sv_dir_fn)(void *arg, const char *name, const struct sv_stat *st,
 #define SV_DIR_HELD 2
 int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	       sv_dir_fn fn, void *arg);
+/* As sv_readdir, for a client that takes each entry with its node (fn
+ * answers SV_DIR_HELD): an index directory whose entries are cheap
+ * (SV_N_LISTMADE) gives them as nodes, made while the container holds
+ * fewer than its budget of nodes, and names alone beyond it. */
+int sv_readdir_nodes(struct sv_container *c, uint32_t dir, uint64_t from,
+		     sv_dir_fn fn, void *arg);
 
 /*
  * Returns the whole content of file n as a new blob reference: the pending
@@ -344,6 +350,9 @@ int sv_tree_stat(struct sv_tree *t, sv_id n, struct sv_stat *st);
 int sv_tree_stat_open(struct sv_tree *t, sv_id n, struct sv_stat *st);
 /* As sv_readdir; each stat's id is the child's id in the tree. */
 int sv_tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg);
+/* As sv_readdir_nodes. */
+int sv_tree_readdir_nodes(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn,
+			  void *arg);
 int sv_tree_content(struct sv_tree *t, sv_id n, struct sv_blob **out, struct sv_err *err);
 int sv_tree_read(struct sv_tree *t, sv_id n, uint64_t off, void *buf, size_t size,
 		 size_t *got, struct sv_err *err);

@@ -715,7 +715,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		d.used += k;
 	}
 	if (!rc && off >= 2)
-		rc = sv_tree_readdir(fs->t, NODE(ino), (uint64_t)(off - 2), dir_add, &d);
+		rc = (plus ? sv_tree_readdir_nodes : sv_tree_readdir)(fs->t, NODE(ino),
+								      (uint64_t)(off - 2), dir_add, &d);
 	if (rc)
 		reply_err(req, rc);
 	else

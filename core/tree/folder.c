@@ -1113,7 +1113,8 @@ static int count_one(void *arg, const char *name, const struct sv_stat *st, uint
 	return 0;
 }
 
-int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg)
+int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg,
+		      bool nodes)
 {
 	struct sv_err err;
 	struct sv_container *c = NULL;
@@ -1143,7 +1144,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		if (rc)
 			return rc;
 		struct relay r = {fn, arg, slot, epoch, from, false};
-		rc = sv_readdir(c, node, from, relay_one, &r);
+		rc = (nodes ? sv_readdir_nodes : sv_readdir)(c, node, from, relay_one, &r);
 		uint64_t count = 0;
 		if (!rc && !r.stopped && node == meta)
 			sv_readdir(c, node, 0, count_one, &count);
@@ -1454,7 +1455,7 @@ static int census_one(void *arg, const char *name, const struct sv_stat *st, uin
 
 static int walk_dir(struct census *cs, uint32_t d)
 {
-	return sv_folder_readdir(cs->f, d, 0, census_one, cs);
+	return sv_folder_readdir(cs->f, d, 0, census_one, cs, false);
 }
 
 int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err)

@@ -122,13 +122,24 @@ int sv_tree_stat_open(struct sv_tree *t, sv_id n, struct sv_stat *st)
 	return sv_tree_stat(t, n, st);
 }
 
-int sv_tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg)
+static int tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg,
+			bool nodes)
 {
 	if (t->f)
-		return sv_folder_readdir(t->f, dir, from, fn, arg);
+		return sv_folder_readdir(t->f, dir, from, fn, arg, nodes);
 	uint32_t d;
 	int rc = node_of(dir, &d);
-	return rc ? rc : sv_readdir(t->c, d, from, fn, arg);
+	return rc ? rc : (nodes ? sv_readdir_nodes : sv_readdir)(t->c, d, from, fn, arg);
+}
+
+int sv_tree_readdir(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg)
+{
+	return tree_readdir(t, dir, from, fn, arg, false);
+}
+
+int sv_tree_readdir_nodes(struct sv_tree *t, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg)
+{
+	return tree_readdir(t, dir, from, fn, arg, true);
 }
 
 int sv_tree_content(struct sv_tree *t, sv_id n, struct sv_blob **out, struct sv_err *err)

@@ -245,6 +245,33 @@ expect_same_text "diff -rq of the two whole trees: the files that differ" \
 umount_sv "$w/A"
 umount_sv "$w/B"
 
+# ---- a layer's chunks: listed from the chunk table, given with their nodes --------
+
+# chunks/<layer>/ is listed from the chunk table; a listing (readdirplus)
+# gives the kernel each view with its node, so that reading it costs no
+# lookup, and the nodes go when the kernel forgets them.
+c=$(doodle_file "$g" zip-rle)
+m="$TMP/mnt-nodes"
+if mount_sv "$c" "$m" -o ro; then
+	nodes() { json_field "$m/.savefs/info" nodes; }
+	base=$(nodes)
+	views=$(ls "$m/chunks/0" | wc -l)
+	expect_eq "zip-rle: chunks/0 lists three views a chunk" \
+		"$((3 * $(info_fields "$m/.savefs/info" counts.chunks)))" "$views"
+	expect_eq "zip-rle: the listing gave every view with its node" "$((base + views))" "$(nodes)"
+	(cd "$m/chunks/0" && sha256sum -- *) > "$TMP/nodes.sums"
+	expect_eq "zip-rle: reading the views made no other node" "$((base + views))" "$(nodes)"
+	if [ -w /proc/sys/vm/drop_caches ]; then
+		gone() { sync; echo 2 > /proc/sys/vm/drop_caches; [ "$(nodes)" -lt "$((base + views))" ]; }
+		wait_for "zip-rle: the nodes of forgotten views go" gone
+		check "zip-rle: the views read the same after they were forgotten" \
+			sh -c 'cd "$1" && sha256sum -c --quiet "$2"' sh "$m/chunks/0" "$TMP/nodes.sums"
+	else
+		printf 'skipping the forget checks: /proc/sys/vm/drop_caches is not writable\n'
+	fi
+	umount_sv "$m"
+fi
+
 # ---- the levelpack ------------------------------------------------------------
 
 p="$TMP/mnt-pack"

@@ -31,27 +31,6 @@ line_off()
 	head -n $(($2 - 1)) -- "$1" | wc -c
 }
 
-# wait_for DESC CMD...: runs CMD every 0.1 s for up to 2 s until it succeeds
-# (CMD is run each time: pass what it reads inside it, not as "$(...)").
-wait_for()
-{
-	local desc=$1 i
-	shift
-	CHECKS=$((CHECKS + 1))
-	for i in $(seq 300); do
-		"$@" > /dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "$desc: not so within 30 s (\`$*\`)"
-	return 1
-}
-
-# json_field FILE KEY: a top-level field of a JSON file.
-json_field()
-{
-	"$PYTHON" -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(json.dumps(v) if isinstance(v, (dict, list)) else v)' "$1" "$2"
-}
-
 # kind_counts LOG: "kind count" lines by the first character of each body
 # line, counted here with awk (not savefs).
 kind_counts()

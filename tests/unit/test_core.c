@@ -91,6 +91,8 @@ static int by_name(const void *a, const void *b)
 
 static bool is_append(struct sv_container *c);
 static bool is_index(struct sv_container *c);
+/* Flags keys/ has besides SV_N_DIR | SV_N_INDEXDIR. */
+static uint32_t kvi_flags;
 
 static int kv_open(struct sv_container *c, struct sv_err *err)
 {
@@ -129,7 +131,8 @@ static int kv_open(struct sv_container *c, struct sv_err *err)
 	}
 	uint32_t flags = is_append(c) ? SV_N_DIRECT : 0;
 	if (!rc && is_index(c))
-		return sv_node_add(c, SV_ROOT, "keys", SV_N_DIR | SV_N_INDEXDIR, 0, UINT64_MAX) ==
+		return sv_node_add(c, SV_ROOT, "keys", SV_N_DIR | SV_N_INDEXDIR | kvi_flags, 0,
+				   UINT64_MAX) ==
 				       SV_NONE
 			       ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 	for (size_t i = 0; !rc && i < k->n; i++)
@@ -880,6 +883,87 @@ static void index_readahead(void)
 	sv_buf_fini(&b);
 }
 
+/* A listing as the kernel takes it with readdirplus: an entry given with
+ * its node is held (SV_DIR_HELD); one without, a name. */
+struct plus_seen {
+	size_t n, unmade;
+	uint32_t node_of_k0005;
+};
+
+static int plus_add(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	struct plus_seen *s = arg;
+	s->n++;
+	s->unmade += st->unmade;
+	if (!strcmp(name, "k0005"))
+		s->node_of_k0005 = st->unmade ? SV_NONE : st->node;
+	return st->unmade ? 0 : SV_DIR_HELD;
+}
+
+/* A directory whose entries are cheap to make (SV_N_LISTMADE): a listing
+ * that gives the client nodes makes them while the container has room
+ * (4,096 nodes at a 1 MiB cache), each held once, and gives names alone
+ * beyond; a plain listing makes none; a forgotten entry's room is used
+ * by the next listing.  A directory without the flag gives names. */
+static void listed_nodes(void)
+{
+	const char *path = at("listed.kv");
+	struct sv_buf b;
+	sv_buf_init(&b);
+	for (int i = 0; i < 5000; i++)
+		sv_buf_printf(&b, "k%04d=v%d\n", i, i);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	T_INT((ssize_t)b.len, write(fd, b.p, b.len));
+	close(fd);
+	sv_buf_fini(&b);
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.cache_cap = 1 << 20;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	kvi_flags = SV_N_LISTMADE;
+	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
+	kvi_flags = 0;
+	if (!c)
+		return;
+	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
+	struct seen s = seen_of(c);
+	T_UINT(5000, s.unmade);
+	T_UINT(base, sv_node_count(c));
+	struct plus_seen p = {0};
+	T_INT(0, sv_readdir_nodes(c, keys, 0, plus_add, &p));
+	T_UINT(5000, p.n);
+	T_UINT(4096, sv_node_count(c));
+	T_UINT(5000 - (4096 - base), p.unmade);
+	/* Made with the format's size, held once: a forget lets it go. */
+	struct sv_stat st;
+	uint32_t n5 = p.node_of_k0005;
+	T_OK(n5 != SV_NONE);
+	T_INT(0, sv_stat(c, n5, &st));
+	T_UINT(2, st.size);
+	T_STR("v5", value(c, "keys/k0005"));
+	sv_forget(c, n5, 1);
+	T_INT(-ESTALE, sv_stat(c, n5, &st));
+	/* Its room goes to the next listing's first entry that is no node:
+	 * k0005 again, under the number it had. */
+	p = (struct plus_seen){0};
+	T_INT(0, sv_readdir_nodes(c, keys, 0, plus_add, &p));
+	T_UINT(5000 - (4096 - base), p.unmade);
+	T_UINT(n5, p.node_of_k0005);
+	T_UINT(4096, sv_node_count(c));
+	sv_container_free(c);
+
+	/* Without the flag: names. */
+	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
+	if (!c)
+		return;
+	p = (struct plus_seen){0};
+	T_INT(0, sv_readdir_nodes(c, node_of(c, "keys"), 0, plus_add, &p));
+	T_UINT(5000, p.unmade);
+	T_UINT(base, sv_node_count(c));
+	sv_container_free(c);
+}
+
 /* A client that keeps every entry it is given (as the kernel does with a
  * readdirplus entry) asks a folder's listing to go on, not to stop. */
 struct held_names {
@@ -948,6 +1032,7 @@ static void memory_and_flags(void)
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_INDEXDIR, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_SIZEWAIT | SV_N_LAZYSIZE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_DIR | SV_N_INDEXDIR | SV_N_LAZYDIR, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_DIR | SV_N_LISTMADE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "y", SV_N_COSTLYSIZE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "z", SV_N_REMOVABLE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "w", SV_N_DIR | SV_N_STREAM, 0, 0));
@@ -994,6 +1079,7 @@ int main(void)
 	memory_and_flags();
 	index_dirs();
 	index_readahead();
+	listed_nodes();
 	folder_listing_held();
 	remove_tree(dir);
 	return t_done();

@@ -3017,7 +3017,8 @@ const char *__ubsan_default_options(void)
 }
 
 /*
- * A commit costs what it changed: one chunk edited in a level of 3,000
+ * A level's chunks are an index directory, and a commit costs what it
+ * changed: one chunk edited in a level of 3,000
  * takes the new zip's directory from what the commit wrote (no read of it
  * back) and updates the tree by node number (no name searched), and the
  * views of the other chunks keep their numbers and content.  Before, the
@@ -3039,7 +3040,14 @@ static void big_level_commit(void)
 	big.nch = BIG_CHUNKS;
 	struct sv_buf orig = fresh(&big);
 	struct sv_container *c = open_file(dpath);
+	/* The chunks are listed from the chunk table: the open and a listing
+	 * of 9,000 views make no node per view. */
+	uint32_t at_open = sv_node_count(c);
+	T_OK(at_open < 32);
 	struct listing all;
+	ls(c, "chunks/0", &all);
+	T_UINT(3 * BIG_CHUNKS, (unsigned)all.n);
+	T_UINT(at_open, sv_node_count(c));
 	uint32_t t1 = node_of(c, "chunks/0/7,3.txt"), b2 = node_of(c, "chunks/0/59,49.bin");
 	uint32_t p1 = node_of(c, "chunks/0/7,3.png");
 	uint64_t steps = sv_container_name_steps(c), reads, bytes, reads2, bytes2;

@@ -411,6 +411,8 @@ static void free_drawing(struct drawing *d)
 	sv_doodle_palette_fini(&d->pal);
 	free(d->layers);
 	free(d->chunks);
+	free(d->ord);
+	free(d->rank);
 	for (size_t i = 0; i < d->nassets; i++)
 		free(d->assets[i].path);
 	free(d->assets);
@@ -822,17 +824,23 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		snprintf(name, sizeof name, "%u", l);
 		d->layers[l].dir = sv_node_again(c, was && l < was->nlayers ? was->layers[l].dir
 								       : SV_NONE,
-						 d->n_chunks, name, SV_N_DIR | rof, 0,
-						 KEY(id, K_LAYER, l));
+						 d->n_chunks, name,
+						 SV_N_DIR | SV_N_INDEXDIR | SV_N_LISTMADE | rof,
+						 0, KEY(id, K_LAYER, l));
 		if (d->layers[l].dir == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
 	}
-	/* Listed in name order (as `ls` and a shell's glob sort them in the C
-	 * locale), so that `cat *.txt` reads in listing order and read-ahead
-	 * can follow it. */
+	/* A layer's chunks are listed from the chunk table, in name order (as
+	 * `ls` and a shell's glob sort them in the C locale, so that `cat
+	 * *.txt` reads in listing order and read-ahead can follow it), three
+	 * views a chunk; a view is a node while it is used (lookup_doodle). */
 	struct named *ord = calloc(d->nchunks + 1, sizeof *ord);
-	if (!ord)
+	d->ord = calloc(d->nchunks + 1, sizeof *d->ord);
+	d->rank = calloc(d->nchunks + 1, sizeof *d->rank);
+	if (!ord || !d->ord || !d->rank) {
+		free(ord);
 		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
 	for (size_t i = 0; i < d->nchunks; i++) {
 		ord[i].i = i;
 		ord[i].layer = d->chunks[i].layer;
@@ -840,33 +848,15 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 	}
 	if (d->nchunks)
 		qsort(ord, d->nchunks, sizeof *ord, cmp_named);
+	for (uint32_t l = 0; l < d->nlayers; l++)
+		d->layers[l].lo = d->layers[l].hi = 0;
 	for (size_t o = 0; o < d->nchunks; o++) {
-		size_t i = ord[o].i;
-		struct chunk *ch = &d->chunks[i];
-		uint32_t dir = d->layers[ch->layer].dir, size = d->layers[ch->layer].size;
-		char name[64];
-		size_t k = xy_name(name, ch->cx, ch->cy);
-		const struct chunk *old =
-			was ? sv_dd_find_chunk(was, ch->layer, ch->cx, ch->cy)
-			    : NULL;
-		name[k++] = '.';
-		strcpy(name + k, "bin");
-		if (ch->bin >= 0)
-			ch->n_bin = sv_node_again(c, old ? old->n_bin : SV_NONE, dir, name, rof,
-						  d->zip.e[ch->bin].usize, KEY(id, K_BIN, i));
-		else
-			ch->n_bin = sv_node_again(c, old ? old->n_bin : SV_NONE, dir, name,
-						  rof | SV_N_LAZYSIZE, 0, KEY(id, K_BIN, i));
-		strcpy(name + k, "png");
-		ch->n_png = sv_node_again(c, old ? old->n_png : SV_NONE, dir, name, SV_N_RO,
-					  sv_png_size(size, size, d->pal.n), KEY(id, K_PNG, i));
-		strcpy(name + k, "txt");
-		ch->n_txt = sv_node_again(c, old ? old->n_txt : SV_NONE, dir, name, rof,
-					  txt_size(d, ch), KEY(id, K_TXT, i));
-		if (ch->n_bin == SV_NONE || ch->n_png == SV_NONE || ch->n_txt == SV_NONE) {
-			free(ord);
-			return sv_err_set(err, -ENOMEM, "out of memory");
-		}
+		d->ord[o] = (uint32_t)ord[o].i;
+		d->rank[ord[o].i] = (uint32_t)o;
+		struct layer *ly = &d->layers[ord[o].layer];
+		if (ly->lo == ly->hi)
+			ly->lo = (uint32_t)o;
+		ly->hi = (uint32_t)o + 1;
 	}
 	free(ord);
 	struct dirstack *s = calloc(1, sizeof *s);
@@ -908,6 +898,87 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 	free(s);
 	return 0;
 #undef WAS
+}
+
+/* The views of a chunk, in listing order. */
+static const char *const view_ext[3] = {"bin", "png", "txt"};
+
+/* The drawing and layer whose chunks directory dir is, or NULL. */
+static struct drawing *layer_of(struct sv_container *c, uint32_t dir, uint32_t *l)
+{
+	const struct sv_node *n = sv_node(c, dir);
+	struct doodle *dd = sv_container_priv(c);
+	if (!n || !dd || KEY_KIND(n->key) != K_LAYER || KEY_D(n->key) >= dd->n)
+		return NULL;
+	struct drawing *d = dd->d[KEY_D(n->key)];
+	*l = KEY_I(n->key);
+	return *l < d->nlayers && d->layers[*l].dir == dir ? d : NULL;
+}
+
+static int list_doodle(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
+		       bool *is_dir, uint64_t *at)
+{
+	uint32_t l;
+	struct drawing *d = layer_of(c, dir, &l);
+	*is_dir = false;
+	if (!d || pos / 3 >= d->layers[l].hi - d->layers[l].lo)
+		return 1;
+	const struct chunk *ch = &d->chunks[d->ord[d->layers[l].lo + pos / 3]];
+	size_t k = xy_name(name, ch->cx, ch->cy);
+	snprintf(name + k, 256 - k, ".%s", view_ext[pos % 3]);
+	*at = pos;
+	return 0;
+}
+
+static void count_doodle(struct sv_container *c, uint32_t dir, uint64_t *files, uint64_t *dirs)
+{
+	uint32_t l;
+	struct drawing *d = layer_of(c, dir, &l);
+	if (d)
+		*files += 3 * (uint64_t)(d->layers[l].hi - d->layers[l].lo);
+}
+
+/* A view of a chunk, "<x>,<y>.bin|png|txt" as the listing spells it: its
+ * node, with the size and key the tree had for it when every view was
+ * made at the open. */
+static int lookup_doodle(struct sv_container *c, uint32_t dir, const char *name,
+			 struct sv_err *err)
+{
+	uint32_t l;
+	struct drawing *d = layer_of(c, dir, &l);
+	const char *dot = name ? strrchr(name, '.') : NULL;
+	if (!d || !dot || dot == name || (size_t)(dot - name) >= 48)
+		return -ENOENT;
+	int view = -1;
+	for (int v = 0; v < 3; v++)
+		if (!strcmp(dot + 1, view_ext[v]))
+			view = v;
+	char xy[48], canon[48];
+	memcpy(xy, name, (size_t)(dot - name));
+	xy[dot - name] = '\0';
+	int64_t x, y;
+	if (view < 0 || !sv_doodle_parse_xy(xy, &x, &y))
+		return -ENOENT;
+	xy_name(canon, x, y);
+	struct chunk *ch = strcmp(canon, xy) ? NULL : sv_dd_find_chunk(d, l, x, y);
+	if (!ch)
+		return -ENOENT;
+	uint32_t i = (uint32_t)(ch - d->chunks), size = d->layers[l].size, id = d->id;
+	uint32_t n;
+	if (view == 0)
+		n = ch->bin >= 0 ? sv_node_add(c, dir, name, 0, d->zip.e[ch->bin].usize,
+					       KEY(id, K_BIN, i))
+				 : sv_node_add(c, dir, name, SV_N_LAZYSIZE, 0, KEY(id, K_BIN, i));
+	else if (view == 1)
+		n = sv_node_add(c, dir, name, SV_N_RO, sv_png_size(size, size, d->pal.n),
+				KEY(id, K_PNG, i));
+	else
+		n = sv_node_add(c, dir, name, 0, txt_size(d, ch), KEY(id, K_TXT, i));
+	if (n == SV_NONE)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	*(view == 0 ? &ch->n_bin : view == 1 ? &ch->n_png : &ch->n_txt) = n;
+	sv_node_listed(c, n, 3 * (uint64_t)(d->rank[i] - d->layers[l].lo) + (uint64_t)view);
+	return 0;
 }
 
 static int build_pack(struct drawing *d, struct sv_err *err);
@@ -1146,33 +1217,14 @@ static int update_chunks(struct sv_container *c, struct doodle *dd)
 	for (size_t m = 0; m < z->n; m++)
 		if (strcmp(z->e[m].name, d->zip.e[m].name))
 			return 1;
-	char name[64];
-	for (int pass = 0; pass < 2; pass++) {
-		/* First whether each view is the node it was (a file renamed
-		 * over one is another node), then the update. */
-		for (size_t k = 0; k < dd->next_nchunks; k++) {
-			uint32_t i = dd->next_chunks[k];
-			const struct chunk *ch = i < d->nchunks ? &d->chunks[i] : NULL;
-			if (!ch || ch->bin < 0 || ch->json >= 0 || ch->inl)
-				return 1;
-			uint32_t dir = d->layers[ch->layer].dir;
-			size_t n = xy_name(name, ch->cx, ch->cy);
-			snprintf(name + n, sizeof name - n, ".bin");
-			if (!pass && !sv_node_again_finds(c, ch->n_bin, dir, name))
-				return 1;
-			if (pass)
-				sv_node_again(c, ch->n_bin, dir, name, 0, z->e[ch->bin].usize,
-					      KEY(d->id, K_BIN, i));
-			/* The text and picture of a chunk have sizes its grid
-			 * does not change: their content is told by the
-			 * commit's touch. */
-			snprintf(name + n, sizeof name - n, ".txt");
-			if (!pass && !sv_node_again_finds(c, ch->n_txt, dir, name))
-				return 1;
-			if (pass)
-				sv_node_again(c, ch->n_txt, dir, name, 0, txt_size(d, ch),
-					      KEY(d->id, K_TXT, i));
-		}
+	/* Each replaced chunk's views that are nodes (a layer's chunks are an
+	 * index directory) are looked up again by the core, with their new
+	 * sizes; the commit touched them. */
+	for (size_t k = 0; k < dd->next_nchunks; k++) {
+		uint32_t i = dd->next_chunks[k];
+		const struct chunk *ch = i < d->nchunks ? &d->chunks[i] : NULL;
+		if (!ch || ch->bin < 0 || ch->json >= 0 || ch->inl)
+			return 1;
 	}
 	if (sv_node_keep_rest(c))
 		return 1;
@@ -1269,4 +1321,7 @@ const struct sv_format sv_fmt_doodle = {
 	.rebuild = rebuild_doodle,
 	.info = info_doodle,
 	.expand = expand_doodle,
+	.lookup = lookup_doodle,
+	.list = list_doodle,
+	.count = count_doodle,
 };

@@ -342,7 +342,9 @@ struct plan {
 	bool *convert;               /* per chunk: to be re-encoded as RLE */
 	struct newchunk *nc;
 	size_t nnc;
-	uint32_t *tnode, *bnode;     /* per chunk: its .txt and .bin now, or SV_NONE */
+	uint32_t *tnode, *bnode;     /* per chunk: its .txt and .bin now, or SV_NONE
+				      * (no node: not in use, or removed) */
+	uint8_t *removed;            /* per chunk: its .txt (1), .bin (2) removed */
 	uint32_t *anode;             /* per asset: its node now, or SV_NONE */
 	uint32_t jnode;              /* the root JSON's node now */
 	uint8_t *astate;             /* per asset */
@@ -371,6 +373,7 @@ static void plan_fini(struct drawing *d, struct plan *p)
 	free(p->astay);
 	free(p->tnode);
 	free(p->bnode);
+	free(p->removed);
 	free(p->anode);
 	for (size_t i = 0; i < p->nna; i++)
 		free(p->na[i].path);
@@ -447,8 +450,10 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 	p->astate = calloc(d->nassets ? d->nassets : 1, 1);
 	p->tnode = malloc(nch * sizeof *p->tnode);
 	p->bnode = malloc(nch * sizeof *p->bnode);
+	p->removed = calloc(nch, 1);
 	p->anode = malloc((d->nassets ? d->nassets : 1) * sizeof *p->anode);
 	if (!p->cstate || !p->grid || !p->convert || !p->astate || !p->tnode || !p->bnode ||
+	    !p->removed ||
 	    !p->anode)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	/* Where each entry is now: a file renamed over an entry takes its key
@@ -477,10 +482,16 @@ static int make_plan(struct drawing *d, struct plan *p, struct sv_err *err)
 			touched[ntouched++] = n;
 		}
 		uint64_t key = sv_node(c, n)->key;
+		unsigned kind = KEY_KIND(key);
+		/* A chunk's view removed by this commit (a view that is no
+		 * node is merely not in use). */
+		if ((state & (SV_S_GONE | SV_S_STALE)) == (SV_S_GONE | SV_S_STALE) &&
+		    KEY_D(key) == d->id && (kind == K_TXT || kind == K_BIN) &&
+		    KEY_I(key) < d->nchunks)
+			p->removed[KEY_I(key)] |= kind == K_TXT ? 1 : 2;
 		if (KEY_D(key) != d->id || !sv_node_in_commit(c, n) ||
 		    (sv_node(c, n)->flags & SV_N_DIR) || (state & SV_S_NEW))
 			continue;
-		unsigned kind = KEY_KIND(key);
 		if (kind == K_TXT && KEY_I(key) < d->nchunks)
 			p->tnode[KEY_I(key)] = n;
 		else if (kind == K_BIN && KEY_I(key) < d->nchunks)
@@ -522,7 +533,8 @@ static int plan_edits(struct drawing *d, struct plan *p, const uint32_t *touched
 	}
 	for (size_t i = 0; i < d->nchunks && !rc; i++) {
 		struct chunk *ch = &d->chunks[i];
-		if (p->tnode[i] == SV_NONE || p->bnode[i] == SV_NONE) {
+		if (((p->removed[i] & 1) && p->tnode[i] == SV_NONE) ||
+		    ((p->removed[i] & 2) && p->bnode[i] == SV_NONE)) {
 			p->cstate[i] = S_GONE;
 		} else if (edited[i]) {
 			const struct sv_buf *et = sv_node_edit(c, p->tnode[i]);
@@ -1108,7 +1120,10 @@ static int commit_drawing(struct drawing *d, int fd, struct sv_buf *mem, bool *c
 			if (p.cstate[i] == S_KEEP && !p.convert[i] && !all)
 				continue;
 			sv_node_touch(c, p.tnode[i]);
-			sv_node_touch(c, ch->n_png);
+			/* (A number the client forgot may be another entry's.) */
+			if (ch->n_png != SV_NONE && !(sv_node_state(c, ch->n_png) & SV_S_GONE) &&
+			    sv_node(c, ch->n_png)->key == KEY(d->id, K_PNG, i))
+				sv_node_touch(c, ch->n_png);
 			sv_node_touch(c, p.bnode[i]);
 			layer0 |= ch->layer == 0;
 		}

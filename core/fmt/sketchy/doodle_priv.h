@@ -56,6 +56,7 @@ struct layer {
 	uint32_t size;
 	uint32_t dir;         /* node of chunks/<layer>/ */
 	json_t *map;          /* inline chunk map (borrowed), or NULL */
+	uint32_t lo, hi;      /* its chunks' span of the drawing's ord */
 };
 
 struct nested {
@@ -84,6 +85,8 @@ struct drawing {
 	uint32_t nlayers;
 	struct chunk *chunks;
 	size_t nchunks;
+	uint32_t *ord;        /* chunk indices in listing order (layer, name) */
+	uint32_t *rank;       /* per chunk: its place in ord */
 	struct asset *assets;
 	size_t nassets, capassets;
 	struct nested *nest;
