@@ -19,7 +19,7 @@
  *   - the log is the input up to its last newline, and the transcript
  *     has one line per line of it.
  * Limits are small so that a declared size cannot make one input take
- * seconds.
+ * seconds; the scan is split between two threads from 64 bytes on.
  *
  * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
  * driver replay.c for `meson test` (fuzz-replay-nethack).
@@ -27,6 +27,7 @@
 #define FUZZ_NAME "fuzz_nethack"
 #include "fuzz_walk.h"
 #include "format.h"
+#include "fmt/nethack/nethack.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -48,6 +49,9 @@ static void set_opts(struct sv_opts *o)
 	o->max_decode = 1 << 16;
 	o->cache_cap = 256 << 10;
 	o->readahead = 0;
+	/* Every log past 64 bytes is scanned by two threads: the split and
+	 * its merge are fuzzed too. */
+	sv_nh_split_at = 64;
 }
 
 /* ---- the walk ---------------------------------------------------------- */

@@ -8,6 +8,7 @@
  * time lines): the diff formats have tests of their own (test_nhdiff.c).
  */
 #include "savefs.h"
+#include "fmt/nethack/nethack.h"
 #include "t.h"
 
 #include <errno.h>
@@ -303,6 +304,99 @@ static void failed_state_remembered(void)
 	sv_container_free(c);
 }
 
+static int add_name(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	return sv_buf_add(arg, name, strlen(name) + 1) ? 1 : 0;
+}
+
+/* What a mount shows of a log's scan: /.savefs/info (counts, lines,
+ * warnings in order) and every entry's name, with the saves' and diffs'
+ * sizes. */
+static void scan_view(struct sv_buf *out)
+{
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.noindex = true;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	T_INT(0, sv_container_open(path, &o, &c, &err));
+	if (!c)
+		return;
+	struct sv_blob *b = NULL;
+	if (!sv_content(c, node_of(c, ".savefs/info"), &b, NULL))
+		sv_buf_add(out, b->data, b->len);
+	sv_blob_unref(b);
+	static const char *const dirs[] = {"saves", "diffs", "states"};
+	for (size_t d = 0; d < 3; d++) {
+		struct sv_buf names;
+		sv_buf_init(&names);
+		T_INT(0, sv_readdir(c, node_of(c, dirs[d]), 0, add_name, &names));
+		for (size_t at = 0; at < names.len; at += strlen((const char *)names.p + at) + 1) {
+			char p[64];
+			snprintf(p, sizeof p, "%s/%s", dirs[d], (const char *)names.p + at);
+			sv_buf_printf(out, "%s %llu\n", p,
+				      d < 2 ? (unsigned long long)size_of(c, p) : 0ull);
+		}
+		sv_buf_fini(&names);
+	}
+	sv_container_free(c);
+}
+
+/*
+ * A big log's scan is split between two threads at its middle; the second
+ * half's lines are numbered, and what they say of the lines before them
+ * (a diff before any backup, a backup's number against the one before)
+ * settled, when the halves are put together.  Checked at every place of
+ * the middle in a log of both kinds of line, malformed payloads, a diff
+ * before any backup and a backup whose number is wrong: the split scan
+ * shows what the one-thread scan shows.
+ */
+static void split_scan(void)
+{
+	uint64_t was = sv_nh_split_at;
+	int differ = 0;
+	for (int pad = 0; pad < 160; pad += 3) {
+		struct sv_buf log;
+		sv_buf_init(&log);
+		sv_buf_add(&log, HEADER, strlen(HEADER));
+		uint64_t last = 0;
+		/* Diffs before any backup, a malformed one; backups whose
+		 * numbers are the previous backup's offset but the fourth's. */
+		for (int k = 0; k < 5; k++) {
+			sv_buf_printf(&log, "~AAAA\n+1\n%s", k == 2 ? "~abc\n" : "");
+			uint64_t here = log.len;
+			sv_buf_printf(&log, "*%08llx YWJjZGVm\n", k == 3 ? 0x1234ull
+								       : (unsigned long long)last);
+			last = here;
+			sv_buf_printf(&log, "~AAAA\n+2\n~AAAA\n");
+		}
+		for (int i = 0; i < pad; i++)
+			sv_buf_add(&log, "+1\n", 3);
+		sv_buf_add(&log, "", 1);
+		write_file((const char *)log.p);
+		struct sv_buf one, two;
+		sv_buf_init(&one);
+		sv_buf_init(&two);
+		sv_nh_split_at = UINT64_MAX;
+		scan_view(&one);
+		sv_nh_split_at = 1;
+		scan_view(&two);
+		if (one.len != two.len || memcmp(one.p, two.p, one.len)) {
+			if (!differ++)
+				fprintf(stderr, "  pad %d: one scan:\n%.*s\n  two halves:\n%.*s\n", pad,
+					(int)one.len, (const char *)one.p, (int)two.len,
+					(const char *)two.p);
+		}
+		T_OK(strstr((const char *)one.p, "a diff before any backup") != NULL);
+		T_OK(strstr((const char *)one.p, "is not the previous backup's offset") != NULL);
+		sv_buf_fini(&one);
+		sv_buf_fini(&two);
+		sv_buf_fini(&log);
+	}
+	T_INT(0, differ);
+	sv_nh_split_at = was;
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -312,6 +406,7 @@ int main(void)
 	transcript_pieces();
 	read_only();
 	failed_state_remembered();
+	split_scan();
 	unlink(path);
 	rmdir(dir);
 	return t_done();

@@ -364,9 +364,51 @@ static void lower_bound(void)
 	T_UINT(2, sv_lower_bound(2, int_below, &any)); /* the first two only */
 }
 
+/* sv_nl: every newline of a buffer, in order, as memchr finds them: at
+ * every length up to 300 (windows of 64 and the tail), from an odd start,
+ * with newlines dense, sparse, at window edges and none. */
+static void newlines(void)
+{
+	static uint8_t buf[320];
+	int bad = 0;
+	for (int pattern = 0; pattern < 5; pattern++) {
+		for (size_t i = 0; i < sizeof buf; i++) {
+			bool nl = pattern == 0 ? i % 2 == 0
+				: pattern == 1 ? i % 63 == 0
+				: pattern == 2 ? i % 64 == 63 || i % 64 == 0
+				: pattern == 3 ? false
+				: (i * 2654435761u) % 7 == 0;
+			buf[i] = nl ? '\n' : (uint8_t)('a' + i % 26);
+		}
+		for (size_t from = 0; from < 3; from++)
+			for (size_t len = 0; from + len <= sizeof buf && len <= 300; len++) {
+				const uint8_t *p = buf + from, *e = p + len, *want = p;
+				struct sv_nl f;
+				sv_nl_start(&f, p, e);
+				for (;;) {
+					want = want < e ? memchr(want, '\n', (size_t)(e - want)) : NULL;
+					const uint8_t *got = sv_nl_next(&f);
+					if (got != want) {
+						bad++;
+						break;
+					}
+					if (!got)
+						break;
+					want++;
+				}
+			}
+	}
+	T_INT(0, bad);
+	uint8_t none[1] = {'x'};
+	struct sv_nl f;
+	sv_nl_start(&f, none, none);
+	T_OK(sv_nl_next(&f) == NULL);
+}
+
 int main(void)
 {
 	lower_bound();
+	newlines();
 	parse_size();
 	inflate_ok();
 	inflate_sizes();

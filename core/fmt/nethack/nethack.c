@@ -27,7 +27,8 @@
  *   diffs/<line>.mdiff   each diff, decoded (not applied)
  *   states/<line>.sav    the save as it stands after each backup or diff
  *
- * Opening scans the lines once (memchr over large reads) and keeps, per
+ * Opening scans the lines once (large reads, newlines found 64 bytes at a
+ * time; a big log by two threads, one per half) and keeps, per
  * backup or diff line, its place and the backup its state starts from, and
  * a checkpoint every CK_EVERY lines from which the transcript is made
  * again on demand: the transcript and the log are streams, never held
@@ -841,8 +842,10 @@ static int each_line(int fd, uint64_t off, uint64_t limit, size_t block, const c
 		if (k == 0)
 			break;
 		const uint8_t *p = blk, *e = blk + k;
+		struct sv_nl nls;
+		sv_nl_start(&nls, p, e);
 		while (p < e) {
-			const uint8_t *nl = memchr(p, '\n', (size_t)(e - p));
+			const uint8_t *nl = sv_nl_next(&nls);
 			if (nl && !full) {
 				/* The whole line is in the block: seen where it is,
 				 * not copied (most lines). */
@@ -930,6 +933,22 @@ struct scan {
 			       * index), or NULL */
 	enum { SCAN_ALL, SCAN_ENTRIES, SCAN_DETAILS } what;
 	uint32_t line;      /* lines scanned, the header's included */
+	bool half;          /* the second half of a split scan: lines counted
+			     * from 0, the entries' warnings kept (struct
+			     * ewarn, in `held`) for the merge, which knows
+			     * the line numbers and the first half's backups */
+	struct sv_buf held;
+};
+
+/* A warning of the entries' scan, said at once or held for a merge. */
+enum { EW_BAD, EW_HUGE, EW_PTR, EW_NO_BACKUP, EW_FIRST };
+struct ewarn {
+	uint32_t kind, line;
+	uint64_t off, a, b;  /* EW_HUGE: line and payload sizes; EW_PTR: the
+			      * backup's number and the previous backup's
+			      * offset; EW_FIRST (held only): a second half's
+			      * first backup's number */
+	const char *why;     /* EW_BAD: a static string */
 };
 
 /* A warning found while scanning: said, and kept for the index. */
@@ -944,6 +963,34 @@ static void scan_warn(struct scan *s, const char *fmt, ...)
 	sv_warn(s->c, "%s", msg);
 	if (s->warns && sv_buf_add(s->warns, msg, strlen(msg) + 1))
 		s->err = -ENOMEM;
+}
+
+static void ent_warn(struct scan *s, struct ewarn w)
+{
+	if (s->half) {
+		if (sv_buf_add(&s->held, &w, sizeof w))
+			s->err = -ENOMEM;
+		return;
+	}
+	switch (w.kind) {
+	case EW_BAD:
+		scan_warn(s, "nethack: line %u (byte %llu): %s", w.line, (unsigned long long)w.off,
+			  w.why);
+		break;
+	case EW_HUGE:
+		scan_warn(s, "nethack: line %u (byte %llu): %llu bytes, a payload of %llu: more "
+			  "than savefs takes (1 GB a line, 4 GB a payload)", w.line,
+			  (unsigned long long)w.off, (unsigned long long)w.a, (unsigned long long)w.b);
+		break;
+	case EW_PTR:
+		scan_warn(s, "nethack: line %u: the backup's number %08llx is not the previous "
+			  "backup's offset %llu", w.line, (unsigned long long)w.a,
+			  (unsigned long long)w.b);
+		break;
+	case EW_NO_BACKUP:
+		scan_warn(s, "nethack: line %u: a diff before any backup", w.line);
+		break;
+	}
 }
 
 static void add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i);
@@ -1009,8 +1056,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	/* A malformed line is said once: a backup or diff by the entries'
 	 * scan, another kind by the details'. */
 	if (kind == K_BAD && (payload ? entries : details))
-		scan_warn(s, "nethack: line %u (byte %llu): %s", s->line,
-			  (unsigned long long)off, why);
+		ent_warn(s, (struct ewarn){EW_BAD, s->line, off, 0, 0, why});
 	/* A malformed backup or diff still gets its files, which fail with
 	 * the reason: the states after it cannot be made. */
 	if (!entries || !payload || (kind != K_BACKUP && kind != K_DIFF && kind != K_BAD))
@@ -1021,30 +1067,28 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	bool backup = l->p[0] == '*';
 	bool huge = l->full > ENT_MAX_LEN || size > UINT32_MAX;
 	if (huge)
-		scan_warn(s, "nethack: line %u (byte %llu): %llu bytes, a payload of %llu: more "
-			  "than savefs takes (1 GB a line, 4 GB a payload)", s->line,
-			  (unsigned long long)off, (unsigned long long)l->full,
-			  (unsigned long long)size);
+		ent_warn(s, (struct ewarn){EW_HUGE, s->line, off, l->full, size, NULL});
 	*e = (struct ent){.off = off, .len = huge ? 0 : (uint32_t)l->full, .backup = backup,
 			  .bad = kind == K_BAD || huge, .size = huge ? 0 : (uint32_t)size,
 			  .line = s->line, .base = nh->last_backup};
 	if (backup && !e->bad) {
 		if (nh->first_backup == UINT32_MAX) {
 			nh->first_backup = (uint32_t)nh->nents;
+			uint64_t ptr = 0;
+			if (s->half && sv_nh_parse_hex(l->p + 1, 8, &ptr))
+				ent_warn(s, (struct ewarn){EW_FIRST, s->line, off, ptr, 0, NULL});
 		} else {
 			uint64_t ptr = 0;
 			sv_nh_parse_hex(l->p + 1, 8, &ptr);
 			if (ptr != nh->ents[nh->last_backup].off)
-				scan_warn(s, "nethack: line %u: the backup's number %08llx is "
-					  "not the previous backup's offset %llu", s->line,
-					  (unsigned long long)ptr,
-					  (unsigned long long)nh->ents[nh->last_backup].off);
+				ent_warn(s, (struct ewarn){EW_PTR, s->line, off, ptr,
+							   nh->ents[nh->last_backup].off, NULL});
 		}
 		nh->last_backup = (uint32_t)nh->nents;
 		e->base = (uint32_t)nh->nents;
 	}
 	if (!backup && e->base == UINT32_MAX && !e->bad)
-		scan_warn(s, "nethack: line %u: a diff before any backup", s->line);
+		ent_warn(s, (struct ewarn){EW_NO_BACKUP, s->line, off, 0, 0, NULL});
 	nh->nents++;
 	nh->nbackups += backup;
 	if (s->add_nodes)
@@ -1054,6 +1098,17 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 
 static void scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *ent_warns,
 		       const struct sv_buf *det_warns);
+
+/* A scan ended at `end` (after its last complete line), `line` lines
+ * seen: nh's end, line count and torn tail follow. */
+static void scan_done(struct sv_container *c, struct nh *nh, uint32_t line, uint64_t end)
+{
+	nh->line = line;
+	nh->end = nh->det_end = end;
+	struct stat st;
+	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
+			   ? (uint64_t)st.st_size - end : 0;
+}
 
 /* Scans the complete lines from nh->end on as s says; nh's end, line
  * count and torn tail follow. */
@@ -1067,11 +1122,7 @@ static int scan_on(struct sv_container *c, struct nh *nh, struct scan *s, struct
 	sv_buf_fini(&s->content);
 	if (!rc && s->err)
 		rc = sv_err_set(err, s->err, "out of memory");
-	nh->line = s->line;
-	nh->end = nh->det_end = end;
-	struct stat st;
-	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
-			   ? (uint64_t)st.st_size - end : 0;
+	scan_done(c, nh, s->line, end);
 	return rc;
 }
 
@@ -1083,16 +1134,141 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 	int rc = sv_nh_details(c, nh, err);
 	if (rc)
 		return rc;
-	struct scan s = {c, nh, {0}, add_nodes, 0, NULL, SCAN_ALL, nh->line};
+	struct scan s = {c, nh, {0}, add_nodes, 0, NULL, SCAN_ALL, nh->line, false, {0}};
 	return scan_on(c, nh, &s, err);
+}
+
+/*
+ * A big log's entries are scanned by two threads: the second counts the
+ * lines of the first half (newlines alone, at memory speed) and scans the
+ * second half from there, with entries and warnings of its own, which
+ * are then put after the first half's.  What a line of the second half
+ * says about what came before (its backup's number, a diff before any
+ * backup) is settled at the merge, so that the result is the one scan's,
+ * warnings and their order included.
+ */
+uint64_t sv_nh_split_at = (uint64_t)32 << 20;
+
+struct half {
+	struct sv_container *c;
+	int fd;
+	uint64_t mid;         /* where it starts */
+	struct nh nh;         /* its entries: indexes and lines its own */
+	struct scan s;
+	uint64_t end;
+	int rc;
+	struct sv_err err;
+};
+
+static void *scan_half(void *arg)
+{
+	struct half *h = arg;
+	h->nh.last_backup = h->nh.first_backup = UINT32_MAX;
+	h->s = (struct scan){h->c, &h->nh, {0}, false, 0, NULL, SCAN_ENTRIES, 0, true, {0}};
+	h->rc = each_line(h->fd, h->mid, UINT64_MAX, BLOCK, "*~", &h->s.line, scan_line, &h->s,
+			  &h->end, &h->err);
+	if (!h->rc && h->s.err)
+		h->rc = h->s.err;
+	return NULL;
+}
+
+/* Where the second half starts: after the first newline from the middle
+ * on; 0 if none is near (a log of few, long lines is scanned whole). */
+static uint64_t split_point(int fd, uint64_t from, uint64_t size)
+{
+	uint8_t win[65536];
+	uint64_t mid = from + (size - from) / 2;
+	ssize_t k = pread(fd, win, sizeof win, (off_t)mid);
+	const uint8_t *nl = k > 0 ? memchr(win, '\n', (size_t)k) : NULL;
+	return nl ? mid + (uint64_t)(nl - win) + 1 : 0;
+}
+
+/* The second half's entries and warnings after the first's (nh, its
+ * scan s, `lines` lines seen), as one scan would have found them.
+ * -ENOMEM, with nh as the first half left it. */
+static int merge_half(struct nh *nh, struct scan *s, struct half *h)
+{
+	size_t na = nh->nents, nb = h->nh.nents;
+	uint32_t lines = s->line;
+	if (grow((void **)&nh->ents, &nh->capents, na + nb, sizeof *nh->ents))
+		return -ENOMEM;
+	uint32_t last_a = nh->last_backup;
+	for (size_t i = 0; i < nb; i++) {
+		struct ent e = h->nh.ents[i];
+		e.base = e.base == UINT32_MAX ? last_a : e.base + (uint32_t)na;
+		e.line += lines;
+		nh->ents[na + i] = e;
+	}
+	nh->nents = na + nb;
+	if (h->nh.first_backup != UINT32_MAX) {
+		if (nh->first_backup == UINT32_MAX)
+			nh->first_backup = h->nh.first_backup + (uint32_t)na;
+		nh->last_backup = h->nh.last_backup + (uint32_t)na;
+	}
+	nh->nbackups += h->nh.nbackups;
+	const struct ewarn *w = (const void *)h->s.held.p;
+	for (size_t i = 0; i < h->s.held.len / sizeof *w; i++) {
+		struct ewarn x = w[i];
+		x.line += lines;
+		if (x.kind == EW_FIRST) {
+			if (last_a == UINT32_MAX || x.a == nh->ents[last_a].off)
+				continue;
+			x.kind = EW_PTR;
+			x.b = nh->ents[last_a].off;
+		} else if (x.kind == EW_NO_BACKUP && last_a != UINT32_MAX) {
+			continue;
+		}
+		ent_warn(s, x);
+	}
+	return s->err;
 }
 
 /* The open's scan: the entries, and the lines counted. */
 static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *warns,
 			struct sv_err *err)
 {
-	struct scan s = {c, nh, {0}, false, 0, warns, SCAN_ENTRIES, nh->line};
-	return scan_on(c, nh, &s, err);
+	struct scan s = {c, nh, {0}, false, 0, warns, SCAN_ENTRIES, nh->line, false, {0}};
+	int fd = sv_container_fd(c);
+	uint64_t size = sv_container_size(c);
+	struct half *h = NULL;
+	pthread_t th;
+	if (size - nh->end >= sv_nh_split_at && !nh->kept && (h = calloc(1, sizeof *h))) {
+		h->c = c;
+		h->fd = fd;
+		h->mid = split_point(fd, nh->end, size);
+		if (!h->mid || pthread_create(&th, NULL, scan_half, h)) {
+			free(h);
+			h = NULL;
+		}
+	}
+	if (!h)
+		return scan_on(c, nh, &s, err);
+	/* The first half, here. */
+	uint64_t end = nh->end;
+	int rc = each_line(fd, nh->end, h->mid, BLOCK, "*~", &s.line, scan_line, &s, &end, err);
+	if (!rc && s.err)
+		rc = sv_err_set(err, s.err, "out of memory");
+	pthread_join(th, NULL);
+	if (!rc) {
+		nh->line = s.line;
+		nh->end = end;
+		/* The halves meet where the second began (the file did not
+		 * change under them): merged; else the rest is scanned here. */
+		if (!h->rc && end == h->mid &&
+		    (uint64_t)s.line + h->s.line <= UINT32_MAX) {
+			rc = merge_half(nh, &s, h);
+			if (rc)
+				rc = sv_err_set(err, rc, "out of memory");
+			else
+				scan_done(c, nh, s.line + h->s.line, h->end);
+		} else {
+			rc = scan_on(c, nh, &s, err);
+		}
+	}
+	free(h->nh.ents);
+	sv_buf_fini(&h->s.held);
+	free(h);
+	return rc;
 }
 
 int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
@@ -1118,7 +1294,7 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
 			free(nh->ck);
 		nh->ck = NULL;
 		nh->nck = nh->capck = 0;
-		struct scan s = {c, nh, {0}, false, 0, &warns, SCAN_DETAILS, 3};
+		struct scan s = {c, nh, {0}, false, 0, &warns, SCAN_DETAILS, 3, false, {0}};
 		uint64_t end = nh->hdr_end;
 		rc = sv_nh_each_line(sv_container_fd(c), nh->hdr_end, nh->det_end, BLOCK, scan_line,
 				     &s, &end, err);

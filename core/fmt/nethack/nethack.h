@@ -32,6 +32,13 @@ int64_t sv_nh_payload_size(const char *p, size_t n, bool *compressed);
 int sv_nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *out,
 		      struct sv_err *err);
 
+/* ---- the log's scan (nethack.c) --------------------------------------------------- */
+
+/* A log with at least this many bytes after its header is scanned by two
+ * threads, the second from its middle on (32 MiB; tests make it small, to
+ * see the two halves find what one scan finds). */
+extern uint64_t sv_nh_split_at;
+
 /* ---- save diffs (nhdiff.c) ---------------------------------------------------- */
 
 enum nh_diff_format {
