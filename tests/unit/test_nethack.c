@@ -60,10 +60,14 @@ static char *read_file(size_t *n)
 	return buf;
 }
 
-static struct sv_container *open_log(void)
+/* The log at path, opened read-only or not, with the persistent index or
+ * not. */
+static struct sv_container *open_log_as(bool read_only, bool noindex)
 {
 	struct sv_opts o;
 	sv_opts_init(&o);
+	o.read_only = read_only;
+	o.noindex = noindex;
 	struct sv_container *c = NULL;
 	struct sv_err err;
 	int rc = sv_container_open(path, &o, &c, &err);
@@ -71,6 +75,11 @@ static struct sv_container *open_log(void)
 	if (rc)
 		fprintf(stderr, "open: %s\n", err.msg);
 	return c;
+}
+
+static struct sv_container *open_log(void)
+{
+	return open_log_as(false, false);
 }
 
 static uint64_t size_of(struct sv_container *c, const char *p)
@@ -275,12 +284,8 @@ static void failed_state_remembered(void)
 		return;
 	text[n] = '\0';
 	write_file(text);
-	struct sv_opts o;
-	sv_opts_init(&o);
-	o.read_only = true;
-	struct sv_container *c = NULL;
+	struct sv_container *c = open_log_as(true, false);
 	struct sv_err err;
-	T_INT(0, sv_container_open(path, &o, &c, &err));
 	if (!c)
 		return;
 	struct sv_blob *b = NULL;
@@ -296,7 +301,7 @@ static void failed_state_remembered(void)
 	T_STR("line 4: payload: byte 266: not base64", err.msg);
 	sv_container_free(c);
 	/* Opened anew, the file's new fault shows. */
-	T_INT(0, sv_container_open(path, &o, &c, &err));
+	c = open_log_as(true, false);
 	if (!c)
 		return;
 	T_INT(-EIO, sv_content(c, node_of(c, "states/000007.sav"), &b, &err));
@@ -314,12 +319,7 @@ static int add_name(void *arg, const char *name, const struct sv_stat *st, uint6
  * sizes. */
 static void scan_view(struct sv_buf *out)
 {
-	struct sv_opts o;
-	sv_opts_init(&o);
-	o.noindex = true;
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	T_INT(0, sv_container_open(path, &o, &c, &err));
+	struct sv_container *c = open_log_as(false, true);
 	if (!c)
 		return;
 	struct sv_blob *b = NULL;
