@@ -397,6 +397,81 @@ static void split_scan(void)
 	sv_nh_split_at = was;
 }
 
+/* True if .savefs/log has needle. */
+static bool said(struct sv_container *c, const char *needle)
+{
+	struct sv_blob *b = NULL;
+	if (sv_content(c, node_of(c, ".savefs/log"), &b, NULL))
+		return false;
+	char *t = strndup((const char *)b->data, b->len);
+	bool ok = t && strstr(t, needle);
+	free(t);
+	sv_blob_unref(b);
+	return ok;
+}
+
+static int count_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	++*(size_t *)arg;
+	return 0;
+}
+
+static size_t states_listed(struct sv_container *c)
+{
+	size_t n = 0;
+	T_INT(0, sv_readdir(c, node_of(c, "states"), 0, count_one, &n));
+	return n;
+}
+
+/*
+ * A log over 8 MB is opened without its scan: the mount answers from its
+ * header and the end of its last complete line, and the entries are found
+ * at their first need.  Seen by a malformed diff, whose warning comes with
+ * the scan; by the log's size and the torn tail said at the open; and by
+ * lines another program appends before the first need, which the scan
+ * leaves to the follower (shown at the next poll, not taken for torn).
+ */
+static void scan_at_first_need(void)
+{
+	struct sv_buf log;
+	sv_buf_init(&log);
+	sv_buf_add(&log, HEADER, strlen(HEADER));
+	sv_buf_add(&log, BACKUP, strlen(BACKUP));
+	sv_buf_add(&log, "~abc\n", 5);
+	size_t diffs = 0;
+	while (log.len < (9u << 20)) {
+		sv_buf_add(&log, "~AAAA\n+1\n", 9);
+		diffs++;
+	}
+	size_t whole = log.len;
+	sv_buf_add(&log, "~AB", 4);  /* torn, and the string's end */
+	write_file((const char *)log.p);
+	sv_buf_fini(&log);
+	struct sv_container *c = open_log_as(false, true);
+	if (!c)
+		return;
+	T_UINT(whole, size_of(c, "log"));
+	T_OK(said(c, "3 bytes after the last newline"));
+	T_OK(!said(c, "a diff's payload is not base64"));
+	/* Another program finishes the torn line and adds one. */
+	append_file("AA\n~AAAA\n");
+	/* The first need: the lines the open saw (the backup, the malformed
+	 * diff and the rest), and the scan's warning. */
+	T_UINT(2 + diffs, states_listed(c));
+	T_OK(said(c, "line 5 (byte 172): a diff's payload is not base64"));
+	T_UINT(whole, size_of(c, "log"));
+	/* What was appended since the open is another program's writing,
+	 * not a torn tail: a rewind is refused until the log is read again. */
+	struct sv_err err;
+	T_INT(-EBUSY, sv_truncate(c, node_of(c, "log"), 172, &err));
+	T_STR("another program wrote to it since it was read: not rewound", err.msg);
+	/* The follower takes the appended lines. */
+	sv_container_poll(c, NULL);
+	T_UINT(4 + diffs, states_listed(c));
+	T_UINT(whole + 12, size_of(c, "log"));
+	sv_container_free(c);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -407,6 +482,7 @@ int main(void)
 	read_only();
 	failed_state_remembered();
 	split_scan();
+	scan_at_first_need();
 	unlink(path);
 	rmdir(dir);
 	return t_done();

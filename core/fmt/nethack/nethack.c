@@ -1101,10 +1101,16 @@ static void scan_store(struct sv_container *c, const struct nh *nh, const struct
 
 /* A scan ended at `end` (after its last complete line), `line` lines
  * seen: nh's end, line count and torn tail follow. */
-static void scan_done(struct sv_container *c, struct nh *nh, uint32_t line, uint64_t end)
+static void scan_done(struct sv_container *c, struct nh *nh, uint32_t line, uint64_t end,
+		      uint64_t limit)
 {
 	nh->line = line;
 	nh->end = nh->det_end = end;
+	/* A scan that stopped where it was told (a first need's scan, up
+	 * to the end the open saw) keeps the torn tail the open saw: lines
+	 * appended since are new to the follower, not torn. */
+	if (end == limit)
+		return;
 	struct stat st;
 	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
 			   ? (uint64_t)st.st_size - end : 0;
@@ -1112,17 +1118,18 @@ static void scan_done(struct sv_container *c, struct nh *nh, uint32_t line, uint
 
 /* Scans the complete lines from nh->end on as s says; nh's end, line
  * count and torn tail follow. */
-static int scan_on(struct sv_container *c, struct nh *nh, struct scan *s, struct sv_err *err)
+static int scan_on(struct sv_container *c, struct nh *nh, struct scan *s, uint64_t limit,
+		   struct sv_err *err)
 {
 	uint64_t end = nh->end;
 	/* The entries' scan is told of backup and diff lines alone, the
 	 * others counted (s->line). */
-	int rc = each_line(sv_container_fd(c), nh->end, UINT64_MAX, BLOCK,
+	int rc = each_line(sv_container_fd(c), nh->end, limit, BLOCK,
 			   s->what == SCAN_ENTRIES ? "*~" : NULL, &s->line, scan_line, s, &end, err);
 	sv_buf_fini(&s->content);
 	if (!rc && s->err)
 		rc = sv_err_set(err, s->err, "out of memory");
-	scan_done(c, nh, s->line, end);
+	scan_done(c, nh, s->line, end, limit);
 	return rc;
 }
 
@@ -1135,7 +1142,7 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 	if (rc)
 		return rc;
 	struct scan s = {c, nh, {0}, add_nodes, 0, NULL, SCAN_ALL, nh->line, false, {0}};
-	return scan_on(c, nh, &s, err);
+	return scan_on(c, nh, &s, UINT64_MAX, err);
 }
 
 /*
@@ -1152,7 +1159,7 @@ uint64_t sv_nh_split_at = (uint64_t)32 << 20;
 struct half {
 	struct sv_container *c;
 	int fd;
-	uint64_t mid;         /* where it starts */
+	uint64_t mid, limit;  /* where it starts and stops */
 	struct nh nh;         /* its entries: indexes and lines its own */
 	struct scan s;
 	uint64_t end;
@@ -1165,7 +1172,7 @@ static void *scan_half(void *arg)
 	struct half *h = arg;
 	h->nh.last_backup = h->nh.first_backup = UINT32_MAX;
 	h->s = (struct scan){h->c, &h->nh, {0}, false, 0, NULL, SCAN_ENTRIES, 0, true, {0}};
-	h->rc = each_line(h->fd, h->mid, UINT64_MAX, BLOCK, "*~", &h->s.line, scan_line, &h->s,
+	h->rc = each_line(h->fd, h->mid, h->limit, BLOCK, "*~", &h->s.line, scan_line, &h->s,
 			  &h->end, &h->err);
 	if (!h->rc && h->s.err)
 		h->rc = h->s.err;
@@ -1225,24 +1232,27 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 
 /* The open's scan: the entries, and the lines counted. */
 static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *warns,
-			struct sv_err *err)
+			uint64_t limit, struct sv_err *err)
 {
 	struct scan s = {c, nh, {0}, false, 0, warns, SCAN_ENTRIES, nh->line, false, {0}};
 	int fd = sv_container_fd(c);
 	uint64_t size = sv_container_size(c);
+	if (size > limit)
+		size = limit;
 	struct half *h = NULL;
 	pthread_t th;
 	if (size - nh->end >= sv_nh_split_at && !nh->kept && (h = calloc(1, sizeof *h))) {
 		h->c = c;
 		h->fd = fd;
+		h->limit = limit;
 		h->mid = split_point(fd, nh->end, size);
-		if (!h->mid || pthread_create(&th, NULL, scan_half, h)) {
+		if (!h->mid || h->mid >= size || pthread_create(&th, NULL, scan_half, h)) {
 			free(h);
 			h = NULL;
 		}
 	}
 	if (!h)
-		return scan_on(c, nh, &s, err);
+		return scan_on(c, nh, &s, limit, err);
 	/* The first half, here. */
 	uint64_t end = nh->end;
 	int rc = each_line(fd, nh->end, h->mid, BLOCK, "*~", &s.line, scan_line, &s, &end, err);
@@ -1260,9 +1270,9 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 			if (rc)
 				rc = sv_err_set(err, rc, "out of memory");
 			else
-				scan_done(c, nh, s.line + h->s.line, h->end);
+				scan_done(c, nh, s.line + h->s.line, h->end, limit);
 		} else {
-			rc = scan_on(c, nh, &s, err);
+			rc = scan_on(c, nh, &s, limit, err);
 		}
 	}
 	free(h->nh.ents);
@@ -1273,6 +1283,9 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 
 int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
 {
+	int ready = sv_nh_ready(c, nh, err);
+	if (ready)
+		return ready;
 	if (__atomic_load_n(&nh->detailed, __ATOMIC_ACQUIRE) &&
 	    !__atomic_load_n(&nh->det_warns.len, __ATOMIC_ACQUIRE))
 		return 0;
@@ -1327,8 +1340,10 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
  * as this build lays it out (SCAN_INDEX says which layout; the store keys
  * it by the log's identity). */
 #define SCAN_INDEX 3
-/* Logs up to this size have their details found at open. */
+/* Logs up to this size have their details found at open; a bigger one's
+ * entries are scanned at their first need. */
 #define DETAILS_AT_ONCE ((uint64_t)8 << 20)
+#define SCAN_LATER DETAILS_AT_ONCE
 struct scan_rec {
 	uint64_t hdr_end, end, time, tbody, nents, nck, nwarn_ent, nwarn_det;
 	uint32_t line, last_backup, first_backup, over;
@@ -1425,16 +1440,75 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 /* The open's scan: kept from an earlier mount of the very same file, or
  * the entries found now (the details wait for their first need, and then
  * keep the record). */
+static void check_first_pointer(struct sv_container *c, struct nh *nh);
+
+/* The end of the last complete line of [from, size) of fd (from if it has
+ * none), read backwards from the end; -EIO. */
+static int last_line_end(int fd, uint64_t from, uint64_t size, uint64_t *end)
+{
+	uint8_t win[65536];
+	uint64_t hi = size;
+	while (hi > from) {
+		uint64_t lo = hi - from > sizeof win ? hi - sizeof win : from;
+		ssize_t k = pread(fd, win, (size_t)(hi - lo), (off_t)lo);
+		if (k != (ssize_t)(hi - lo))
+			return -EIO;
+		const uint8_t *nl = memrchr(win, '\n', (size_t)k);
+		if (nl) {
+			*end = lo + (uint64_t)(nl - win) + 1;
+			return 0;
+		}
+		hi = lo;
+	}
+	*end = from;
+	return 0;
+}
+
+int sv_nh_ready(struct sv_container *c, struct nh *nh, struct sv_err *err)
+{
+	if (__atomic_load_n(&nh->scanned, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&nh->scan_lock);
+	int rc = 0;
+	if (!nh->scanned) {
+		rc = scan_entries(c, nh, &nh->ent_warns, nh->scan_to, err);
+		if (!rc) {
+			check_first_pointer(c, nh);
+			__atomic_store_n(&nh->scanned, true, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&nh->scan_lock);
+	return rc;
+}
+
 static int scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err)
 {
 	struct sv_blob *kept = NULL;
+	int rc = 0;
 	if (!sv_container_index_load(c, "scan", SCAN_INDEX, &kept)) {
 		bool ok = scan_recall(c, nh, kept);
 		sv_blob_unref(kept);
 		if (ok)
-			return 0;
+			goto scanned;
 	}
-	return scan_entries(c, nh, &nh->ent_warns, err);
+	uint64_t size = sv_container_size(c);
+	if (size > SCAN_LATER) {
+		/* Found at the first need: the open knows where the last
+		 * complete line ends (the log's size) and what is torn. */
+		rc = last_line_end(sv_container_fd(c), nh->end, size, &nh->scan_to);
+		if (rc)
+			return sv_err_set(err, rc, "nethack: cannot read the end of the log: %s",
+					  strerror(errno));
+		nh->torn = size - nh->scan_to;
+		return 0;
+	}
+	rc = scan_entries(c, nh, &nh->ent_warns, UINT64_MAX, err);
+	if (rc)
+		return rc;
+scanned:
+	check_first_pointer(c, nh);
+	nh->scanned = true;
+	return 0;
 }
 
 static void check_first_pointer(struct sv_container *c, struct nh *nh)
@@ -1510,7 +1584,10 @@ static int list_nh(struct sv_container *c, uint32_t dir, uint64_t pos, char name
 		   bool *is_dir, uint64_t *at)
 {
 	struct nh *nh = sv_container_priv(c);
+	struct sv_err e;
 	*is_dir = false;
+	if (nh && sv_nh_ready(c, nh, &e))
+		return -EIO;
 	for (size_t i = pos; nh && i < nh->nents; i++) {
 		char n[32];
 		if (ent_name(nh, dir, &nh->ents[i], n)) {
@@ -1525,6 +1602,9 @@ static int list_nh(struct sv_container *c, uint32_t dir, uint64_t pos, char name
 static void count_nh(struct sv_container *c, uint32_t dir, uint64_t *files, uint64_t *dirs)
 {
 	struct nh *nh = sv_container_priv(c);
+	struct sv_err e;
+	if (nh && sv_nh_ready(c, nh, &e))
+		return;
 	if (!nh || dir == nh->n_states) {
 		*files += nh ? nh->nents : 0;
 		return;
@@ -1554,6 +1634,9 @@ static int lookup_nh(struct sv_container *c, uint32_t dir, const char *name, str
 	unsigned long line = strtoul(name, &end, 10);
 	if (*end != '.' || line > UINT32_MAX)
 		return -ENOENT;
+	int rc = sv_nh_ready(c, nh, err);
+	if (rc)
+		return rc;
 	struct line_below q = {nh, line};
 	size_t lo = sv_lower_bound(nh->nents, line_below, &q);
 	char want[32];
@@ -1613,6 +1696,7 @@ static void free_nh(struct nh *nh)
 	sv_buf_fini(&nh->det_warns);
 	pthread_mutex_destroy(&nh->st_lock);
 	pthread_mutex_destroy(&nh->det_lock);
+	pthread_mutex_destroy(&nh->scan_lock);
 	free(nh);
 }
 
@@ -1631,6 +1715,7 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&nh->st_lock, NULL);
 	pthread_mutex_init(&nh->det_lock, NULL);
+	pthread_mutex_init(&nh->scan_lock, NULL);
 	nh->last_backup = nh->first_backup = nh->st_ent = nh->fail_ent = UINT32_MAX;
 	sv_container_set_priv(c, nh);
 	sv_nh_install_signals();
@@ -1643,7 +1728,6 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	rc = scan_all(c, nh, err);
 	if (rc)
 		return rc;
-	check_first_pointer(c, nh);
 	/* A small log's details cost little: found now. */
 	if (sv_container_size(c) <= DETAILS_AT_ONCE && (rc = sv_nh_details(c, nh, err)))
 		return rc;
@@ -1652,7 +1736,7 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 			"not shown", (unsigned long long)nh->torn);
 	/* After a rewind these three change even where their sizes do not. */
 	nh->n_log = sv_node_add(c, SV_ROOT, "log", SV_N_STREAM | SV_N_DIRECT | SV_N_DERIVED,
-				sv_nh_log_size(nh), KEY_LOG);
+				nh->scanned ? sv_nh_log_size(nh) : nh->scan_to, KEY_LOG);
 	nh->n_header = sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED,
 				   nh->json.len, KEY_HEADER);
 	/* Its size is known with the details: a listing leaves it out, a
@@ -1678,6 +1762,9 @@ static void info_nh(struct sv_container *c, void *obj)
 {
 	struct nh *nh = sv_container_priv(c);
 	json_t *o = obj;
+	struct sv_err re;
+	/* (A scan that fails is said by the details' below.) */
+	sv_nh_ready(c, nh, &re);
 	json_object_set_new(o, "version", json_string(nh->version));
 	json_object_set_new(o, "status", json_string(nh->status));
 	json_object_set_new(o, "recovery_count", json_integer(nh->recovery));

@@ -91,6 +91,13 @@ struct nh {
 	 * after sv_nh_details. */
 	pthread_mutex_t det_lock;
 	bool detailed;
+	/* A big log's entries are found at their first need (sv_nh_ready:
+	 * a listing, a lookup, a read, info, an append), not at the open,
+	 * up to scan_to, the end of its last complete line at the open;
+	 * `scanned` (scan_lock, atomic) says they are. */
+	pthread_mutex_t scan_lock;
+	bool scanned;
+	uint64_t scan_to;
 	uint64_t det_end;
 	struct sv_buf ent_warns; /* the entries' scan's warnings (for the record) */
 	struct sv_buf det_warns; /* a record's details' warnings, said at the
@@ -175,6 +182,8 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 /* Finds the details the open left (above) if not found yet; any lock.
  * 0 or -errno (then they are tried again at the next need). */
 int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err);
+/* The log's entries, scanned if they are not yet (any lock). */
+int sv_nh_ready(struct sv_container *c, struct nh *nh, struct sv_err *err);
 int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
 		    struct sv_err *err);
 void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size);

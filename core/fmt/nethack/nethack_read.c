@@ -146,6 +146,9 @@ int sv_nh_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
 		*out = sv_nh_buf_blob(&nh->json);
 		return *out ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
 	}
+	int ready = sv_nh_ready(c, nh, err);
+	if (ready)
+		return ready;
 	uint32_t t = (uint32_t)(key >> 32), i = (uint32_t)key;
 	if (i >= nh->nents)
 		return sv_err_set(err, -ENOENT, "no such line");
@@ -256,6 +259,9 @@ int sv_nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
 	struct nh *nh = sv_container_priv(c);
 	uint64_t key = sv_node(c, node)->key;
 	*got = 0;
+	int ready = sv_nh_ready(c, nh, err);
+	if (ready)
+		return ready;
 	if (key == KEY_TRANSCRIPT) {
 		int rc = sv_nh_details(c, nh, err);
 		return rc ? rc : read_transcript(c, nh, off, buf, size, got, err);
