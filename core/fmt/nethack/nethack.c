@@ -1146,13 +1146,13 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 }
 
 /*
- * A big log's entries are scanned by two threads: the second counts the
- * lines of the first half (newlines alone, at memory speed) and scans the
- * second half from there, with entries and warnings of its own, which
- * are then put after the first half's.  What a line of the second half
- * says about what came before (its backup's number, a diff before any
- * backup) is settled at the merge, so that the result is the one scan's,
- * warnings and their order included.
+ * A big log's entries are scanned by two threads: the second scans the
+ * second half, from the first newline after the middle, with entries,
+ * line numbers and warnings of its own, which the merge puts after the
+ * first half's.  What a line of the second half says about what came
+ * before (its backup's number, a diff before any backup) is settled at
+ * the merge, so that the result is the one scan's, warnings and their
+ * order included.
  */
 uint64_t sv_nh_split_at = (uint64_t)32 << 20;
 
@@ -1241,7 +1241,8 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 		size = limit;
 	struct half *h = NULL;
 	pthread_t th;
-	if (size - nh->end >= sv_nh_split_at && !nh->kept && (h = calloc(1, sizeof *h))) {
+	if (size > nh->end && size - nh->end >= sv_nh_split_at && !nh->kept &&
+	    (h = calloc(1, sizeof *h))) {
 		h->c = c;
 		h->fd = fd;
 		h->limit = limit;
@@ -1475,6 +1476,15 @@ int sv_nh_ready(struct sv_container *c, struct nh *nh, struct sv_err *err)
 		if (!rc) {
 			check_first_pointer(c, nh);
 			__atomic_store_n(&nh->scanned, true, __ATOMIC_RELEASE);
+		} else {
+			/* Nothing kept of a scan that failed: the next need
+			 * starts it again from the header. */
+			nh->nents = nh->nbackups = 0;
+			nh->first_backup = nh->last_backup = UINT32_MAX;
+			nh->end = nh->det_end = nh->hdr_end;
+			nh->line = 3;
+			nh->torn = nh->scan_torn;
+			sv_buf_fini(&nh->ent_warns);
 		}
 	}
 	pthread_mutex_unlock(&nh->scan_lock);
@@ -1499,7 +1509,7 @@ static int scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err)
 		if (rc)
 			return sv_err_set(err, rc, "nethack: cannot read the end of the log: %s",
 					  strerror(errno));
-		nh->torn = size - nh->scan_to;
+		nh->torn = nh->scan_torn = size - nh->scan_to;
 		return 0;
 	}
 	rc = scan_entries(c, nh, &nh->ent_warns, UINT64_MAX, err);

@@ -97,7 +97,7 @@ struct nh {
 	 * `scanned` (scan_lock, atomic) says they are. */
 	pthread_mutex_t scan_lock;
 	bool scanned;
-	uint64_t scan_to;
+	uint64_t scan_to, scan_torn; /* and the bytes after it then */
 	uint64_t det_end;
 	struct sv_buf ent_warns; /* the entries' scan's warnings (for the record) */
 	struct sv_buf det_warns; /* a record's details' warnings, said at the
