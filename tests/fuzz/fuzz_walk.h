@@ -63,22 +63,27 @@ static int fuzz_collect(void *arg, const char *name, const struct sv_stat *st, u
 		k->v = v;
 		k->names = names;
 	}
-	k->names[k->n] = NULL;
-	if (st->unmade && !(k->names[k->n] = strdup(name)))
+	if (!(k->names[k->n] = strdup(name)))
 		abort();
-	k->v[k->n++] = st->node;
+	k->v[k->n++] = st->unmade ? SV_NONE : st->node;
 	return 0;
 }
 
-/* Lists dir into k (start from {0}; free k->v after).  A directory that
- * does not list leaves k as it was.  An entry listed without a node (an
- * index directory's) must look up by the name listed. */
+/* Lists dir into k (start from {0}; free k->v after) as the kernel lists
+ * (entries given with their nodes where the format makes them so).  A
+ * directory that does not list leaves k as it was.  Every listed name
+ * must look up: an entry listed without a node (an index directory's) to
+ * a node, one listed with a node to that node. */
 static void fuzz_list(struct sv_container *c, uint32_t dir, struct fuzz_kids *k)
 {
-	sv_readdir(c, dir, 0, fuzz_collect, k);
+	sv_readdir_nodes(c, dir, 0, fuzz_collect, k);
 	for (size_t i = 0; i < k->n; i++) {
-		if (k->names[i] && sv_lookup(c, dir, k->names[i], &k->v[i]))
+		uint32_t got;
+		if (sv_lookup(c, dir, k->names[i], &got))
 			fuzz_fail("a listed name does not look up", k->names[i]);
+		if (k->v[i] != SV_NONE && got != k->v[i])
+			fuzz_fail("a listed name looks up to another node", k->names[i]);
+		k->v[i] = got;
 		free(k->names[i]);
 	}
 	free(k->names);
