@@ -575,6 +575,15 @@ static void append_kind(void)
 	close(other);
 	T_INT(0, sv_write(c, n, 8, "five\n", 5, &err));
 	T_STR("one\ntwo\nfive\n", slurp(path));
+	/* An edit that is no direct write (a new file) cannot land in an
+	 * append-only container: refused at its commit, before anything is
+	 * taken for one (a snapshot of the tree was taken and leaked there
+	 * before), the file as it was. */
+	uint32_t x;
+	T_INT(0, sv_create(c, SV_ROOT, "x", 0644, &x, &err));
+	T_INT(-EROFS, sv_flush(c, x, NULL, NULL, &err));
+	T_STR("edits of this container land as they are written", err.msg);
+	T_STR("one\ntwo\nfive\n", slurp(path));
 	sv_container_free(c);
 }
 
