@@ -168,17 +168,6 @@ void sv_mark_changed(struct sv_container *c, uint32_t i, bool edited)
 	}
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static bool in_groups(const uint64_t *g, size_t n, uint64_t x)
-{
-	return x && n && bsearch(&x, g, n, sizeof *g, cmp_u64);
-}
-
 /* A pending edit the next commit takes, or a removal it makes. */
 static bool committing(const struct sv_inode *n)
 {
@@ -198,8 +187,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	if (!old_gen || !edited) {
 		free(old_gen);
 		free(edited);
-		c->ntgroups = 0;
-		c->tgroups_all = false;
+		sv_u64set_clear(&c->tgroups);
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	/* In one pass: what the commit changes (its edits and removals, and
@@ -220,8 +208,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 			n->flags |= SV_N_STALE;
 		indexed |= (n->flags & (SV_N_INDEXDIR | SV_N_GONE)) == SV_N_INDEXDIR;
 	}
-	if (c->ntgroups)
-		qsort(c->tgroups, c->ntgroups, sizeof *c->tgroups, cmp_u64);
+	sv_u64set_sort(&c->tgroups);
 	c->reindexing = true;
 	c->relist = false;
 	c->edited = edited;
@@ -280,7 +267,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		} else if (i >= old_count || n->gen != old_gen[i] ||
 			   (n->flags & SV_N_TOUCHED) ||
 			   (!(n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_TEMP)) &&
-			    (c->tgroups_all || in_groups(c->tgroups, c->ntgroups, n->group)))) {
+			    sv_u64set_has(&c->tgroups, n->group))) {
 			/* Touched by a rebuild after it found the node again. */
 			n->flags &= ~SV_N_TOUCHED;
 			if (i < old_count && n->gen == old_gen[i]) {
@@ -303,8 +290,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 			sv_changed_add(changed, i);
 		}
 	}
-	c->ntgroups = 0;
-	c->tgroups_all = false;
+	sv_u64set_clear(&c->tgroups);
 	free(old_gen);
 	free(edited);
 	sv_cache_drop(c->cache, 0, 0);
@@ -375,30 +361,6 @@ static bool same_as_stored(struct sv_container *c, uint32_t i)
 	return same;
 }
 
-/* The groups of what a commit writes, as validate() found them. */
-struct groups {
-	uint64_t *v;
-	size_t n, cap;
-	bool all; /* out of memory: every group */
-};
-
-static void groups_add(struct groups *g, uint64_t x)
-{
-	if (!x || g->all)
-		return;
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 16;
-		uint64_t *p = realloc(g->v, cap * sizeof *p);
-		if (!p) {
-			g->all = true;
-			return;
-		}
-		g->v = p;
-		g->cap = cap;
-	}
-	g->v[g->n++] = x;
-}
-
 /*
  * Before a commit, in one pass over the nodes:
  * - every view of what it changes whose bytes were never loaded (so that
@@ -411,10 +373,9 @@ static void groups_add(struct groups *g, uint64_t x)
  *   read now, into c->snap, while the format can still read the old file.
  * Write lock held.
  */
-static void before_write(struct sv_container *c, struct groups *g)
+static void before_write(struct sv_container *c, struct sv_u64set *g)
 {
-	if (g->n)
-		qsort(g->v, g->n, sizeof *g->v, cmp_u64);
+	sv_u64set_sort(g);
 	for (uint32_t i = 1; i < c->nsnap; i++) {
 		struct sv_inode *n = &c->nodes[i];
 		struct sv_err e;
@@ -422,7 +383,7 @@ static void before_write(struct sv_container *c, struct groups *g)
 		if (!(n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY |
 				  SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN | SV_N_BAD)) &&
 		    !(n->dstate & SV_D_KNOWN) &&
-		    (cheap_derived || g->all || in_groups(g->v, g->n, n->group))) {
+		    (cheap_derived || sv_u64set_has(g, n->group))) {
 			struct sv_blob *b = NULL;
 			if (!sv_content_locked(c, i, &b, &e))
 				sv_blob_unref(b);
@@ -438,7 +399,7 @@ static void before_write(struct sv_container *c, struct groups *g)
 /* Validates every pending edit, dropping those refused; write lock held.
  * *left: whether anything is still to be written; g: its groups. */
 static int validate(struct sv_container *c, struct changed_list *changed, bool *left,
-		    struct groups *g, struct sv_err *err)
+		    struct sv_u64set *g, struct sv_err *err)
 {
 	int rc = 0;
 	*left = false;
@@ -446,7 +407,7 @@ static int validate(struct sv_container *c, struct changed_list *changed, bool *
 		struct sv_inode *n = &c->nodes[i];
 		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
 			*left = true; /* a removal */
-			groups_add(g, n->group);
+			sv_u64set_add(g, n->group);
 			continue;
 		}
 		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY))
@@ -472,7 +433,7 @@ static int validate(struct sv_container *c, struct changed_list *changed, bool *
 		if (!r) {
 			if (!(n->flags & SV_N_GONE)) {
 				*left = true;
-				groups_add(g, n->group);
+				sv_u64set_add(g, n->group);
 			}
 			continue;
 		}
@@ -545,23 +506,26 @@ static int commit_locked(struct sv_container *c, struct changed_list *changed,
 		return rc;
 	}
 	bool left;
-	struct groups g = {0};
+	struct sv_u64set g = {0};
 	rc = validate(c, changed, &left, &g, err);
 	if (rc || !left) {
-		free(g.v);
+		sv_u64set_fini(&g);
 		return rc;
 	}
 	uint32_t count = c->nnodes;
 	c->snap = calloc(count ? count : 1, sizeof *c->snap);
 	if (!c->snap) {
-		free(g.v);
+		sv_u64set_fini(&g);
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		drop_ready(c, changed, err);
 		return rc;
 	}
 	c->nsnap = count;
 	before_write(c, &g);
-	free(g.v);
+	sv_u64set_fini(&g);
+	/* What the format touches is this commit's alone (one refused
+	 * before its re-index left its touches). */
+	sv_u64set_clear(&c->tgroups);
 	rc = in_place ? write_in_place(c, err) : write_new(c, err);
 	bool written = rc == 0;
 	if (!written)

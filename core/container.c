@@ -389,7 +389,7 @@ void sv_container_free(struct sv_container *c)
 	free(c->nodes);
 	free(c->freed);
 	free(c->htab);
-	free(c->tgroups);
+	sv_u64set_fini(&c->tgroups);
 	sv_cache_free(c->cache);
 	for (size_t i = 0; i < c->nwarnings; i++)
 		free(c->warnings[i]);

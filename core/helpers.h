@@ -223,6 +223,22 @@ static inline const uint8_t *sv_nl_next(struct sv_nl *f)
 	return at;
 }
 
+/* A set of non-zero 64-bit values (the stored units a commit changes):
+ * added to, sorted once, then asked.  Out of memory while adding, it
+ * holds every value (`all`).  Start from {0}. */
+struct sv_u64set {
+	uint64_t *v;
+	size_t n, cap;
+	bool all;
+};
+void sv_u64set_add(struct sv_u64set *s, uint64_t x);
+void sv_u64set_sort(struct sv_u64set *s);
+/* After sv_u64set_sort: whether x is in it (all: always). */
+bool sv_u64set_has(const struct sv_u64set *s, uint64_t x);
+/* Empties it, keeping its memory; sv_u64set_fini frees it. */
+void sv_u64set_clear(struct sv_u64set *s);
+void sv_u64set_fini(struct sv_u64set *s);
+
 /* The k-th name of a run of duplicates of name (k >= 2): "~k" before its
  * extension ("65534.bin" -> "65534~2.bin"), so that the extension stays
  * last.  The one spelling of a duplicate in every tree.  Returns what

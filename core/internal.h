@@ -165,10 +165,8 @@ struct sv_container {
 	uint64_t name_steps;     /* hash-chain steps of name lookups (atomic) */
 	uint32_t hsize;          /* power of two */
 	bool reindexing;         /* open() runs again after a commit */
-	uint64_t *tgroups;       /* groups touched by the commit under way
-				  * (sv_group_touch), for the re-index */
-	size_t ntgroups, captgroups;
-	bool tgroups_all;        /* out of memory there: every group */
+	struct sv_u64set tgroups; /* groups touched by the commit under way
+				   * (sv_group_touch), for the re-index */
 	struct sv_blob **snap;   /* during a commit: the content of each open
 				  * file as it was, for those that go away */
 	uint32_t nsnap;

@@ -444,19 +444,7 @@ void sv_node_set_group(struct sv_container *c, uint32_t n, uint64_t group)
 
 void sv_group_touch(struct sv_container *c, uint64_t group)
 {
-	if (!group)
-		return;
-	if (c->ntgroups == c->captgroups) {
-		size_t cap = c->captgroups ? c->captgroups * 2 : 16;
-		uint64_t *p = realloc(c->tgroups, cap * sizeof *p);
-		if (!p) {
-			c->tgroups_all = true; /* every view is looked at again */
-			return;
-		}
-		c->tgroups = p;
-		c->captgroups = cap;
-	}
-	c->tgroups[c->ntgroups++] = group;
+	sv_u64set_add(&c->tgroups, group);
 }
 
 

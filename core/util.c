@@ -481,3 +481,49 @@ bool sv_name_ok(const char *s)
 			return false;
 	return true;
 }
+
+void sv_u64set_add(struct sv_u64set *s, uint64_t x)
+{
+	if (!x || s->all)
+		return;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		uint64_t *p = realloc(s->v, cap * sizeof *p);
+		if (!p) {
+			s->all = true;
+			return;
+		}
+		s->v = p;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void sv_u64set_sort(struct sv_u64set *s)
+{
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof *s->v, cmp_u64);
+}
+
+bool sv_u64set_has(const struct sv_u64set *s, uint64_t x)
+{
+	return s->all || (x && s->n && bsearch(&x, s->v, s->n, sizeof *s->v, cmp_u64));
+}
+
+void sv_u64set_clear(struct sv_u64set *s)
+{
+	s->n = 0;
+	s->all = false;
+}
+
+void sv_u64set_fini(struct sv_u64set *s)
+{
+	free(s->v);
+	*s = (struct sv_u64set){0};
+}

@@ -405,9 +405,35 @@ static void newlines(void)
 	T_OK(sv_nl_next(&f) == NULL);
 }
 
+/* sv_u64set: what was added is in it once sorted, 0 never is; cleared,
+ * nothing is; `all` holds everything. */
+static void u64set(void)
+{
+	struct sv_u64set s = {0};
+	static const uint64_t in[] = {900, 3, 0, 77, 3, 1ull << 63, 12};
+	for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+		sv_u64set_add(&s, in[i]);
+	for (uint64_t x = 0; x < 40; x++)
+		sv_u64set_add(&s, 1000 + x); /* past the first growth */
+	sv_u64set_sort(&s);
+	T_UINT(46, s.n);
+	T_OK(sv_u64set_has(&s, 3) && sv_u64set_has(&s, 900) && sv_u64set_has(&s, 1ull << 63));
+	T_OK(sv_u64set_has(&s, 1000) && sv_u64set_has(&s, 1039));
+	T_OK(!sv_u64set_has(&s, 0) && !sv_u64set_has(&s, 4) && !sv_u64set_has(&s, 1040));
+	sv_u64set_clear(&s);
+	T_OK(!sv_u64set_has(&s, 3));
+	s.all = true;
+	T_OK(sv_u64set_has(&s, 5) && sv_u64set_has(&s, 0));
+	sv_u64set_add(&s, 8);
+	T_UINT(0, s.n);
+	sv_u64set_fini(&s);
+	T_OK(!s.v && !s.n && !s.all);
+}
+
 int main(void)
 {
 	lower_bound();
+	u64set();
 	newlines();
 	parse_size();
 	inflate_ok();
