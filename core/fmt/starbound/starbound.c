@@ -71,36 +71,65 @@ static int rd_c(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err
  * per 2 KiB block.  The window grows to 256 KiB while the blocks come in
  * file order and falls back to 16 KiB when they jump (leaves written in
  * another order than their keys': a universe's hashed keys), so that a
- * jump does not read 256 KiB for one block. */
+ * jump does not read 256 KiB for one block.  Two windows are kept: the
+ * walk goes back and forth between the index blocks (the game writes
+ * them at the end) and the run of leaves, and each keeps its place and
+ * its size instead of being read again from 16 KiB. */
 #define WINDOW (256u << 10)
 #define WINDOW_MIN (16u << 10)
 
-struct window {
-	struct sv_container *c;
-	uint64_t off, size;
+struct span {
+	uint64_t off;
 	size_t len, want;
 	uint8_t *buf;
-	uint8_t *side;  /* view_window: what the window cannot hold */
 };
 
-/* Makes the window hold [off, off + n) (n <= WINDOW_MIN, within the
- * file). */
+struct window {
+	struct sv_container *c;
+	uint64_t size;
+	struct span cur, other; /* the one read last, and the one before */
+	uint8_t *side;  /* view_window: what the windows cannot hold */
+};
+
+static bool span_holds(const struct span *s, uint64_t off, size_t n)
+{
+	return s->len && off >= s->off && off + n <= s->off + s->len;
+}
+
+/* Whether [off, ...) goes on from s in file order: past its end, or
+ * across it (blocks do not fall on its edges). */
+static bool span_goes_on(const struct span *s, uint64_t off)
+{
+	return s->len && off >= s->off && off < s->off + s->len + WINDOW_MIN;
+}
+
+/* Makes the current window hold [off, off + n) (n <= WINDOW_MIN, within
+ * the file). */
 static int window_fill(struct window *w, uint64_t off, size_t n, struct sv_err *err)
 {
-	if (off < w->off || off + n > w->off + w->len) {
-		/* Going on in file order: past the window's end, or across it
-		 * (blocks do not fall on its edges). */
-		bool on = w->len && off >= w->off && off < w->off + w->len + WINDOW_MIN;
-		w->want = on ? (w->want * 2 > WINDOW ? WINDOW : w->want * 2) : WINDOW_MIN;
-		w->off = off & ~(uint64_t)4095;
-		w->len = (size_t)(w->size - w->off < w->want ? w->size - w->off : w->want);
-		if (w->len < off - w->off + n)
-			w->len = (size_t)(off - w->off + n); /* within the file: checked above */
-		int rc = sv_container_pread(w->c, w->off, w->buf, w->len, err);
-		if (rc) {
-			w->len = 0;
-			return rc;
-		}
+	if (span_holds(&w->cur, off, n))
+		return 0;
+	/* The other window holds it, or its run goes on here: it becomes
+	 * the current one; else the older window is read anew. */
+	if (span_holds(&w->other, off, n) || span_goes_on(&w->other, off) ||
+	    !span_goes_on(&w->cur, off)) {
+		struct span t = w->cur;
+		w->cur = w->other;
+		w->other = t;
+		if (span_holds(&w->cur, off, n))
+			return 0;
+	}
+	struct span *s = &w->cur;
+	s->want = span_goes_on(s, off) ? (s->want * 2 > WINDOW ? WINDOW : s->want * 2)
+				       : WINDOW_MIN;
+	s->off = off & ~(uint64_t)4095;
+	s->len = (size_t)(w->size - s->off < s->want ? w->size - s->off : s->want);
+	if (s->len < off - s->off + n)
+		s->len = (size_t)(off - s->off + n); /* within the file: checked above */
+	int rc = sv_container_pread(w->c, s->off, s->buf, s->len, err);
+	if (rc) {
+		s->len = 0;
+		return rc;
 	}
 	return 0;
 }
@@ -112,7 +141,7 @@ static int rd_window(void *arg, uint64_t off, void *buf, size_t n, struct sv_err
 		return sv_container_pread(w->c, off, buf, n, err);
 	int rc = window_fill(w, off, n, err);
 	if (!rc)
-		memcpy(buf, w->buf + (off - w->off), n);
+		memcpy(buf, w->cur.buf + (off - w->cur.off), n);
 	return rc;
 }
 
@@ -132,7 +161,7 @@ static int view_window(void *arg, uint64_t off, size_t n, const uint8_t **out,
 	}
 	int rc = window_fill(w, off, n, err);
 	if (!rc)
-		*out = w->buf + (off - w->off);
+		*out = w->cur.buf + (off - w->cur.off);
 	return rc;
 }
 
@@ -415,12 +444,14 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 	struct sv_bt5 h;
 	if (!rc)
 		rc = sv_bt5_header(s->hdr, SV_BT5_HEADER, size, &h, err);
-	struct window w = {c, 0, size, 0, WINDOW_MIN, malloc(WINDOW), NULL};
-	if (!rc && !w.buf)
+	struct window w = {c, size, {0, 0, WINDOW_MIN, malloc(WINDOW)},
+			   {0, 0, WINDOW_MIN, malloc(WINDOW)}, NULL};
+	if (!rc && (!w.cur.buf || !w.other.buf))
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	if (!rc)
 		rc = sv_bt5_tree_load_view(&h, rd_window, view_window, &w, &s->t, err);
-	free(w.buf);
+	free(w.cur.buf);
+	free(w.other.buf);
 	free(w.side);
 	if (rc)
 		return rc;
