@@ -119,4 +119,11 @@ write_fails "mv of a container entry" "Operation not permitted" \
 log_has "the refused rename" \
 	"refused rename data/00000.bin -> data/00099.bin: entries of the container cannot be renamed; copy instead"
 umount_sv "$TMP/m"
+
+# The test library fails a script that runs a command that does not exist
+# (it used to print an error and go on, the checks built on it passing).
+out=$(TMPDIR=$TMP bash -c '. "$1/lib.sh"; x=$(no_such_helper_here); check "an empty result" test -z "$x"; finish' \
+	_ "$E2E_DIR" 2>&1)
+expect_eq "a script running a command that does not exist: its status" 1 "$?"
+check "... and it says which" grep -q "FAIL: no such command: no_such_helper_here" <<< "$out"
 finish

@@ -152,9 +152,31 @@ expect_same_text()
 	return 0
 }
 
+# A command the script runs that does not exist (a helper not defined
+# here, a tool not installed) fails the test: bash would say so on stderr
+# and go on with an empty result, and a check built on it could pass or
+# be skipped unseen.  Bash runs this handler in a subshell: the failure is
+# counted through a file.
+command_not_found_handle()
+{
+	printf 'FAIL: no such command: %s\n' "$1" >&2
+	printf '%s\n' "$1" >> "$TMP/.no-such-command"
+	return 127
+}
+
+# Counts those failures (once).
+_sv_unknown_commands()
+{
+	if [ -s "$TMP/.no-such-command" ]; then
+		FAILS=$((FAILS + $(wc -l < "$TMP/.no-such-command")))
+		: > "$TMP/.no-such-command"
+	fi
+}
+
 # The end of a test script: the EXIT trap turns FAILS into the status.
 finish()
 {
+	_sv_unknown_commands
 	if [ "$FAILS" -gt 0 ]; then
 		printf '%s: %d of %d checks failed\n' "$TEST_NAME" "$FAILS" "$CHECKS"
 		exit 1
@@ -379,6 +401,7 @@ _sv_cleanup()
 	for m in "${!SV_PID[@]}"; do
 		stop_daemon "$m" lazy
 	done
+	_sv_unknown_commands
 	if [ "$FAILS" -gt 0 ] || { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; }; then
 		rc=1
 	fi
