@@ -383,6 +383,23 @@ static void put_file(const char *path, const char *text)
 	close(fd);
 }
 
+/* b made to hold n lines "k<i>=v<i>" (k0000=v0, ...). */
+static void kv_lines(struct sv_buf *b, int n)
+{
+	sv_buf_init(b);
+	for (int i = 0; i < n; i++)
+		sv_buf_printf(b, "k%04d=v%d\n", i, i);
+}
+
+/* A file of b's bytes at path. */
+static void put_buf(const char *path, const struct sv_buf *b)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	T_OK(fd >= 0);
+	T_INT((ssize_t)b->len, write(fd, b->p, b->len));
+	close(fd);
+}
+
 /* The file's bytes (static buffer). */
 static const char *slurp(const char *path)
 {
@@ -703,9 +720,7 @@ static struct seen seen_of(struct sv_container *c)
 /* A kv index container holding b's lines, written at path. */
 static struct sv_container *kv_index_of(const char *path, const struct sv_buf *b)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	T_INT((ssize_t)b->len, write(fd, b->p, b->len));
-	close(fd);
+	put_buf(path, b);
 	return open_as(path, &kv_index);
 }
 
@@ -713,9 +728,7 @@ static void index_dirs(void)
 {
 	const char *path = at("index.kv");
 	struct sv_buf b;
-	sv_buf_init(&b);
-	for (int i = 0; i < 1000; i++)
-		sv_buf_printf(&b, "k%04d=v%d\n", i, i);
+	kv_lines(&b, 1000);
 	struct sv_container *c = kv_index_of(path, &b);
 	if (!c) {
 		sv_buf_fini(&b);
@@ -918,12 +931,8 @@ static void listed_nodes(void)
 {
 	const char *path = at("listed.kv");
 	struct sv_buf b;
-	sv_buf_init(&b);
-	for (int i = 0; i < 5000; i++)
-		sv_buf_printf(&b, "k%04d=v%d\n", i, i);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	T_INT((ssize_t)b.len, write(fd, b.p, b.len));
-	close(fd);
+	kv_lines(&b, 5000);
+	put_buf(path, &b);
 	sv_buf_fini(&b);
 	struct sv_opts o;
 	sv_opts_init(&o);
