@@ -388,6 +388,7 @@ void sv_container_free(struct sv_container *c)
 	}
 	free(c->nodes);
 	free(c->freed);
+	free(c->shed);
 	free(c->htab);
 	sv_u64set_fini(&c->tgroups);
 	sv_cache_free(c->cache);

@@ -70,6 +70,12 @@ _Static_assert((SV_N_STATE & SV_N_DECLARED) == 0, "declared and state bits overl
 
 /* A node as the core holds it: the fields a format sees (struct sv_node,
  * sv_node() gives &pub), then the core's own. */
+/* An index directory's entry made a node, as it was then (the number is
+ * given again once the node goes; its generation tells). */
+struct sv_shed {
+	uint32_t node, gen;
+};
+
 struct sv_inode {
 	union {
 		struct sv_node pub;
@@ -159,6 +165,9 @@ struct sv_container {
 	uint32_t *freed;         /* numbers of SV_N_FREE nodes, given again
 				  * by sv_node_new while `reuse` is set */
 	uint32_t nfreed, capfreed;
+	struct sv_shed *shed;    /* index directories' entries made, oldest
+				  * first from shed_head (sv_node_shed) */
+	size_t shed_head, nshed, capshed;
 	bool reuse;              /* a lookup in an index directory is making
 				  * its entry's node */
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
@@ -304,6 +313,12 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name);
  * bytes with its name and hash slots; the budget is a 1/1024th of the
  * cache cap in nodes, at least 4,096). */
 bool sv_node_room(const struct sv_container *c);
+/* An index directory's entry k was made a node (write lock held): it
+ * joins the made entries, and while the container holds more nodes than
+ * its budget the oldest the client holds is told (notify, as gone) to
+ * the client, which drops its name and then forgets it: the nodes follow
+ * what the client holds, and that stays near the budget. */
+void sv_node_shed(struct sv_container *c, uint32_t k);
 /* True if node i is an index directory's entry nothing holds: no lookup
  * the client has not forgotten, no open, no edit, no listed children. */
 bool sv_node_forgettable(struct sv_container *c, uint32_t i);

@@ -209,16 +209,91 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
 		return n;
 	struct sv_err e;
 	sv_err_clear(&e);
-	c->reuse = (c->nodes[dir].flags & SV_N_INDEXDIR) != 0;
+	bool index = (c->nodes[dir].flags & SV_N_INDEXDIR) != 0;
+	c->reuse = index;
 	int rc = c->fmt->lookup(c, dir, name, &e);
 	c->reuse = false;
-	return rc ? SV_NONE : sv_find_child(c, dir, name);
+	n = rc ? SV_NONE : sv_find_child(c, dir, name);
+	if (n != SV_NONE && index)
+		sv_node_shed(c, n);
+	return n;
+}
+
+/* The nodes a container keeps for its index directories' entries: a
+ * 1/1024th of the cache cap in nodes (about a quarter of the cap in
+ * memory), at least 4,096. */
+static uint32_t node_budget(const struct sv_container *c)
+{
+	uint64_t budget = c->opts.cache_cap / 1024;
+	return budget > 4096 ? (budget < UINT32_MAX ? (uint32_t)budget : UINT32_MAX) : 4096;
 }
 
 bool sv_node_room(const struct sv_container *c)
 {
-	uint64_t budget = c->opts.cache_cap / 1024;
-	return c->nnodes - c->nfreed < (budget > 4096 ? budget : 4096);
+	return c->nnodes - c->nfreed < node_budget(c);
+}
+
+/* Whether made entry s is still the node it was, an index directory's
+ * entry nothing but the client's lookups keeps. */
+static bool shed_live(struct sv_container *c, struct sv_shed s)
+{
+	if (s.node >= c->nnodes || c->nodes[s.node].gen != s.gen)
+		return false;
+	const struct sv_inode *n = &c->nodes[s.node];
+	return s.node != SV_ROOT &&
+	       !(n->flags & (SV_N_GONE | SV_N_META | SV_N_NEW | SV_N_TEMP | SV_N_DIRTY |
+			     SV_N_ORPHAN | SV_N_STALE)) &&
+	       (c->nodes[n->parent].flags & SV_N_INDEXDIR) && !n->nkids;
+}
+
+static bool shed_push(struct sv_container *c, struct sv_shed s)
+{
+	if (c->nshed == c->capshed || (c->shed_head && c->shed_head >= c->nshed / 2)) {
+		/* What was popped goes, and with it the entries whose node
+		 * went meanwhile (forgotten, removed): each pass follows at
+		 * least a quarter of the array's worth of pushes or pops. */
+		size_t k = 0;
+		for (size_t i = c->shed_head; i < c->nshed; i++)
+			if (shed_live(c, c->shed[i]))
+				c->shed[k++] = c->shed[i];
+		c->shed_head = 0;
+		c->nshed = k;
+	}
+	if (c->nshed >= c->capshed / 4 * 3) {
+		size_t cap = c->capshed ? c->capshed * 2 : 256;
+		struct sv_shed *p = realloc(c->shed, cap * sizeof *p);
+		if (!p)
+			return false;
+		c->shed = p;
+		c->capshed = cap;
+	}
+	c->shed[c->nshed++] = s;
+	return true;
+}
+
+void sv_node_shed(struct sv_container *c, uint32_t k)
+{
+	if (!shed_push(c, (struct sv_shed){k, c->nodes[k].gen}))
+		return; /* it stays until the client forgets it */
+	if (!c->notify || c->nnodes - c->nfreed <= node_budget(c))
+		return;
+	/* One goes for the one made.  An entry not held yet (made ahead of
+	 * the client's lookup) goes to the back; one open stays. */
+	for (size_t tries = c->nshed - c->shed_head; tries && c->shed_head < c->nshed; tries--) {
+		struct sv_shed s = c->shed[c->shed_head++];
+		if (s.node == k || !shed_live(c, s))
+			continue;
+		struct sv_inode *n = &c->nodes[s.node];
+		if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE))
+			continue;
+		if (!__atomic_load_n(&n->held, __ATOMIC_ACQUIRE)) {
+			if (!shed_push(c, s))
+				return;
+			continue;
+		}
+		c->notify(c->notify_arg, s.node, n->parent, n->name, true);
+		return;
+	}
 }
 
 bool sv_node_forgettable(struct sv_container *c, uint32_t i)

@@ -408,4 +408,26 @@ expect_eq "read-only: EROFS" "Read-only file system" "$(sed 's/.*: //' "$TMP/err
 expect_same_file "read-only: unchanged" "$TMP/before" "$g"
 umount_sv "$m"
 
+# ---- files read one by one, far more than the budget's nodes ---------------------------------
+# With -o cache=1M a mount keeps 4,096 nodes for its index directories' entries: past them each
+# lookup has the kernel drop the oldest entry it holds, and the nodes follow back down.
+
+g="$TMP/many.nhgame"
+check "mknhgame --size 3000000" "$MKNHGAME" "$g" --size 3000000 --backup-every 50 \
+	--save-size 4000 --seed 1
+m="$TMP/m-many"
+mount_sv "$g" "$m" || die "cannot mount $g"
+n=$(ls "$m/diffs" | wc -l)
+check "more diffs ($n) than 8,000" test "$n" -gt 8000
+whole=$(cd "$m/diffs" && cat -- * | md5sum)
+umount_sv "$m"
+mount_sv "$g" "$m" -o cache=1M || die "cannot mount $g with -o cache=1M"
+expect_eq "cat of every diff, 4,096 nodes" "$whole" "$(cd "$m/diffs" && cat -- * | md5sum)"
+nodes_within() { test "$(json_field "$m/.savefs/info" nodes)" -le 4096; }
+wait_for "the nodes are back within the budget" nodes_within
+expect_eq "and again, dropped entries looked up anew" "$whole" \
+	"$(cd "$m/diffs" && cat -- * | md5sum)"
+wait_for "within the budget again" nodes_within
+umount_sv "$m"
+
 finish

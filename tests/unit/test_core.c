@@ -982,6 +982,101 @@ static void listed_nodes(void)
 	sv_container_free(c);
 }
 
+/* What a container told its client to drop (sv_node_shed). */
+struct shed_seen {
+	uint32_t node[64];
+	char name[64][16];
+	size_t n;
+	bool all_gone;
+};
+
+static void shed_note(void *arg, uint32_t node, uint32_t parent, const char *name, bool gone)
+{
+	struct shed_seen *s = arg;
+	(void)parent;
+	s->all_gone &= gone;
+	if (s->n < 64) {
+		s->node[s->n] = node;
+		snprintf(s->name[s->n], sizeof s->name[0], "%s", name);
+	}
+	s->n++;
+}
+
+/* Entries the client looks up one by one (as cat of each file does): past
+ * the budget (4,096 nodes at a 1 MiB cache), each new node has the
+ * container tell the client to drop the oldest entry it holds, as gone,
+ * one for one and oldest first, passing over one that is open; forgotten,
+ * those go; one looked up again before its forget keeps its number. */
+static void shed_nodes(void)
+{
+	const char *path = at("shed.kv");
+	struct sv_buf b;
+	kv_lines(&b, 5000);
+	put_buf(path, &b);
+	sv_buf_fini(&b);
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.cache_cap = 1 << 20;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
+	if (!c)
+		return;
+	struct shed_seen s = {.all_gone = true};
+	sv_container_set_notify(c, shed_note, &s);
+	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
+	uint32_t room = 4096 - base, k[5000];
+	char name[16];
+	for (uint32_t i = 0; i < room; i++) {
+		snprintf(name, sizeof name, "k%04u", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
+		if (i == 1)
+			T_INT(0, sv_open(c, k[1]));
+	}
+	T_UINT(0, s.n);
+	T_UINT(4096, sv_node_count(c));
+	for (uint32_t i = room; i < room + 10; i++) {
+		snprintf(name, sizeof name, "k%04u", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
+	}
+	/* Ten made past the budget, ten told: k0000, then k0002 on (k0001
+	 * is open). */
+	T_UINT(10, s.n);
+	T_OK(s.all_gone);
+	T_STR("k0000", s.name[0]);
+	T_UINT(k[0], s.node[0]);
+	T_STR("k0002", s.name[1]);
+	T_STR("k0010", s.name[9]);
+	T_UINT(k[10], s.node[9]);
+	/* A name looked up again before its forget: the same node, and not
+	 * told again. */
+	uint32_t again;
+	T_INT(0, sv_lookup_held(c, keys, "k0000", &again));
+	T_UINT(k[0], again);
+	T_UINT(10, s.n);
+	/* The client forgets what it was told to drop: those go, and their
+	 * numbers serve the next ten, which have ten more told: the table
+	 * stays where it was. */
+	sv_forget(c, k[0], 2);
+	for (size_t i = 1; i < 10; i++)
+		sv_forget(c, s.node[i], 1);
+	struct sv_stat st;
+	T_INT(-ESTALE, sv_stat(c, k[0], &st));
+	T_INT(-ESTALE, sv_stat(c, k[10], &st));
+	for (uint32_t i = room + 10; i < room + 20; i++) {
+		snprintf(name, sizeof name, "k%04u", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
+	}
+	T_UINT(4106, sv_node_count(c));
+	T_UINT(20, s.n);
+	T_STR("k0011", s.name[10]);
+	T_STR("k0020", s.name[19]);
+	T_INT(0, sv_stat(c, k[1], &st));
+	sv_release(c, k[1]);
+	sv_container_set_notify(c, NULL, NULL);
+	sv_container_free(c);
+}
+
 /* A client that keeps every entry it is given (as the kernel does with a
  * readdirplus entry) asks a folder's listing to go on, not to stop. */
 struct held_names {
@@ -1098,6 +1193,7 @@ int main(void)
 	index_dirs();
 	index_readahead();
 	listed_nodes();
+	shed_nodes();
 	folder_listing_held();
 	remove_tree(dir);
 	return t_done();
