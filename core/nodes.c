@@ -219,12 +219,22 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
 	return n;
 }
 
+/* About what a node costs: its slot, name, hash and list slots. */
+#define NODE_BYTES 256
+
 /* The nodes a container keeps for its index directories' entries: a
- * 1/1024th of the cache cap in nodes (about a quarter of the cap in
- * memory), at least 4,096. */
+ * 1/1024th of the cache cap in nodes (a quarter of the cap in memory),
+ * fewer as the cache fills (the two share the cap), at least 4,096. */
 static uint32_t node_budget(const struct sv_container *c)
 {
-	uint64_t budget = c->opts.cache_cap / 1024;
+	uint64_t cap = c->opts.cache_cap, budget = cap / 1024;
+	if (c->cache) {
+		struct sv_cache_stats st;
+		sv_cache_stats(c->cache, &st);
+		uint64_t room = st.bytes < cap ? (cap - st.bytes) / NODE_BYTES : 0;
+		if (room < budget)
+			budget = room;
+	}
 	return budget > 4096 ? (budget < UINT32_MAX ? (uint32_t)budget : UINT32_MAX) : 4096;
 }
 
@@ -275,11 +285,19 @@ void sv_node_shed(struct sv_container *c, uint32_t k)
 {
 	if (!shed_push(c, (struct sv_shed){k, c->nodes[k].gen}))
 		return; /* it stays until the client forgets it */
-	if (!c->notify || c->nnodes - c->nfreed <= node_budget(c))
+	if (!c->notify)
 		return;
-	/* One goes for the one made.  An entry not held yet (made ahead of
-	 * the client's lookup) goes to the back; one open stays. */
-	for (size_t tries = c->nshed - c->shed_head; tries && c->shed_head < c->nshed; tries--) {
+	uint32_t live = c->nnodes - c->nfreed, budget = node_budget(c);
+	if (live <= budget)
+		return;
+	/* One goes for the one made, two while the budget is an eighth or
+	 * more off (it fell as the cache filled), so that the nodes come
+	 * down to it; the client's forgets of those told come later.  An entry
+	 * not held yet (made ahead of the client's lookup) goes to the back;
+	 * one open stays. */
+	int go = live - budget > budget / 8 ? 2 : 1;
+	for (size_t tries = c->nshed - c->shed_head; go && tries && c->shed_head < c->nshed;
+	     tries--) {
 		struct sv_shed s = c->shed[c->shed_head++];
 		if (s.node == k || !shed_live(c, s))
 			continue;
@@ -292,7 +310,7 @@ void sv_node_shed(struct sv_container *c, uint32_t k)
 			continue;
 		}
 		c->notify(c->notify_arg, s.node, n->parent, n->name, true);
-		return;
+		go--;
 	}
 }
 
