@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* "NHGAME save 00000001 4.003.000", a status line, player "Tester". */
 static const char HEADER[] =
@@ -472,6 +473,70 @@ static void scan_at_first_need(void)
 	sv_container_free(c);
 }
 
+/* Standard base64 of n bytes, appended to out. */
+static void b64_add(struct sv_buf *out, const uint8_t *p, size_t n)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char q[4];
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+		q[0] = a[v >> 18];
+		q[1] = a[v >> 12 & 63];
+		q[2] = i + 1 < n ? a[v >> 6 & 63] : '=';
+		q[3] = i + 2 < n ? a[v & 63] : '=';
+		sv_buf_add(out, q, 4);
+	}
+}
+
+/* Saves of 16 MB and more (their size too big for the entry table, read
+ * again from the line): a compressed one's "$size$", a plain one's from
+ * its length and padding; both read whole, the second's bytes its own. */
+static void big_saves(void)
+{
+	const size_t zsize = 20000000, psize = 16777216 + 1;
+	uint8_t *raw = calloc(1, zsize);
+	uLongf zlen = compressBound(zsize);
+	uint8_t *z = malloc(zlen);
+	struct sv_buf b;
+	sv_buf_init(&b);
+	if (!raw || !z || compress2(z, &zlen, raw, zsize, 9) != Z_OK) {
+		T_OK(false);
+		free(raw);
+		free(z);
+		return;
+	}
+	for (size_t i = 0; i < psize; i++)
+		raw[i] = (uint8_t)(i * 7 + (i >> 12));
+	sv_buf_add(&b, HEADER, strlen(HEADER));
+	sv_buf_printf(&b, "*00000099 $%zu$", zsize);
+	b64_add(&b, z, zlen);
+	sv_buf_printf(&b, "\nwelcome\n*%08zx ", strlen(HEADER));
+	b64_add(&b, raw, psize);
+	sv_buf_add(&b, "\n", 1);
+	sv_buf_add(&b, "", 1);
+	write_file((const char *)b.p);
+	struct sv_container *c = open_log();
+	if (c) {
+		T_UINT(zsize, size_of(c, "saves/000004.sav"));
+		T_UINT(zsize, size_of(c, "states/000004.sav"));
+		T_UINT(psize, size_of(c, "saves/000006.sav"));
+		uint8_t tail[8];
+		size_t got = 0;
+		struct sv_err err;
+		T_INT(0, sv_read(c, node_of(c, "saves/000006.sav"), psize - 8, tail, 8, &got, &err));
+		T_UINT(8, got);
+		T_OK(!memcmp(tail, raw + psize - 8, 8));
+		T_INT(0, sv_read(c, node_of(c, "states/000004.sav"), zsize - 8, tail, 8, &got, &err));
+		T_UINT(8, got);
+		T_OK(!memcmp(tail, "\0\0\0\0\0\0\0\0", 8));
+		sv_container_free(c);
+	}
+	sv_buf_fini(&b);
+	free(raw);
+	free(z);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -483,6 +548,7 @@ int main(void)
 	failed_state_remembered();
 	split_scan();
 	scan_at_first_need();
+	big_saves();
 	unlink(path);
 	rmdir(dir);
 	return t_done();

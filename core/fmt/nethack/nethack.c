@@ -1065,13 +1065,17 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 		return s->err = -ENOMEM;
 	struct ent *e = &nh->ents[nh->nents];
 	bool backup = l->p[0] == '*';
-	bool huge = l->full > ENT_MAX_LEN || size > UINT32_MAX;
+	bool huge = l->full > ENT_MAX_LEN || size > UINT32_MAX || off > ENT_MAX_OFF;
 	if (huge)
 		ent_warn(s, (struct ewarn){EW_HUGE, s->line, off, l->full, size, NULL});
-	*e = (struct ent){.off = off, .len = huge ? 0 : (uint32_t)l->full, .backup = backup,
-			  .bad = kind == K_BAD || huge, .size = huge ? 0 : (uint32_t)size,
-			  .line = s->line, .base = nh->last_backup};
+	*e = (struct ent){.off = off & ENT_MAX_OFF, .len = huge ? 0 : (uint32_t)l->full,
+			  .backup = backup, .bad = kind == K_BAD || huge,
+			  .size = huge ? 0 : size < ENT_SIZE_FAR ? size : ENT_SIZE_FAR,
+			  .line = s->line};
 	if (backup && !e->bad) {
+		if (grow((void **)&nh->bk, &nh->capbk, nh->nbk + 1, sizeof *nh->bk))
+			return s->err = -ENOMEM;
+		nh->bk[nh->nbk++] = (uint32_t)nh->nents;
 		if (nh->first_backup == UINT32_MAX) {
 			nh->first_backup = (uint32_t)nh->nents;
 			uint64_t ptr = 0;
@@ -1085,9 +1089,8 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 							   nh->ents[nh->last_backup].off, NULL});
 		}
 		nh->last_backup = (uint32_t)nh->nents;
-		e->base = (uint32_t)nh->nents;
 	}
-	if (!backup && e->base == UINT32_MAX && !e->bad)
+	if (!backup && nh->last_backup == UINT32_MAX && !e->bad)
 		ent_warn(s, (struct ewarn){EW_NO_BACKUP, s->line, off, 0, 0, NULL});
 	nh->nents++;
 	nh->nbackups += backup;
@@ -1199,13 +1202,16 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 	uint32_t lines = s->line;
 	if (grow((void **)&nh->ents, &nh->capents, na + nb, sizeof *nh->ents))
 		return -ENOMEM;
+	if (grow((void **)&nh->bk, &nh->capbk, nh->nbk + h->nh.nbk, sizeof *nh->bk))
+		return -ENOMEM;
 	uint32_t last_a = nh->last_backup;
 	for (size_t i = 0; i < nb; i++) {
 		struct ent e = h->nh.ents[i];
-		e.base = e.base == UINT32_MAX ? last_a : e.base + (uint32_t)na;
 		e.line += lines;
 		nh->ents[na + i] = e;
 	}
+	for (size_t i = 0; i < h->nh.nbk; i++)
+		nh->bk[nh->nbk++] = h->nh.bk[i] + (uint32_t)na;
 	nh->nents = na + nb;
 	if (h->nh.first_backup != UINT32_MAX) {
 		if (nh->first_backup == UINT32_MAX)
@@ -1277,6 +1283,7 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 		}
 	}
 	free(h->nh.ents);
+	free(h->nh.bk);
 	sv_buf_fini(&h->s.held);
 	free(h);
 	return rc;
@@ -1340,7 +1347,7 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
  * warnings the entries' scan and the details' said (each NUL-ended), each
  * as this build lays it out (SCAN_INDEX says which layout; the store keys
  * it by the log's identity). */
-#define SCAN_INDEX 3
+#define SCAN_INDEX 4
 /* Logs up to this size have their details found at open; a bigger one's
  * entries are scanned at their first need. */
 #define DETAILS_AT_ONCE ((uint64_t)8 << 20)
@@ -1400,17 +1407,31 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	bool ok = strings_ok(p, r.nwarn_ent) && strings_ok(det, r.nwarn_det) &&
 		  !sv_buf_add(&nh->det_warns, det, (size_t)r.nwarn_det);
 	uint64_t backups = 0;
+	uint32_t *bk = NULL;
+	size_t nbk = 0, capbk = 0;
 	for (size_t i = 0; ok && i < r.nents; i++) {
 		ok = ents[i].off >= r.hdr_end && ents[i].len <= r.end - ents[i].off &&
-		     ents[i].line <= r.line && (ents[i].base == UINT32_MAX || ents[i].base < r.nents);
+		     ents[i].line <= r.line;
 		backups += ents[i].backup;
+		if (ok && ents[i].backup && !ents[i].bad) {
+			ok = !grow((void **)&bk, &capbk, nbk + 1, sizeof *bk);
+			if (ok)
+				bk[nbk++] = (uint32_t)i;
+		}
 	}
+	ok = ok && (nbk ? bk[0] == r.first_backup && bk[nbk - 1] == r.last_backup
+			: r.first_backup == UINT32_MAX && r.last_backup == UINT32_MAX);
 	for (size_t i = 0; ok && i < r.nck; i++)
 		ok = ck[i].off <= r.end && ck[i].toff <= r.tbody;
 	if (!ok) {
+		free(bk);
 		sv_buf_fini(&nh->det_warns);
 		return false;
 	}
+	free(nh->bk);
+	nh->bk = bk;
+	nh->nbk = nbk;
+	nh->capbk = capbk;
 	/* Read in place from the record, which nh keeps. */
 	if (!nh->kept) {
 		free(nh->ents);
@@ -1479,7 +1500,7 @@ int sv_nh_ready(struct sv_container *c, struct nh *nh, struct sv_err *err)
 		} else {
 			/* Nothing kept of a scan that failed: the next need
 			 * starts it again from the header. */
-			nh->nents = nh->nbackups = 0;
+			nh->nents = nh->nbackups = nh->nbk = 0;
 			nh->first_backup = nh->last_backup = UINT32_MAX;
 			nh->end = nh->det_end = nh->hdr_end;
 			nh->line = 3;
@@ -1540,6 +1561,24 @@ static void check_first_pointer(struct sv_container *c, struct nh *nh)
 
 /* ---- nodes ---------------------------------------------------------------------- */
 
+/* The decoded size of entry e's payload, ENT_SIZE_FAR or more (too big
+ * for the entry: a save of 16 MB or more), read again from the line's head
+ * and last two bytes; 0 if they cannot be read. */
+static uint64_t far_size(struct sv_container *c, const struct ent *e)
+{
+	char head[32], tail[2];
+	size_t n = e->len < sizeof head ? e->len : sizeof head;
+	int fd = sv_container_fd(c);
+	if (e->len < 2 || pread(fd, head, n, (off_t)e->off) != (ssize_t)n ||
+	    pread(fd, tail, 2, (off_t)(e->off + e->len - 2)) != 2)
+		return 0;
+	struct line_view l = {head, n, e->len, {tail[0], tail[1]}};
+	uint64_t size = 0;
+	bool comp;
+	const char *why;
+	return payload_line(&l, &size, &comp, &why) == K_BAD ? 0 : size;
+}
+
 /* Adds entry i's file to directory dir (saves/, diffs/ or states/) if it
  * has one there.  SV_NONE if out of memory. */
 static uint32_t ent_node(struct sv_container *c, struct nh *nh, uint32_t dir, size_t i)
@@ -1547,7 +1586,7 @@ static uint32_t ent_node(struct sv_container *c, struct nh *nh, uint32_t dir, si
 	const struct ent *e = &nh->ents[i];
 	char name[32];
 	uint32_t bad = e->bad ? SV_N_BAD : 0;
-	uint64_t size = e->bad ? 0 : e->size;
+	uint64_t size = e->bad ? 0 : e->size < ENT_SIZE_FAR ? e->size : far_size(c, e);
 	if (dir == nh->n_saves && e->backup) {
 		snprintf(name, sizeof name, "%06u.sav", e->line);
 		return sv_node_add(c, dir, name, SV_N_RO | bad, size, ENT_KEY(T_SAVE, i));
@@ -1697,6 +1736,7 @@ static void free_nh(struct nh *nh)
 		free(nh->ents);
 		free(nh->ck);
 	}
+	free(nh->bk);
 	sv_blob_unref(nh->kept);
 	sv_buf_fini(&nh->thead);
 	sv_buf_fini(&nh->json);

@@ -36,21 +36,24 @@ enum { KEY_LOG = 1, KEY_HEADER, KEY_TRANSCRIPT, KEY_SAVES, KEY_DIFFS, KEY_STATES
 enum { T_SAVE = 1, T_DIFF = 2, T_STATE = 3 };
 #define ENT_KEY(t, i) ((uint64_t)(t) << 32 | (uint32_t)(i))
 
-/* A backup or diff line: 24 bytes, kept for every one (a 200 MB log has
- * 1.5 million).  A line of a gigabyte or more, or a payload of 4 GB or
- * more, is taken as malformed. */
+/* A backup or diff line: 16 bytes, kept for every one (a 200 MB log has
+ * 1.5 million).  A line of a gigabyte or more, a payload of 4 GB or more,
+ * or a line that starts a terabyte or further in, is taken as malformed.
+ * The backup its state starts from is found in the good backups' list
+ * (nh.bk, sv_nh_base). */
 #define ENT_MAX_LEN ((1u << 30) - 1)
+#define ENT_MAX_OFF ((UINT64_C(1) << 40) - 1)
+#define ENT_SIZE_FAR ((1u << 24) - 1)
 struct ent {
-	uint64_t off;         /* where the line starts */
+	uint64_t off : 40;    /* where the line starts */
+	uint64_t size : 24;   /* its payload's decoded size, from the text;
+			       * ENT_SIZE_FAR: that or more, read there */
+	uint32_t line;        /* 1-based line number */
 	uint32_t len : 30;    /* without its newline */
 	uint32_t backup : 1;  /* a backup, else a diff */
 	uint32_t bad : 1;     /* its payload is not a payload */
-	uint32_t size;        /* its payload's decoded size, from the text */
-	uint32_t line;        /* 1-based line number */
-	uint32_t base;        /* the backup (ents index) its state starts from;
-			       * UINT32_MAX: none before it */
 };
-_Static_assert(sizeof(struct ent) == 24, "an entry is 24 bytes");
+_Static_assert(sizeof(struct ent) == 16, "an entry is 16 bytes");
 
 /* The scan's running state at the start of a line. */
 struct ck {
@@ -105,6 +108,8 @@ struct nh {
 	struct ent *ents;
 	size_t nents, capents;
 	uint32_t last_backup, first_backup; /* ents index, UINT32_MAX: none */
+	uint32_t *bk;          /* the entries that are good backups, in order */
+	size_t nbk, capbk;
 	uint64_t nbackups;     /* entries that are backups (saves/) */
 	struct ck *ck;
 	size_t nck, capck;
@@ -184,6 +189,20 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err);
 /* The log's entries, scanned if they are not yet (any lock). */
 int sv_nh_ready(struct sv_container *c, struct nh *nh, struct sv_err *err);
+/* The backup (ents index) entry i's state starts from: i itself if it is
+ * a good backup, else the last one before it; UINT32_MAX if none. */
+static inline uint32_t sv_nh_base(const struct nh *nh, uint32_t i)
+{
+	size_t lo = 0, hi = nh->nbk;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (nh->bk[mid] <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? nh->bk[lo - 1] : UINT32_MAX;
+}
 int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
 		    struct sv_err *err);
 void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size);

@@ -87,7 +87,7 @@ int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_
 	if (k >= nh->nents)
 		return sv_err_set(err, -ENOENT, "no such line");
 	const struct ent *e = &nh->ents[k];
-	uint32_t b = e->base;
+	uint32_t b = sv_nh_base(nh, k);
 	if (b == UINT32_MAX)
 		return sv_err_set(err, -EBADMSG, "line %u: a diff with no backup before it",
 				  e->line);
