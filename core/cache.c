@@ -14,6 +14,9 @@
 #include "savefs.h"
 
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 
 struct ent {
@@ -32,6 +35,8 @@ struct store {
 	struct sv_cache_stats st;
 	unsigned refs;        /* handles */
 	uint64_t next_space;
+	uint64_t evicted;     /* bytes evicted since the allocator last gave
+			       * its free pages back */
 };
 
 struct sv_cache {
@@ -200,9 +205,16 @@ void sv_cache_put(struct sv_cache *h, uint64_t key, struct sv_blob *b)
 		return;
 	}
 	while (c->tail && c->st.bytes + b->len > c->st.cap) {
+		c->evicted += c->tail->blob->len;
 		remove_at(c, find(c, c->tail->space, c->tail->key));
 		c->st.evictions++;
 	}
+	/* What a full cache turns over leaves holes between what it keeps,
+	 * which the allocator keeps as its own: given back each time an
+	 * eighth of the cap (1 MiB at least) went. */
+	bool trim = c->evicted >= (c->st.cap / 8 > (1u << 20) ? c->st.cap / 8 : (1u << 20));
+	if (trim)
+		c->evicted = 0;
 	struct ent *e = calloc(1, sizeof *e);
 	if (e) {
 		if (c->st.entries >= c->nbuckets)
@@ -218,6 +230,10 @@ void sv_cache_put(struct sv_cache *h, uint64_t key, struct sv_blob *b)
 		c->st.entries++;
 	}
 	pthread_mutex_unlock(&c->lock);
+#ifdef __GLIBC__
+	if (trim)
+		malloc_trim(0);
+#endif
 }
 
 void sv_cache_drop(struct sv_cache *h, uint64_t key, uint64_t mask)

@@ -1068,10 +1068,9 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	bool huge = l->full > ENT_MAX_LEN || size > UINT32_MAX || off > ENT_MAX_OFF;
 	if (huge)
 		ent_warn(s, (struct ewarn){EW_HUGE, s->line, off, l->full, size, NULL});
-	*e = (struct ent){.off = off & ENT_MAX_OFF, .len = huge ? 0 : (uint32_t)l->full,
-			  .backup = backup, .bad = kind == K_BAD || huge,
-			  .size = huge ? 0 : size < ENT_SIZE_FAR ? size : ENT_SIZE_FAR,
-			  .line = s->line};
+	*e = (struct ent){.off = off & ENT_MAX_OFF,
+			  .len = huge ? 0 : l->full < ENT_LEN_FAR ? l->full : ENT_LEN_FAR,
+			  .backup = backup, .bad = kind == K_BAD || huge, .line = s->line};
 	if (backup && !e->bad) {
 		if (grow((void **)&nh->bk, &nh->capbk, nh->nbk + 1, sizeof *nh->bk))
 			return s->err = -ENOMEM;
@@ -1347,7 +1346,7 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
  * warnings the entries' scan and the details' said (each NUL-ended), each
  * as this build lays it out (SCAN_INDEX says which layout; the store keys
  * it by the log's identity). */
-#define SCAN_INDEX 4
+#define SCAN_INDEX 5
 /* Logs up to this size have their details found at open; a bigger one's
  * entries are scanned at their first need. */
 #define DETAILS_AT_ONCE ((uint64_t)8 << 20)
@@ -1561,18 +1560,35 @@ static void check_first_pointer(struct sv_container *c, struct nh *nh)
 
 /* ---- nodes ---------------------------------------------------------------------- */
 
-/* The decoded size of entry e's payload, ENT_SIZE_FAR or more (too big
- * for the entry: a save of 16 MB or more), read again from the line's head
- * and last two bytes; 0 if they cannot be read. */
-static uint64_t far_size(struct sv_container *c, const struct ent *e)
+uint64_t sv_nh_ent_len(struct sv_container *c, const struct ent *e)
+{
+	if (e->len < ENT_LEN_FAR)
+		return e->len;
+	/* Its newline, from where the entry's count stops. */
+	char buf[65536];
+	int fd = sv_container_fd(c);
+	for (uint64_t at = e->off + ENT_LEN_FAR; at - e->off <= ENT_MAX_LEN;) {
+		ssize_t k = pread(fd, buf, sizeof buf, (off_t)at);
+		if (k <= 0)
+			return UINT64_MAX;
+		const char *nl = memchr(buf, '\n', (size_t)k);
+		if (nl)
+			return at + (uint64_t)(nl - buf) - e->off;
+		at += (uint64_t)k;
+	}
+	return UINT64_MAX;
+}
+
+uint64_t sv_nh_ent_size(struct sv_container *c, const struct ent *e)
 {
 	char head[32], tail[2];
-	size_t n = e->len < sizeof head ? e->len : sizeof head;
+	uint64_t len = sv_nh_ent_len(c, e);
+	size_t n = len < sizeof head ? (size_t)len : sizeof head;
 	int fd = sv_container_fd(c);
-	if (e->len < 2 || pread(fd, head, n, (off_t)e->off) != (ssize_t)n ||
-	    pread(fd, tail, 2, (off_t)(e->off + e->len - 2)) != 2)
+	if (len == UINT64_MAX || len < 2 || pread(fd, head, n, (off_t)e->off) != (ssize_t)n ||
+	    pread(fd, tail, 2, (off_t)(e->off + len - 2)) != 2)
 		return 0;
-	struct line_view l = {head, n, e->len, {tail[0], tail[1]}};
+	struct line_view l = {head, n, len, {tail[0], tail[1]}};
 	uint64_t size = 0;
 	bool comp;
 	const char *why;
@@ -1586,7 +1602,10 @@ static uint32_t ent_node(struct sv_container *c, struct nh *nh, uint32_t dir, si
 	const struct ent *e = &nh->ents[i];
 	char name[32];
 	uint32_t bad = e->bad ? SV_N_BAD : 0;
-	uint64_t size = e->bad ? 0 : e->size < ENT_SIZE_FAR ? e->size : far_size(c, e);
+	/* Its size as the line says (the page cache has it: the scan read
+	 * it, and so does a read of the file). */
+	bool sized = !e->bad && (dir != nh->n_states || e->backup);
+	uint64_t size = sized ? sv_nh_ent_size(c, e) : 0;
 	if (dir == nh->n_saves && e->backup) {
 		snprintf(name, sizeof name, "%06u.sav", e->line);
 		return sv_node_add(c, dir, name, SV_N_RO | bad, size, ENT_KEY(T_SAVE, i));

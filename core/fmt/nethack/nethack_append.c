@@ -504,9 +504,10 @@ int sv_nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
 	}
 	int fd = sv_container_fd(c);
 	char before = 0;
-	uint64_t keep = nh->first_backup == UINT32_MAX ? nh->hdr_end
-						       : nh->ents[nh->first_backup].off +
-							 nh->ents[nh->first_backup].len + 1;
+	uint64_t keep = nh->first_backup == UINT32_MAX
+				? nh->hdr_end
+				: nh->ents[nh->first_backup].off +
+					  sv_nh_ent_len(c, &nh->ents[nh->first_backup]) + 1;
 	if (size > nh->end || size < keep || pread(fd, &before, 1, (off_t)size - 1) != 1 ||
 	    before != '\n')
 		return sv_err_set(err, -EINVAL, "%llu is not the start of a line after the "

@@ -36,24 +36,25 @@ enum { KEY_LOG = 1, KEY_HEADER, KEY_TRANSCRIPT, KEY_SAVES, KEY_DIFFS, KEY_STATES
 enum { T_SAVE = 1, T_DIFF = 2, T_STATE = 3 };
 #define ENT_KEY(t, i) ((uint64_t)(t) << 32 | (uint32_t)(i))
 
-/* A backup or diff line: 16 bytes, kept for every one (a 200 MB log has
- * 1.5 million).  A line of a gigabyte or more, a payload of 4 GB or more,
- * or a line that starts a terabyte or further in, is taken as malformed.
- * The backup its state starts from is found in the good backups' list
- * (nh.bk, sv_nh_base). */
+/* A backup or diff line: 12 bytes, kept for every one (a 200 MB log has
+ * 1.5 million).  A line of a gigabyte or more, or one that starts a
+ * terabyte or further in, is taken as malformed.  What the entry does not
+ * keep is found again when needed: its payload's size in the line's text
+ * (sv_nh_ent_size), the length of a line of 4 MB or more in the file
+ * (sv_nh_ent_len), the backup its state starts from in the good backups'
+ * list (nh.bk, sv_nh_base). */
 #define ENT_MAX_LEN ((1u << 30) - 1)
 #define ENT_MAX_OFF ((UINT64_C(1) << 40) - 1)
-#define ENT_SIZE_FAR ((1u << 24) - 1)
-struct ent {
+#define ENT_LEN_FAR ((1u << 22) - 1)
+struct __attribute__((packed, aligned(4))) ent {
 	uint64_t off : 40;    /* where the line starts */
-	uint64_t size : 24;   /* its payload's decoded size, from the text;
-			       * ENT_SIZE_FAR: that or more, read there */
+	uint64_t len : 22;    /* without its newline; ENT_LEN_FAR: that or
+			       * more */
+	uint64_t backup : 1;  /* a backup, else a diff */
+	uint64_t bad : 1;     /* its payload is not a payload */
 	uint32_t line;        /* 1-based line number */
-	uint32_t len : 30;    /* without its newline */
-	uint32_t backup : 1;  /* a backup, else a diff */
-	uint32_t bad : 1;     /* its payload is not a payload */
 };
-_Static_assert(sizeof(struct ent) == 16, "an entry is 16 bytes");
+_Static_assert(sizeof(struct ent) == 12, "an entry is 12 bytes");
 
 /* The scan's running state at the start of a line. */
 struct ck {
@@ -203,6 +204,11 @@ static inline uint32_t sv_nh_base(const struct nh *nh, uint32_t i)
 	}
 	return lo ? nh->bk[lo - 1] : UINT32_MAX;
 }
+/* Entry e's line length (without its newline), or UINT64_MAX if the file
+ * cannot be read there. */
+uint64_t sv_nh_ent_len(struct sv_container *c, const struct ent *e);
+/* Its payload's decoded size as its text says, 0 if it cannot be read. */
+uint64_t sv_nh_ent_size(struct sv_container *c, const struct ent *e);
 int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
 		    struct sv_err *err);
 void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size);

@@ -29,19 +29,21 @@ static int ent_payload(struct sv_container *c, const struct ent *e, struct sv_bu
 		return sv_err_set(err, -EBADMSG, "line %u is malformed (see /.savefs/info)",
 				  e->line);
 	size_t skip = e->backup ? 10 : 1;
-	uint64_t max = sv_container_opts(c)->max_decode;
-	if (e->len > max * 2 + 64)
+	uint64_t max = sv_container_opts(c)->max_decode, len = sv_nh_ent_len(c, e);
+	if (len == UINT64_MAX)
+		return sv_err_set(err, -EIO, "line %u: cannot read it", e->line);
+	if (len > max * 2 + 64)
 		return sv_err_set(err, -EFBIG, "line %u: %llu bytes: more than the decode limit",
-				  e->line, (unsigned long long)e->len);
-	char *text = malloc((size_t)e->len);
+				  e->line, (unsigned long long)len);
+	char *text = malloc((size_t)len);
 	if (!text)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	int rc = 0;
-	if (pread(sv_container_fd(c), text, (size_t)e->len, (off_t)e->off) != (ssize_t)e->len)
+	if (pread(sv_container_fd(c), text, (size_t)len, (off_t)e->off) != (ssize_t)len)
 		rc = sv_err_set(err, -EIO, "line %u: cannot read it", e->line);
 	struct sv_err pe;
 	sv_err_clear(&pe);
-	if (!rc && (rc = sv_nh_payload_decode(text + skip, (size_t)e->len - skip, max, out, &pe)))
+	if (!rc && (rc = sv_nh_payload_decode(text + skip, (size_t)len - skip, max, out, &pe)))
 		sv_err_set(err, rc, "line %u: %s", e->line, pe.msg);
 	free(text);
 	return rc;
