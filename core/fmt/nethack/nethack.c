@@ -1351,6 +1351,9 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
  * entries are scanned at their first need. */
 #define DETAILS_AT_ONCE ((uint64_t)8 << 20)
 #define SCAN_LATER DETAILS_AT_ONCE
+/* The entry table's bytes in the record, padded so that the checkpoints
+ * after it are aligned. */
+#define ENTS_BYTES(n) (((uint64_t)(n) * sizeof(struct ent) + 7) & ~(uint64_t)7)
 struct scan_rec {
 	uint64_t hdr_end, end, time, tbody, nents, nck, nwarn_ent, nwarn_det;
 	uint32_t line, last_backup, first_backup, over;
@@ -1364,12 +1367,14 @@ static void scan_store(struct sv_container *c, const struct nh *nh, const struct
 			     ent_warns->len, det_warns->len, nh->line, nh->last_backup,
 			     nh->first_backup, nh->over, {0}};
 	memcpy(r.kinds, nh->kinds, sizeof r.kinds);
-	struct iovec v[5] = {{&r, sizeof r},
+	static const uint8_t pad[8];
+	struct iovec v[6] = {{&r, sizeof r},
 			     {nh->ents, nh->nents * sizeof *nh->ents},
+			     {(void *)pad, ENTS_BYTES(nh->nents) - nh->nents * sizeof *nh->ents},
 			     {nh->ck, nh->nck * sizeof *nh->ck},
 			     {ent_warns->p, ent_warns->len},
 			     {det_warns->p, det_warns->len}};
-	sv_container_index_storev(c, "scan", SCAN_INDEX, v, 5);
+	sv_container_index_storev(c, "scan", SCAN_INDEX, v, 6);
 }
 
 /* NUL-ended strings, the last one ended. */
@@ -1392,14 +1397,14 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	if (r.hdr_end != nh->hdr_end || r.end > size || r.end < r.hdr_end ||
 	    r.nents > UINT32_MAX - 1 || r.nck > r.end || r.nwarn_ent > kept->len ||
 	    r.nwarn_det > kept->len ||
-	    kept->len != sizeof r + r.nents * sizeof *nh->ents + r.nck * sizeof *nh->ck +
+	    kept->len != sizeof r + ENTS_BYTES(r.nents) + r.nck * sizeof *nh->ck +
 				 r.nwarn_ent + r.nwarn_det ||
 	    (r.last_backup != UINT32_MAX && r.last_backup >= r.nents) ||
 	    (r.first_backup != UINT32_MAX && r.first_backup >= r.nents))
 		return false;
 	const uint8_t *p = kept->data + sizeof r;
 	const struct ent *ents = (const struct ent *)p;
-	p += r.nents * sizeof *ents;
+	p += ENTS_BYTES(r.nents);
 	const struct ck *ck = (const struct ck *)p;
 	p += r.nck * sizeof *ck;
 	const uint8_t *det = p + r.nwarn_ent;
@@ -1441,7 +1446,7 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	nh->ents = (struct ent *)(kept->data + sizeof r);
 	nh->nents = nh->capents = r.nents;
 	nh->nbackups = backups;
-	nh->ck = (struct ck *)(kept->data + sizeof r + r.nents * sizeof *nh->ents);
+	nh->ck = (struct ck *)(kept->data + sizeof r + ENTS_BYTES(r.nents));
 	nh->nck = nh->capck = r.nck;
 	nh->end = nh->det_end = r.end;
 	nh->time = r.time;
