@@ -356,10 +356,16 @@ static void split_scan(void)
 {
 	uint64_t was = sv_nh_split_at;
 	int differ = 0;
-	for (int pad = 0; pad < 160; pad += 3) {
+	/* Time lines after the entries move the middle across them; time
+	 * lines before them move it into that run, so that the second half
+	 * holds the diffs before any backup too. */
+	for (int run = 0; run < 54 + 40; run++) {
+		int pad = run < 54 ? run * 3 : 0, lead = run < 54 ? 0 : (run - 54) * 11;
 		struct sv_buf log;
 		sv_buf_init(&log);
 		sv_buf_add(&log, HEADER, strlen(HEADER));
+		for (int i = 0; i < lead; i++)
+			sv_buf_add(&log, "+1\n", 3);
 		uint64_t last = 0;
 		/* Diffs before any backup, a malformed one; backups whose
 		 * numbers are the previous backup's offset but the fourth's. */
@@ -384,7 +390,9 @@ static void split_scan(void)
 		scan_view(&two);
 		if (one.len != two.len || memcmp(one.p, two.p, one.len)) {
 			if (!differ++)
-				fprintf(stderr, "  pad %d: one scan:\n%.*s\n  two halves:\n%.*s\n", pad,
+				fprintf(stderr,
+					"  lead %d, pad %d: one scan:\n%.*s\n  two halves:\n%.*s\n",
+					lead, pad,
 					(int)one.len, (const char *)one.p, (int)two.len,
 					(const char *)two.p);
 		}

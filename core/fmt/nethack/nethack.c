@@ -968,6 +968,11 @@ static void scan_warn(struct scan *s, const char *fmt, ...)
 static void ent_warn(struct scan *s, struct ewarn w)
 {
 	if (s->half) {
+		/* A diff before the half's first backup: the merge finds
+		 * those again from the entries (a half with no backup would
+		 * hold one for each of its diffs). */
+		if (w.kind == EW_NO_BACKUP)
+			return;
 		if (sv_buf_add(&s->held, &w, sizeof w))
 			s->err = -ENOMEM;
 		return;
@@ -1219,16 +1224,32 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 	}
 	nh->nbackups += h->nh.nbackups;
 	const struct ewarn *w = (const void *)h->s.held.p;
-	for (size_t i = 0; i < h->s.held.len / sizeof *w; i++) {
-		struct ewarn x = w[i];
+	size_t nw = h->s.held.len / sizeof *w, k = 0;
+	/* Its diffs before its first backup are diffs before any backup if
+	 * the first half has none either: said in line order with the
+	 * warnings held. */
+	const struct ent *he = h->nh.ents;
+	size_t j = 0, jend = last_a != UINT32_MAX	     ? 0
+			     : h->nh.first_backup == UINT32_MAX ? nb
+								: h->nh.first_backup;
+	for (;;) {
+		while (j < jend && (he[j].backup || he[j].bad))
+			j++;
+		if (j < jend && (k == nw || he[j].line < w[k].line)) {
+			ent_warn(s, (struct ewarn){EW_NO_BACKUP, he[j].line + lines, he[j].off, 0, 0,
+						   NULL});
+			j++;
+			continue;
+		}
+		if (k == nw)
+			break;
+		struct ewarn x = w[k++];
 		x.line += lines;
 		if (x.kind == EW_FIRST) {
 			if (last_a == UINT32_MAX || x.a == nh->ents[last_a].off)
 				continue;
 			x.kind = EW_PTR;
 			x.b = nh->ents[last_a].off;
-		} else if (x.kind == EW_NO_BACKUP && last_a != UINT32_MAX) {
-			continue;
 		}
 		ent_warn(s, x);
 	}
