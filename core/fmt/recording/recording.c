@@ -72,7 +72,7 @@ struct rec {
 	struct sv_nbt meta;
 	struct chunk *chunks;
 	uint32_t n;
-	struct sv_buf header_json, index_tsv, snbt;
+	struct sv_buf header_json, snbt;
 	uint64_t compact_size;
 	uint32_t at_dir, chunks_dir, nbt_node, timeline_node;
 	uint32_t *bin_node, *txt_node; /* each chunk's views */
@@ -370,30 +370,47 @@ static int make_header(struct sv_container *c, struct rec *r)
 	return rc ? -ENOMEM : 0;
 }
 
-static int make_index(struct rec *r)
+#define INDEX_HEAD "# chunk\tstart\tticks\tsnapshot\tsegment\toffset\tcompressed\tdecompressed\n"
+
+/* Chunk i's line of index.tsv into line (room for any); its length. */
+static size_t index_line(const struct rec *r, uint32_t i, char line[160])
 {
-	int rc = sv_buf_printf(&r->index_tsv, "# chunk\tstart\tticks\tsnapshot\tsegment\toffset\t"
-			       "compressed\tdecompressed\n");
+	const struct chunk *k = &r->chunks[i];
+	uint64_t off = r->segmented ? k->offset & 0xffffffffu : k->offset;
+	char seg[24] = "-";
+	if (r->segmented)
+		snprintf(seg, sizeof seg, "%llu", (unsigned long long)(k->offset >> 32));
+	int n = snprintf(line, 160, "%06u\t%u\t%u\t%s\t%s\t%llu\t%u\t%u\n", i, k->start,
+			 k->ticks, k->flags & 1 ? "yes" : "no", seg, (unsigned long long)off,
+			 k->clen, k->ulen);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* index.tsv's size: it is made when read (a million chunks' lines would
+ * be 50 MB held for a file few read). */
+static uint64_t index_size(const struct rec *r)
+{
+	char line[160];
+	uint64_t n = strlen(INDEX_HEAD);
+	for (uint32_t i = 0; i < r->n; i++)
+		n += index_line(r, i, line);
+	return n;
+}
+
+static int index_text(const struct rec *r, struct sv_buf *out)
+{
+	char line[160];
+	int rc = sv_buf_add(out, INDEX_HEAD, strlen(INDEX_HEAD));
 	for (uint32_t i = 0; i < r->n && !rc; i++) {
-		const struct chunk *k = &r->chunks[i];
-		uint64_t seg = r->segmented ? k->offset >> 32 : 0;
-		uint64_t off = r->segmented ? k->offset & 0xffffffffu : k->offset;
-		if (r->segmented)
-			rc = sv_buf_printf(&r->index_tsv, "%06u\t%u\t%u\t%s\t%llu\t%llu\t%u\t%u\n", i,
-					   k->start, k->ticks, k->flags & 1 ? "yes" : "no",
-					   (unsigned long long)seg, (unsigned long long)off, k->clen,
-					   k->ulen);
-		else
-			rc = sv_buf_printf(&r->index_tsv, "%06u\t%u\t%u\t%s\t-\t%llu\t%u\t%u\n", i,
-					   k->start, k->ticks, k->flags & 1 ? "yes" : "no",
-					   (unsigned long long)off, k->clen, k->ulen);
+		size_t n = index_line(r, i, line);
+		rc = sv_buf_add(out, line, n);
 	}
 	return rc ? -ENOMEM : 0;
 }
 
 static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 {
-	if (make_header(c, r) || make_index(r) || sv_snbt_write(&r->snbt, &r->meta, true))
+	if (make_header(c, r) || sv_snbt_write(&r->snbt, &r->meta, true))
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	const uint32_t RO = SV_N_RO;
 	if (sv_node_add(c, SV_ROOT, "header.json", RO | SV_N_DERIVED, r->header_json.len,
@@ -401,7 +418,7 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	    sv_node_add(c, SV_ROOT, "metadata.snbt", 0, r->snbt.len, KEY(K_SNBT, 0)) == SV_NONE ||
 	    (r->nbt_node = sv_node_add(c, SV_ROOT, "metadata.nbt", RO, (uint64_t)r->meta_len,
 				       KEY(K_NBT, 0))) == SV_NONE ||
-	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, r->index_tsv.len,
+	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, index_size(r),
 			KEY(K_INDEX, 0)) == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	/* chunks/ and at/: listed from the chunk index (list_rec), a node
@@ -472,7 +489,6 @@ static void rec_free(struct rec *r)
 	free(r->txt_node);
 	free(r->cstart);
 	sv_buf_fini(&r->header_json);
-	sv_buf_fini(&r->index_tsv);
 	sv_buf_fini(&r->snbt);
 	for (int k = 0; k < 2; k++)
 		cursor_free(r->cur[k]);
@@ -489,7 +505,6 @@ static int open_rec(struct sv_container *c, struct sv_err *err)
 	sv_container_set_priv(c, r);
 	r->segmented = sv_container_is_dir(c);
 	sv_buf_init(&r->header_json);
-	sv_buf_init(&r->index_tsv);
 	sv_buf_init(&r->snbt);
 	int rc = table_of(c, &r->table, err);
 	if (!rc && r->segmented) {
@@ -918,7 +933,8 @@ static int load_rec(struct sv_container *c, uint32_t node, struct sv_blob **out,
 		*out = sv_blob_dup(r->header_json.p, r->header_json.len);
 		break;
 	case K_INDEX:
-		*out = sv_blob_dup(r->index_tsv.p, r->index_tsv.len);
+		if (index_text(r, &b))
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
 		break;
 	case K_SNBT:
 		*out = sv_blob_dup(r->snbt.p, r->snbt.len);
@@ -937,7 +953,7 @@ static int load_rec(struct sv_container *c, uint32_t node, struct sv_blob **out,
 	default:
 		return sv_err_set(err, -EIO, "not a file");
 	}
-	if (KIND(key) == K_TXT || KIND(key) == K_AT) {
+	if (KIND(key) == K_TXT || KIND(key) == K_AT || KIND(key) == K_INDEX) {
 		if (!rc) {
 			*out = sv_blob_dup(b.p, b.len);
 			if (!*out)
