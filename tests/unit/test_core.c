@@ -1077,6 +1077,101 @@ static void shed_nodes(void)
 	sv_container_free(c);
 }
 
+/* Every node a container told its client to drop. */
+struct told {
+	uint32_t *v;
+	size_t n, cap, done;
+};
+
+static void told_note(void *arg, uint32_t node, uint32_t parent, const char *name, bool gone)
+{
+	struct told *t = arg;
+	(void)parent;
+	(void)name;
+	(void)gone;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		uint32_t *p = realloc(t->v, cap * sizeof *p);
+		if (!p)
+			return;
+		t->v = p;
+		t->cap = cap;
+	}
+	t->v[t->n++] = node;
+}
+
+/* The client forgets what it was told to drop since it last looked. */
+static void forget_told(struct sv_container *c, struct told *t)
+{
+	for (; t->done < t->n; t->done++)
+		sv_forget(c, t->v[t->done], 1);
+}
+
+/* The node budget shares the cache's cap: 8,192 nodes at an empty 8 MiB
+ * cache, 4,096 once the cache holds 7.8 MB.  7,300 entries are held
+ * without a word while the cache is empty; reading the big ones fills
+ * it, and past the smaller budget each entry made has the container tell
+ * its client to drop two, until it is back within an eighth of it. */
+static void shed_as_cache_fills(void)
+{
+	const char *path = at("fills.kv");
+	struct sv_buf b;
+	sv_buf_init(&b);
+	for (int i = 0; i < 10300; i++) {
+		sv_buf_printf(&b, "k%04d=", i);
+		for (int k = 0; i < 1300 && k < 6000; k++)
+			sv_buf_add(&b, "x", 1);
+		sv_buf_add(&b, i < 1300 ? "\n" : "v\n", i < 1300 ? 1 : 2);
+	}
+	put_buf(path, &b);
+	sv_buf_fini(&b);
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.cache_cap = 8 << 20;
+	o.readahead = 0;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
+	if (!c)
+		return;
+	struct told t = {0};
+	sv_container_set_notify(c, told_note, &t);
+	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c), n;
+	char name[16];
+	for (int i = 1300; i < 7300; i++) {
+		snprintf(name, sizeof name, "k%04d", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+	}
+	T_UINT(0, t.n);
+	for (int i = 0; i < 1300; i++) {
+		snprintf(name, sizeof name, "k%04d", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+		struct sv_blob *v = NULL;
+		T_INT(0, sv_content(c, n, &v, NULL));
+		T_UINT(6000, v ? v->len : 0);
+		sv_blob_unref(v);
+		forget_told(c, &t);
+	}
+	struct sv_cache_stats st;
+	sv_container_cache_stats(c, &st);
+	T_OK(st.bytes >= 1300 * 6000);
+	size_t filled = t.n;
+	T_OK(filled > 0);
+	for (int i = 7300; i < 10300; i++) {
+		snprintf(name, sizeof name, "k%04d", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+		forget_told(c, &t);
+	}
+	uint64_t live = base + 10300 - t.n;
+	T_OK(live <= 4096 + 4096 / 8 + 2);
+	T_OK(live >= 4096 - 2);
+	if (live > 4096 + 4096 / 8 + 2 || live < 4096 - 2)
+		fprintf(stderr, "  %llu nodes held after %zu told\n", (unsigned long long)live, t.n);
+	sv_container_set_notify(c, NULL, NULL);
+	sv_container_free(c);
+	free(t.v);
+}
+
 /* A client that keeps every entry it is given (as the kernel does with a
  * readdirplus entry) asks a folder's listing to go on, not to stop. */
 struct held_names {
@@ -1194,6 +1289,7 @@ int main(void)
 	index_readahead();
 	listed_nodes();
 	shed_nodes();
+	shed_as_cache_fills();
 	folder_listing_held();
 	remove_tree(dir);
 	return t_done();
