@@ -1786,7 +1786,8 @@ static void free_nh(struct nh *nh)
 	sv_buf_fini(&nh->thead);
 	sv_buf_fini(&nh->json);
 	sv_buf_fini(&nh->partial);
-	sv_blob_unref(nh->st_blob);
+	for (int j = 0; j < ST_KEPT; j++)
+		sv_blob_unref(nh->st[j].blob);
 	sv_buf_fini(&nh->ent_warns);
 	sv_buf_fini(&nh->det_warns);
 	pthread_mutex_destroy(&nh->st_lock);
@@ -1811,7 +1812,9 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	pthread_mutex_init(&nh->st_lock, NULL);
 	pthread_mutex_init(&nh->det_lock, NULL);
 	pthread_mutex_init(&nh->scan_lock, NULL);
-	nh->last_backup = nh->first_backup = nh->st_ent = nh->fail_ent = UINT32_MAX;
+	nh->last_backup = nh->first_backup = nh->fail_ent = UINT32_MAX;
+	for (int j = 0; j < ST_KEPT; j++)
+		nh->st[j].ent = UINT32_MAX;
 	sv_container_set_priv(c, nh);
 	sv_nh_install_signals();
 	int rc = parse_header(c, nh, err);

@@ -38,6 +38,9 @@ int sv_nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *o
  * threads, the second from its middle on (32 MiB; tests make it small, to
  * see the two halves find what one scan finds). */
 extern uint64_t sv_nh_split_at;
+/* Diffs applied to make states so far, in every log (atomic; for tests:
+ * what a way of reading costs). */
+extern uint64_t sv_nh_diffs_applied;
 
 /* ---- save diffs (nhdiff.c) ---------------------------------------------------- */
 

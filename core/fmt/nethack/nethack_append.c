@@ -410,9 +410,7 @@ static int append_lines(struct sv_container *c, struct nh *nh, const char *p, si
 	if (!rc && nh->nents > first_new && state && !moved) {
 		/* Keep the state the check made: the next append starts there. */
 		pthread_mutex_lock(&nh->st_lock);
-		sv_blob_unref(nh->st_blob);
-		nh->st_blob = sv_blob_ref(state);
-		nh->st_ent = (uint32_t)nh->nents - 1;
+		sv_nh_keep_state(nh, -1, (uint32_t)nh->nents - 1, state);
 		pthread_mutex_unlock(&nh->st_lock);
 	}
 	sv_nh_touch_all(c, nh);

@@ -25,6 +25,7 @@
 #define BLOCK (1u << 20)        /* bytes read at a time while scanning */
 #define TBLOCK (64u << 10)      /* ... while making a piece of the transcript */
 #define HEAD 8192               /* bytes of a line kept while scanning */
+#define ST_KEPT 4               /* states kept to go on from */
 #define CK_EVERY 256            /* lines between transcript checkpoints */
 #define MAX_SMALL_LINE (1u << 20) /* a line other than a payload line */
 #define LINE1_LEN 31
@@ -125,10 +126,17 @@ struct nh {
 	/* an append still waiting for its newline */
 	struct sv_buf partial;
 
-	/* the last state made */
+	/* the last states made, each where a reader going on from it starts
+	 * (ST_KEPT of them: a reader whose order jumps between two runs of
+	 * lines, as ls orders 6- and 7-digit names, or two readers, each go
+	 * on from their own) */
 	pthread_mutex_t st_lock;
-	uint32_t st_ent;
-	struct sv_blob *st_blob;
+	struct nh_state {
+		uint32_t ent;       /* UINT32_MAX: none */
+		struct sv_blob *blob;
+		uint64_t used;
+	} st[ST_KEPT];
+	uint64_t st_clock;
 	/* the last state that could not be made (st_lock): line fail_ent did
 	 * not decode (fail_base UINT32_MAX: whatever came before it) or did
 	 * not apply to the state built from backup fail_base.  Every later
@@ -209,6 +217,9 @@ static inline uint32_t sv_nh_base(const struct nh *nh, uint32_t i)
 uint64_t sv_nh_ent_len(struct sv_container *c, const struct ent *e);
 /* Its payload's decoded size as its text says, 0 if it cannot be read. */
 uint64_t sv_nh_ent_size(struct sv_container *c, const struct ent *e);
+/* Keeps state blob of entry ent (st_lock held), in place of the kept
+ * state it was made from (slot `from`, or -1: the least recently used). */
+void sv_nh_keep_state(struct nh *nh, int from, uint32_t ent, struct sv_blob *blob);
 int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
 		    struct sv_err *err);
 void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size);

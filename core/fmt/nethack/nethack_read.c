@@ -54,6 +54,8 @@ struct sv_blob *sv_nh_buf_blob(struct sv_buf *b)
 	return sv_blob_dup(b->p ? b->p : (uint8_t *)"", b->len);
 }
 
+uint64_t sv_nh_diffs_applied;
+
 /* Applies the diff of entry j to cur, replacing it. */
 static int apply_ent(struct sv_container *c, const struct ent *e, struct sv_blob **cur,
 		     struct sv_err *err)
@@ -61,6 +63,7 @@ static int apply_ent(struct sv_container *c, const struct ent *e, struct sv_blob
 	struct sv_buf d, out;
 	sv_buf_init(&d);
 	sv_buf_init(&out);
+	__atomic_add_fetch(&sv_nh_diffs_applied, 1, __ATOMIC_RELAXED);
 	int rc = ent_payload(c, e, &d, err);
 	struct sv_err de;
 	sv_err_clear(&de);
@@ -79,6 +82,23 @@ static int apply_ent(struct sv_container *c, const struct ent *e, struct sv_blob
 	sv_buf_fini(&d);
 	sv_buf_fini(&out);
 	return rc;
+}
+
+void sv_nh_keep_state(struct nh *nh, int from, uint32_t ent, struct sv_blob *blob)
+{
+	if (from < 0) {
+		from = 0;
+		for (int j = 1; j < ST_KEPT; j++)
+			if (nh->st[j].used < nh->st[from].used)
+				from = j;
+	}
+	struct nh_state *t = &nh->st[from];
+	if (t->blob != blob) {
+		sv_blob_unref(t->blob);
+		t->blob = sv_blob_ref(blob);
+	}
+	t->ent = ent;
+	t->used = ++nh->st_clock;
 }
 
 /* The save after entry k: from the kept state when it is on the way,
@@ -103,9 +123,17 @@ int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_
 		pthread_mutex_unlock(&nh->st_lock);
 		return err->code;
 	}
-	if (nh->st_blob && nh->st_ent >= b && nh->st_ent <= k && nh->st_ent < nh->nents) {
-		cur = sv_blob_ref(nh->st_blob);
-		at = nh->st_ent;
+	/* The kept state nearest before k on its way from b, if any. */
+	int from = -1;
+	for (int j = 0; j < ST_KEPT; j++) {
+		const struct nh_state *t = &nh->st[j];
+		if (t->blob && t->ent >= b && t->ent <= k && t->ent < nh->nents &&
+		    (from < 0 || t->ent > nh->st[from].ent))
+			from = j;
+	}
+	if (from >= 0) {
+		cur = sv_blob_ref(nh->st[from].blob);
+		at = nh->st[from].ent;
 	} else {
 		struct sv_buf s;
 		sv_buf_init(&s);
@@ -127,9 +155,9 @@ int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_
 		nh->fail_err.code = rc;
 	}
 	if (!rc) {
-		sv_blob_unref(nh->st_blob);
-		nh->st_blob = sv_blob_ref(cur);
-		nh->st_ent = k;
+		/* A reader going on (a few lines on) moves its kept state
+		 * along; one that jumped keeps the state it jumped from. */
+		sv_nh_keep_state(nh, from >= 0 && k - at <= 16 ? from : -1, k, cur);
 		*out = cur;
 	} else {
 		sv_blob_unref(cur);
