@@ -922,6 +922,26 @@ static int plus_add(void *arg, const char *name, const struct sv_stat *st, uint6
 	return st->unmade ? 0 : SV_DIR_HELD;
 }
 
+/* A file of n kv lines at path, opened with a 1 MiB cache (a budget of
+ * 4,096 nodes), its keys/ declared with `flags` too; NULL if it did not
+ * open. */
+static struct sv_container *kv_small_cache(const char *path, int n, uint32_t flags)
+{
+	struct sv_buf b;
+	kv_lines(&b, n);
+	put_buf(path, &b);
+	sv_buf_fini(&b);
+	struct sv_opts o;
+	sv_opts_init(&o);
+	o.cache_cap = 1 << 20;
+	struct sv_container *c = NULL;
+	struct sv_err err;
+	kvi_flags = flags;
+	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
+	kvi_flags = 0;
+	return c;
+}
+
 /* A directory whose entries are cheap to make (SV_N_LISTMADE): a listing
  * that gives the client nodes makes them while the container has room
  * (4,096 nodes at a 1 MiB cache), each held once, and gives names alone
@@ -930,18 +950,7 @@ static int plus_add(void *arg, const char *name, const struct sv_stat *st, uint6
 static void listed_nodes(void)
 {
 	const char *path = at("listed.kv");
-	struct sv_buf b;
-	kv_lines(&b, 5000);
-	put_buf(path, &b);
-	sv_buf_fini(&b);
-	struct sv_opts o;
-	sv_opts_init(&o);
-	o.cache_cap = 1 << 20;
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	kvi_flags = SV_N_LISTMADE;
-	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
-	kvi_flags = 0;
+	struct sv_container *c = kv_small_cache(path, 5000, SV_N_LISTMADE);
 	if (!c)
 		return;
 	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
@@ -972,7 +981,7 @@ static void listed_nodes(void)
 	sv_container_free(c);
 
 	/* Without the flag: names. */
-	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
+	c = kv_small_cache(path, 5000, 0);
 	if (!c)
 		return;
 	p = (struct plus_seen){0};
@@ -1009,17 +1018,7 @@ static void shed_note(void *arg, uint32_t node, uint32_t parent, const char *nam
  * those go; one looked up again before its forget keeps its number. */
 static void shed_nodes(void)
 {
-	const char *path = at("shed.kv");
-	struct sv_buf b;
-	kv_lines(&b, 5000);
-	put_buf(path, &b);
-	sv_buf_fini(&b);
-	struct sv_opts o;
-	sv_opts_init(&o);
-	o.cache_cap = 1 << 20;
-	struct sv_container *c = NULL;
-	struct sv_err err;
-	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
+	struct sv_container *c = kv_small_cache(at("shed.kv"), 5000, 0);
 	if (!c)
 		return;
 	struct shed_seen s = {.all_gone = true};
