@@ -70,7 +70,7 @@ enum {
 				    * listing that gives the client nodes
 				    * (readdirplus) makes them while the
 				    * container holds fewer nodes than its
-				    * budget (sv_node_budget), so that using
+				    * budget (sv_node_room), so that using
 				    * them costs no lookup; beyond it, names */
 };
 #define SV_N_DECLARED (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_N_DERIVED | SV_N_LAZYSIZE | \
