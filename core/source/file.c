@@ -31,6 +31,24 @@ static int file_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 	return sv_source_read_fd(s->fd, (uint64_t)s->st.st_size, off, buf, n, "the file", err);
 }
 
+static int file_read_upto(struct sv_source *s, uint64_t off, void *buf, size_t n, size_t *got,
+			  struct sv_err *err)
+{
+	*got = 0;
+	while (*got < n) {
+		ssize_t k = pread(s->fd, (uint8_t *)buf + *got, n - *got, (off_t)(off + *got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return sv_err_set(err, -EIO, "read failed at offset %llu: %s",
+					  (unsigned long long)(off + *got), strerror(errno));
+		if (k == 0)
+			break;
+		*got += (size_t)k;
+	}
+	return 0;
+}
+
 /*
  * The swap took out of the path a file that is not the one read: it goes
  * back, and the new file (fd) comes out again, for the caller to remove.
@@ -250,6 +268,7 @@ const struct sv_source_ops sv_source_file_ops = {
 	.look = sv_source_look_path,
 	.held = sv_source_held_fd,
 	.pread = file_pread,
+	.read_upto = file_read_upto,
 	.claim = sv_source_flock_claim,
 	.lock = sv_source_flock_lock,
 	.unlock = sv_source_flock_unlock,

@@ -176,6 +176,33 @@ int sv_container_pread(struct sv_container *c, uint64_t off, void *buf, size_t n
 	return c->src->ops->pread(c->src, off, buf, n, err);
 }
 
+int sv_container_read(struct sv_container *c, uint64_t off, void *buf, size_t n, size_t *got,
+		      struct sv_err *err)
+{
+	*got = 0;
+	const struct sv_source_ops *ops = c->src->ops;
+	if (!ops->read_upto) {
+		uint64_t size = (uint64_t)c->src->st.st_size;
+		size_t k = off >= size ? 0 : size - off < n ? (size_t)(size - off) : n;
+		int rc = k ? sv_container_pread(c, off, buf, k, err) : 0;
+		if (!rc)
+			*got = k;
+		return rc;
+	}
+	__atomic_add_fetch(&c->src->reads, 1, __ATOMIC_RELAXED);
+	int rc = ops->read_upto(c->src, off, buf, n, got, err);
+	__atomic_add_fetch(&c->src->read_bytes, *got, __ATOMIC_RELAXED);
+	return rc;
+}
+
+uint64_t sv_container_size_now(struct sv_container *c)
+{
+	struct stat now;
+	if (c->src->ops->held && !c->src->ops->held(c->src, &now))
+		return (uint64_t)now.st_size;
+	return sv_container_size(c);
+}
+
 void sv_container_reads(const struct sv_container *c, uint64_t *reads, uint64_t *bytes)
 {
 	*reads = __atomic_load_n(&c->src->reads, __ATOMIC_RELAXED);

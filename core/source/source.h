@@ -52,6 +52,14 @@ uint64_t sv_container_size(const struct sv_container *c);
  * reason if the range lies outside the file, -EIO if the host fails. */
 int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
 		       size_t n, struct sv_err *err);
+/* Reads up to n bytes at off: fewer where the container ends now (a file
+ * another program appends to is read as it is now, past the size it was
+ * opened at).  *got receives the count; -EIO with a reason if the host
+ * fails. */
+int sv_container_read(struct sv_container *c, uint64_t off, void *buf, size_t n, size_t *got,
+		      struct sv_err *err);
+/* The container's size now (a file another program appends to grows). */
+uint64_t sv_container_size_now(struct sv_container *c);
 /* The open file descriptor of the container (for copying stored bytes);
  * of a directory container, the directory. */
 int sv_container_fd(const struct sv_container *c);
@@ -103,6 +111,10 @@ struct sv_source_ops {
 	int (*held)(struct sv_source *s, struct stat *now);
 	int (*pread)(struct sv_source *s, uint64_t off, void *buf, size_t n,
 		     struct sv_err *err);
+	/* Up to n bytes, fewer where it ends now (NULL: pread within the
+	 * size it was opened at). */
+	int (*read_upto)(struct sv_source *s, uint64_t off, void *buf, size_t n, size_t *got,
+			 struct sv_err *err);
 	/* A read-write mount's shared claim (-EBUSY if another holds it),
 	 * and the commit's exclusive lock (waits a while, then -EBUSY). */
 	int (*claim)(struct sv_source *s, struct sv_err *err);

@@ -1076,6 +1076,38 @@ static void shed_nodes(void)
 	sv_container_free(c);
 }
 
+/* A format reading a file another program appends to: sv_container_read
+ * gives what the file holds now, fewer bytes at its end and the bytes
+ * appended since the open, where sv_container_pread keeps to the size it
+ * was opened at. */
+static void read_as_it_grows(void)
+{
+	const char *path = at("grows.kv");
+	put_file(path, "a=1\nb=2\n");
+	struct sv_container *c = open_as(path, &kv_rewrite);
+	if (!c)
+		return;
+	char buf[32];
+	size_t got = 99;
+	struct sv_err err;
+	T_INT(0, sv_container_read(c, 4, buf, sizeof buf, &got, &err));
+	T_UINT(4, got);
+	T_OK(!memcmp(buf, "b=2\n", 4));
+	T_INT(0, sv_container_read(c, 8, buf, sizeof buf, &got, &err));
+	T_UINT(0, got);
+	int fd = open(path, O_WRONLY | O_APPEND);
+	T_OK(fd >= 0);
+	T_INT(4, write(fd, "c=3\n", 4));
+	close(fd);
+	T_INT(0, sv_container_read(c, 6, buf, sizeof buf, &got, &err));
+	T_UINT(6, got);
+	T_OK(!memcmp(buf, "2\nc=3\n", 6));
+	T_UINT(12, sv_container_size_now(c));
+	T_UINT(8, sv_container_size(c));
+	T_INT(-EBADMSG, sv_container_pread(c, 8, buf, 4, &err));
+	sv_container_free(c);
+}
+
 /* Every node a container told its client to drop. */
 struct told {
 	uint32_t *v;
@@ -1288,6 +1320,7 @@ int main(void)
 	index_readahead();
 	listed_nodes();
 	shed_nodes();
+	read_as_it_grows();
 	shed_as_cache_fills();
 	folder_listing_held();
 	remove_tree(dir);

@@ -695,11 +695,23 @@ void sv_nh_make_header_views(struct nh *nh)
 	sv_buf_fini(&nm);
 }
 
+ssize_t sv_nh_pread(struct sv_container *c, void *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+	struct sv_err e;
+	int rc = sv_container_read(c, off, buf, n, &got, &e);
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	return (ssize_t)got;
+}
+
 /* Reads and checks lines 1-3. */
 static int parse_header(struct sv_container *c, struct nh *nh, struct sv_err *err)
 {
 	char buf[HEAD];
-	ssize_t k = pread(sv_container_fd(c), buf, sizeof buf, 0);
+	ssize_t k = sv_nh_pread(c, buf, sizeof buf, 0);
 	if (k < 0)
 		return sv_err_set(err, -EIO, "nethack: %s", strerror(errno));
 	size_t n = (size_t)k;
@@ -808,16 +820,16 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 /* As sv_nh_each_line; with `only` (two bytes), a whole line in the block
  * that starts with neither is only counted in *skipped (the open's scan
  * wants backup and diff lines; a 200 MB log has 5 million lines). */
-static int each_line(int fd, uint64_t off, uint64_t limit, size_t block, const char *only,
+static int each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_t block, const char *only,
 		     uint32_t *skipped, line_fn fn, void *arg, uint64_t *endp, struct sv_err *err);
 
-int sv_nh_each_line(int fd, uint64_t off, uint64_t limit, size_t block, line_fn fn,
+int sv_nh_each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_t block, line_fn fn,
 		     void *arg, uint64_t *endp, struct sv_err *err)
 {
-	return each_line(fd, off, limit, block, NULL, NULL, fn, arg, endp, err);
+	return each_line(c, off, limit, block, NULL, NULL, fn, arg, endp, err);
 }
 
-static int each_line(int fd, uint64_t off, uint64_t limit, size_t block, const char *only,
+static int each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_t block, const char *only,
 		     uint32_t *skipped, line_fn fn, void *arg, uint64_t *endp, struct sv_err *err)
 {
 	uint8_t *blk = malloc(block);
@@ -833,7 +845,7 @@ static int each_line(int fd, uint64_t off, uint64_t limit, size_t block, const c
 	char tail[2] = {0, 0};
 	while (pos < limit) {
 		size_t want = limit - pos < block ? (size_t)(limit - pos) : block;
-		ssize_t k = pread(fd, blk, want, (off_t)pos);
+		ssize_t k = sv_nh_pread(c, blk, want, pos);
 		if (k < 0) {
 			rc = sv_err_set(err, -EIO, "nethack: reading byte %llu: %s",
 					(unsigned long long)pos, strerror(errno));
@@ -892,7 +904,7 @@ static int each_line(int fd, uint64_t off, uint64_t limit, size_t block, const c
 				/* A short kind running long: read it whole. */
 				free(big);
 				big = malloc((size_t)full);
-				if (!big || pread(fd, big, (size_t)full, (off_t)start) != (ssize_t)full) {
+				if (!big || sv_nh_pread(c, big, (size_t)full, start) != (ssize_t)full) {
 					rc = sv_err_set(err, big ? -EIO : -ENOMEM,
 							"nethack: cannot read the line at byte %llu",
 							(unsigned long long)start);
@@ -1118,9 +1130,8 @@ static void scan_done(struct sv_container *c, struct nh *nh, uint32_t line, uint
 	 * appended since are new to the follower, not torn. */
 	if (end == limit)
 		return;
-	struct stat st;
-	nh->torn = !fstat(sv_container_fd(c), &st) && (uint64_t)st.st_size > end
-			   ? (uint64_t)st.st_size - end : 0;
+	uint64_t now = sv_container_size_now(c);
+	nh->torn = now > end ? now - end : 0;
 }
 
 /* Scans the complete lines from nh->end on as s says; nh's end, line
@@ -1131,7 +1142,7 @@ static int scan_on(struct sv_container *c, struct nh *nh, struct scan *s, uint64
 	uint64_t end = nh->end;
 	/* The entries' scan is told of backup and diff lines alone, the
 	 * others counted (s->line). */
-	int rc = each_line(sv_container_fd(c), nh->end, limit, BLOCK,
+	int rc = each_line(c, nh->end, limit, BLOCK,
 			   s->what == SCAN_ENTRIES ? "*~" : NULL, &s->line, scan_line, s, &end, err);
 	sv_buf_fini(&s->content);
 	if (!rc && s->err)
@@ -1165,7 +1176,6 @@ uint64_t sv_nh_split_at = (uint64_t)32 << 20;
 
 struct half {
 	struct sv_container *c;
-	int fd;
 	uint64_t mid, limit;  /* where it starts and stops */
 	struct nh nh;         /* its entries: indexes and lines its own */
 	struct scan s;
@@ -1179,7 +1189,7 @@ static void *scan_half(void *arg)
 	struct half *h = arg;
 	h->nh.last_backup = h->nh.first_backup = UINT32_MAX;
 	h->s = (struct scan){h->c, &h->nh, {0}, false, 0, NULL, SCAN_ENTRIES, 0, true, {0}};
-	h->rc = each_line(h->fd, h->mid, h->limit, BLOCK, "*~", &h->s.line, scan_line, &h->s,
+	h->rc = each_line(h->c, h->mid, h->limit, BLOCK, "*~", &h->s.line, scan_line, &h->s,
 			  &h->end, &h->err);
 	if (!h->rc && h->s.err)
 		h->rc = h->s.err;
@@ -1188,11 +1198,11 @@ static void *scan_half(void *arg)
 
 /* Where the second half starts: after the first newline from the middle
  * on; 0 if none is near (a log of few, long lines is scanned whole). */
-static uint64_t split_point(int fd, uint64_t from, uint64_t size)
+static uint64_t split_point(struct sv_container *c, uint64_t from, uint64_t size)
 {
 	uint8_t win[65536];
 	uint64_t mid = from + (size - from) / 2;
-	ssize_t k = pread(fd, win, sizeof win, (off_t)mid);
+	ssize_t k = sv_nh_pread(c, win, sizeof win, mid);
 	const uint8_t *nl = k > 0 ? memchr(win, '\n', (size_t)k) : NULL;
 	return nl ? mid + (uint64_t)(nl - win) + 1 : 0;
 }
@@ -1261,7 +1271,6 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 			uint64_t limit, struct sv_err *err)
 {
 	struct scan s = {c, nh, {0}, false, 0, warns, SCAN_ENTRIES, nh->line, false, {0}};
-	int fd = sv_container_fd(c);
 	uint64_t size = sv_container_size(c);
 	if (size > limit)
 		size = limit;
@@ -1270,9 +1279,8 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 	if (size > nh->end && size - nh->end >= sv_nh_split_at && !nh->kept &&
 	    (h = calloc(1, sizeof *h))) {
 		h->c = c;
-		h->fd = fd;
 		h->limit = limit;
-		h->mid = split_point(fd, nh->end, size);
+		h->mid = split_point(c, nh->end, size);
 		if (!h->mid || h->mid >= size || pthread_create(&th, NULL, scan_half, h)) {
 			free(h);
 			h = NULL;
@@ -1282,7 +1290,7 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 		return scan_on(c, nh, &s, limit, err);
 	/* The first half, here. */
 	uint64_t end = nh->end;
-	int rc = each_line(fd, nh->end, h->mid, BLOCK, "*~", &s.line, scan_line, &s, &end, err);
+	int rc = each_line(c, nh->end, h->mid, BLOCK, "*~", &s.line, scan_line, &s, &end, err);
 	if (!rc && s.err)
 		rc = sv_err_set(err, s.err, "out of memory");
 	pthread_join(th, NULL);
@@ -1337,7 +1345,7 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
 		nh->nck = nh->capck = 0;
 		struct scan s = {c, nh, {0}, false, 0, &warns, SCAN_DETAILS, 3, false, {0}};
 		uint64_t end = nh->hdr_end;
-		rc = sv_nh_each_line(sv_container_fd(c), nh->hdr_end, nh->det_end, BLOCK, scan_line,
+		rc = sv_nh_each_line(c, nh->hdr_end, nh->det_end, BLOCK, scan_line,
 				     &s, &end, err);
 		sv_buf_fini(&s.content);
 		if (!rc && s.err)
@@ -1491,13 +1499,13 @@ static void check_first_pointer(struct sv_container *c, struct nh *nh);
 
 /* The end of the last complete line of [from, size) of fd (from if it has
  * none), read backwards from the end; -EIO. */
-static int last_line_end(int fd, uint64_t from, uint64_t size, uint64_t *end)
+static int last_line_end(struct sv_container *c, uint64_t from, uint64_t size, uint64_t *end)
 {
 	uint8_t win[65536];
 	uint64_t hi = size;
 	while (hi > from) {
 		uint64_t lo = hi - from > sizeof win ? hi - sizeof win : from;
-		ssize_t k = pread(fd, win, (size_t)(hi - lo), (off_t)lo);
+		ssize_t k = sv_nh_pread(c, win, (size_t)(hi - lo), lo);
 		if (k != (ssize_t)(hi - lo))
 			return -EIO;
 		const uint8_t *nl = memrchr(win, '\n', (size_t)k);
@@ -1551,7 +1559,7 @@ static int scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err)
 	if (size > SCAN_LATER) {
 		/* Found at the first need: the open knows where the last
 		 * complete line ends (the log's size) and what is torn. */
-		rc = last_line_end(sv_container_fd(c), nh->end, size, &nh->scan_to);
+		rc = last_line_end(c, nh->end, size, &nh->scan_to);
 		if (rc)
 			return sv_err_set(err, rc, "nethack: cannot read the end of the log: %s",
 					  strerror(errno));
@@ -1574,7 +1582,7 @@ static void check_first_pointer(struct sv_container *c, struct nh *nh)
 	struct ent *f = &nh->ents[nh->first_backup];
 	char hex[8];
 	uint64_t ptr;
-	if (pread(sv_container_fd(c), hex, 8, (off_t)f->off + 1) != 8 || !sv_nh_parse_hex(hex, 8, &ptr))
+	if (sv_nh_pread(c, hex, 8, (uint64_t)f->off + 1) != 8 || !sv_nh_parse_hex(hex, 8, &ptr))
 		return;
 	uint64_t latest = nh->ents[nh->last_backup].off;
 	if (ptr != latest)
@@ -1592,9 +1600,8 @@ uint64_t sv_nh_ent_len(struct sv_container *c, const struct ent *e)
 		return e->len;
 	/* Its newline, from where the entry's count stops. */
 	char buf[65536];
-	int fd = sv_container_fd(c);
 	for (uint64_t at = e->off + ENT_LEN_FAR; at - e->off <= ENT_MAX_LEN;) {
-		ssize_t k = pread(fd, buf, sizeof buf, (off_t)at);
+		ssize_t k = sv_nh_pread(c, buf, sizeof buf, at);
 		if (k <= 0)
 			return UINT64_MAX;
 		const char *nl = memchr(buf, '\n', (size_t)k);
@@ -1610,9 +1617,8 @@ uint64_t sv_nh_ent_size(struct sv_container *c, const struct ent *e)
 	char head[32], tail[2];
 	uint64_t len = sv_nh_ent_len(c, e);
 	size_t n = len < sizeof head ? (size_t)len : sizeof head;
-	int fd = sv_container_fd(c);
-	if (len == UINT64_MAX || len < 2 || pread(fd, head, n, (off_t)e->off) != (ssize_t)n ||
-	    pread(fd, tail, 2, (off_t)(e->off + len - 2)) != 2)
+	if (len == UINT64_MAX || len < 2 || sv_nh_pread(c, head, n, e->off) != (ssize_t)n ||
+	    sv_nh_pread(c, tail, 2, e->off + len - 2) != 2)
 		return 0;
 	struct line_view l = {head, n, len, {tail[0], tail[1]}};
 	uint64_t size = 0;

@@ -172,7 +172,10 @@ typedef int (*line_fn)(void *arg, uint64_t off, const struct line_view *l);
 /* ---- shared between the format's files ---- */
 
 struct sv_blob *sv_nh_buf_blob(struct sv_buf *b);
-int sv_nh_each_line(int fd, uint64_t off, uint64_t limit, size_t block, line_fn fn,
+/* pread(2) of the log through the container: up to n bytes at off, fewer
+ * at its end now; the count, or -1 with errno set. */
+ssize_t sv_nh_pread(struct sv_container *c, void *buf, size_t n, uint64_t off);
+int sv_nh_each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_t block, line_fn fn,
 		     void *arg, uint64_t *endp, struct sv_err *err);
 void sv_nh_install_signals(void);
 uint64_t sv_nh_log_size(const struct nh *nh);

@@ -39,7 +39,7 @@ static int ent_payload(struct sv_container *c, const struct ent *e, struct sv_bu
 	if (!text)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	int rc = 0;
-	if (pread(sv_container_fd(c), text, (size_t)len, (off_t)e->off) != (ssize_t)len)
+	if (sv_nh_pread(c, text, (size_t)len, (uint64_t)e->off) != (ssize_t)len)
 		rc = sv_err_set(err, -EIO, "line %u: cannot read it", e->line);
 	struct sv_err pe;
 	sv_err_clear(&pe);
@@ -265,7 +265,7 @@ static int read_transcript(struct sv_container *c, struct nh *nh, uint64_t off, 
 			 {0}, {0}, {0}};
 	uint64_t end;
 	/* A piece of the transcript needs at most CK_EVERY lines before it. */
-	int rc = sv_nh_each_line(sv_container_fd(c), k->off, nh->end, TBLOCK, tgen_line, &g, &end, err);
+	int rc = sv_nh_each_line(c, k->off, nh->end, TBLOCK, tgen_line, &g, &end, err);
 	sv_buf_fini(&g.tl);
 	sv_buf_fini(&g.content);
 	*got += g.got;
@@ -306,7 +306,7 @@ int sv_nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
 	size_t from_file = off < nh->end ? (size_t)(nh->end - off < size ? nh->end - off : size) : 0;
 	size_t done = 0;
 	while (done < from_file) {
-		ssize_t k = pread(sv_container_fd(c), (char *)buf + done, from_file - done,
+		ssize_t k = sv_nh_pread(c, (char *)buf + done, from_file - done,
 				  (off_t)(off + done));
 		if (k <= 0)
 			return sv_err_set(err, -EIO, "cannot read byte %llu",
