@@ -292,19 +292,19 @@ void sv_node_shed(struct sv_container *c, uint32_t k)
 		return;
 	/* One goes for the one made, two while the budget is an eighth or
 	 * more off (it fell as the cache filled), so that the nodes come
-	 * down to it; the client's forgets of those told come later.  An entry
-	 * not held yet (made ahead of the client's lookup) goes to the back;
-	 * one open stays. */
+	 * down to it; the client's forgets of those told come later.  The
+	 * one just made, one open and one not held yet (made ahead of the
+	 * client's lookup) go to the back, to be told when their turn comes
+	 * again. */
 	int go = live - budget > budget / 8 ? 2 : 1;
 	for (size_t tries = c->nshed - c->shed_head; go && tries && c->shed_head < c->nshed;
 	     tries--) {
 		struct sv_shed s = c->shed[c->shed_head++];
-		if (s.node == k || !shed_live(c, s))
+		if (!shed_live(c, s))
 			continue;
 		struct sv_inode *n = &c->nodes[s.node];
-		if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE))
-			continue;
-		if (!__atomic_load_n(&n->held, __ATOMIC_ACQUIRE)) {
+		if (s.node == k || __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) ||
+		    !__atomic_load_n(&n->held, __ATOMIC_ACQUIRE)) {
 			if (!shed_push(c, s))
 				return;
 			continue;
