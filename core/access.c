@@ -402,6 +402,15 @@ int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,
 		int rc = c->fmt->read(c, n, off, buf, size, got, err);
 		if (rc)
 			sv_log_failure(c, n, "read", err);
+		/* A stream holds at least what was read of it: its stated size
+		 * (the last known while the new one is found in the background)
+		 * never falls behind a read, which a follower (tail -f) would
+		 * take for a truncation and read again from the start. */
+		uint64_t end = off + *got, was = __atomic_load_n(&c->nodes[n].size, __ATOMIC_RELAXED);
+		while (!rc && end > was &&
+		       !__atomic_compare_exchange_n(&c->nodes[n].size, &was, end, false,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
 		pthread_rwlock_unlock(&c->lock);
 		return rc;
 	}
