@@ -239,6 +239,10 @@ bool sv_u64set_has(const struct sv_u64set *s, uint64_t x);
 void sv_u64set_clear(struct sv_u64set *s);
 void sv_u64set_fini(struct sv_u64set *s);
 
+/* Gives the whole pages of p's bytes [from, to) back to the system (their
+ * content is lost: for memory about to be freed, read no more). */
+void sv_give_back(const void *p, size_t from, size_t to);
+
 /* The k-th name of a run of duplicates of name (k >= 2): "~k" before its
  * extension ("65534.bin" -> "65534~2.bin"), so that the extension stays
  * last.  The one spelling of a duplicate in every tree.  Returns what

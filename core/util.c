@@ -522,6 +522,17 @@ void sv_u64set_clear(struct sv_u64set *s)
 	s->all = false;
 }
 
+void sv_give_back(const void *p, size_t from, size_t to)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	if (!page || (page & (page - 1)))
+		return;
+	uintptr_t a = ((uintptr_t)p + from + page - 1) & ~(page - 1);
+	uintptr_t b = ((uintptr_t)p + to) & ~(page - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 void sv_u64set_fini(struct sv_u64set *s)
 {
 	free(s->v);

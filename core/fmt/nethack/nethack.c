@@ -1219,10 +1219,18 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 	if (grow((void **)&nh->bk, &nh->capbk, nh->nbk + h->nh.nbk, sizeof *nh->bk))
 		return -ENOMEM;
 	uint32_t last_a = nh->last_backup;
-	for (size_t i = 0; i < nb; i++) {
-		struct ent e = h->nh.ents[i];
-		e.line += lines;
-		nh->ents[na + i] = e;
+	/* Moved in pieces, the half's pages given back behind each (it is
+	 * freed after: both tables whole at once were half again the
+	 * entries' memory at the scan's peak). */
+	const size_t piece = 65536;
+	for (size_t i = 0; i < nb; i += piece) {
+		size_t m = nb - i < piece ? nb - i : piece;
+		for (size_t j = i; j < i + m; j++) {
+			struct ent e = h->nh.ents[j];
+			e.line += lines;
+			nh->ents[na + j] = e;
+		}
+		sv_give_back(h->nh.ents, i * sizeof *h->nh.ents, (i + m) * sizeof *h->nh.ents);
 	}
 	for (size_t i = 0; i < h->nh.nbk; i++)
 		nh->bk[nh->nbk++] = h->nh.bk[i] + (uint32_t)na;
@@ -1238,16 +1246,15 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 	/* Its diffs before its first backup are diffs before any backup if
 	 * the first half has none either: said in line order with the
 	 * warnings held. */
-	const struct ent *he = h->nh.ents;
+	const struct ent *he = nh->ents + na; /* lines moved on by `lines` */
 	size_t j = 0, jend = last_a != UINT32_MAX	     ? 0
 			     : h->nh.first_backup == UINT32_MAX ? nb
 								: h->nh.first_backup;
 	for (;;) {
 		while (j < jend && (he[j].backup || he[j].bad))
 			j++;
-		if (j < jend && (k == nw || he[j].line < w[k].line)) {
-			ent_warn(s, (struct ewarn){EW_NO_BACKUP, he[j].line + lines, he[j].off, 0, 0,
-						   NULL});
+		if (j < jend && (k == nw || he[j].line - lines < w[k].line)) {
+			ent_warn(s, (struct ewarn){EW_NO_BACKUP, he[j].line, he[j].off, 0, 0, NULL});
 			j++;
 			continue;
 		}
