@@ -1246,7 +1246,7 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 	/* Its diffs before its first backup are diffs before any backup if
 	 * the first half has none either: said in line order with the
 	 * warnings held. */
-	const struct ent *he = nh->ents + na; /* lines moved on by `lines` */
+	const struct ent *he = nb ? nh->ents + na : NULL; /* lines moved on by `lines` */
 	size_t j = 0, jend = last_a != UINT32_MAX	     ? 0
 			     : h->nh.first_backup == UINT32_MAX ? nb
 								: h->nh.first_backup;
