@@ -47,17 +47,18 @@ enum { K_HEADER, K_SNBT, K_NBT, K_INDEX, K_BIN, K_TXT, K_AT, K_TIMELINE, K_COMPA
 #define INDEX(k) ((uint64_t)(k) & ((1ull << 40) - 1))
 
 struct chunk {
-	uint32_t start, ticks;
-	uint8_t flags;
 	uint64_t offset;      /* as stored */
-	uint32_t clen, ulen;
 	uint64_t txt;         /* its text's length + 1, 0 until known (atomic) */
-	uint32_t warned;      /* its text stopped early and /.savefs/info says
+	uint32_t start, ticks;
+	uint32_t clen, ulen;
+	uint8_t flags;
+	uint8_t warned;       /* its text stopped early and /.savefs/info says
 			       * so (atomic) */
-	uint32_t broken;      /* big(): its text could not be made as a
+	uint8_t broken;       /* big(): its text could not be made as a
 			       * stream; the timeline shows the one line
 			       * chunk_text makes of it (atomic) */
 };
+_Static_assert(sizeof(struct chunk) == 32 + 8, "a chunk is 40 bytes");
 
 struct rec {
 	bool segmented, finished;
@@ -231,8 +232,9 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 							  : "overlaps what comes before it");
 			prev_end = o + (uint64_t)clen;
 		}
-		r->chunks[i] = (struct chunk){(uint32_t)start, (uint32_t)ticks, flags, o,
-					      (uint32_t)clen, (uint32_t)ulen, 0, 0, 0};
+		r->chunks[i] = (struct chunk){.offset = o, .start = (uint32_t)start,
+					      .ticks = (uint32_t)ticks, .clen = (uint32_t)clen,
+					      .ulen = (uint32_t)ulen, .flags = flags};
 		tick += (uint64_t)ticks;
 		r->compact_size += (uint64_t)clen;
 	}
