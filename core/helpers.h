@@ -239,6 +239,10 @@ bool sv_u64set_has(const struct sv_u64set *s, uint64_t x);
 void sv_u64set_clear(struct sv_u64set *s);
 void sv_u64set_fini(struct sv_u64set *s);
 
+/* Grows the array *v of *cap elements of `size` bytes to hold `need`
+ * (doubling from 16): 0, or -ENOMEM with *v and *cap as they were. */
+int sv_grow(void **v, size_t *cap, size_t need, size_t size);
+
 /* Gives the whole pages of p's bytes [from, to) back to the system (their
  * content is lost: for memory about to be freed, read no more). */
 void sv_give_back(const void *p, size_t from, size_t to);

@@ -522,6 +522,26 @@ void sv_u64set_clear(struct sv_u64set *s)
 	s->all = false;
 }
 
+int sv_grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < need) {
+		if (nc > SIZE_MAX / 2)
+			return -ENOMEM;
+		nc *= 2;
+	}
+	if (size && nc > SIZE_MAX / size)
+		return -ENOMEM;
+	void *p = realloc(*v, nc * size);
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = nc;
+	return 0;
+}
+
 void sv_give_back(const void *p, size_t from, size_t to)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);

@@ -795,21 +795,6 @@ static int parse_header(struct sv_container *c, struct nh *nh, struct sv_err *er
 
 /* ---- scanning ------------------------------------------------------------------- */
 
-static int grow(void **v, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 256;
-	while (nc < need)
-		nc *= 2;
-	void *p = realloc(*v, nc * size);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = nc;
-	return 0;
-}
-
 /*
  * Calls fn for each complete line from `off` until `limit` (or the file's
  * end): its offset and a view of it (up to HEAD bytes, and the whole line
@@ -1045,7 +1030,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	if (nh->kept && unkeep(nh))
 		return s->err = -ENOMEM;
 	if (details && (s->line - 3) % CK_EVERY == 0) {
-		if (grow((void **)&nh->ck, &nh->capck, nh->nck + 1, sizeof *nh->ck))
+		if (sv_grow((void **)&nh->ck, &nh->capck, nh->nck + 1, sizeof *nh->ck))
 			return s->err = -ENOMEM;
 		nh->ck[nh->nck++] = (struct ck){off, nh->tbody, nh->time, s->line + 1};
 	}
@@ -1078,7 +1063,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	 * the reason: the states after it cannot be made. */
 	if (!entries || !payload || (kind != K_BACKUP && kind != K_DIFF && kind != K_BAD))
 		return 0;
-	if (grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
+	if (sv_grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
 		return s->err = -ENOMEM;
 	struct ent *e = &nh->ents[nh->nents];
 	bool backup = l->p[0] == '*';
@@ -1089,7 +1074,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 			  .len = huge ? 0 : l->full < ENT_LEN_FAR ? l->full : ENT_LEN_FAR,
 			  .backup = backup, .bad = kind == K_BAD || huge, .line = s->line};
 	if (backup && !e->bad) {
-		if (grow((void **)&nh->bk, &nh->capbk, nh->nbk + 1, sizeof *nh->bk))
+		if (sv_grow((void **)&nh->bk, &nh->capbk, nh->nbk + 1, sizeof *nh->bk))
 			return s->err = -ENOMEM;
 		nh->bk[nh->nbk++] = (uint32_t)nh->nents;
 		if (nh->first_backup == UINT32_MAX) {
@@ -1214,9 +1199,9 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 {
 	size_t na = nh->nents, nb = h->nh.nents;
 	uint32_t lines = s->line;
-	if (grow((void **)&nh->ents, &nh->capents, na + nb, sizeof *nh->ents))
+	if (sv_grow((void **)&nh->ents, &nh->capents, na + nb, sizeof *nh->ents))
 		return -ENOMEM;
-	if (grow((void **)&nh->bk, &nh->capbk, nh->nbk + h->nh.nbk, sizeof *nh->bk))
+	if (sv_grow((void **)&nh->bk, &nh->capbk, nh->nbk + h->nh.nbk, sizeof *nh->bk))
 		return -ENOMEM;
 	uint32_t last_a = nh->last_backup;
 	/* Moved in pieces, the half's pages given back behind each (it is
@@ -1454,7 +1439,7 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 		     ents[i].line <= r.line;
 		backups += ents[i].backup;
 		if (ok && ents[i].backup && !ents[i].bad) {
-			ok = !grow((void **)&bk, &capbk, nbk + 1, sizeof *bk);
+			ok = !sv_grow((void **)&bk, &capbk, nbk + 1, sizeof *bk);
 			if (ok)
 				bk[nbk++] = (uint32_t)i;
 		}

@@ -23,24 +23,8 @@ static void put32(uint8_t *p, uint32_t v)
 	sv_put_be(p, v, 4);
 }
 
-/* Grows *p (of *cap elements of size sz) to hold need; false if out of
- * memory. */
-static bool grow(void **p, size_t *cap, size_t need, size_t sz)
-{
-	if (need <= *cap)
-		return true;
-	size_t c = *cap ? *cap : 16;
-	while (c < need)
-		c *= 2;
-	void *q = realloc(*p, c * sz);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
-
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+/* Grows arr (of cap elements) to hold need; false if out of memory. */
+#define GROW(arr, cap, need) (sv_grow((void **)&(arr), &(cap), (need), sizeof *(arr)) == 0)
 
 void sv_bt5_tree_free(struct sv_bt5_tree *t)
 {
@@ -84,7 +68,7 @@ static bool add_rec(struct sv_bt5_tree *t, const uint8_t *key, const struct sv_b
 		if (!GROW(t->locs, c, (size_t)t->nrecs + 1))
 			return false;
 		size_t ck = capk;
-		if (!grow((void **)&t->keys, &ck, c * t->h.key_size, 1))
+		if (sv_grow((void **)&t->keys, &ck, c * t->h.key_size, 1))
 			return false;
 		t->caprecs = (uint32_t)c;
 	}
@@ -132,7 +116,7 @@ static int on_index(void *arg, uint32_t block, uint8_t level, uint32_t n, const 
 	uint32_t ks = t->h.key_size;
 	int64_t id = add_node(t, block, false, level);
 	if (id < 0 || !GROW(t->kids, t->capkids, t->nkids + n + 1) ||
-	    !grow((void **)&t->ikeys, &t->capikeys, (t->nikeys + n) * ks, 1))
+	    sv_grow((void **)&t->ikeys, &t->capikeys, (t->nikeys + n) * ks, 1))
 		return -ENOMEM;
 	attach(L, (uint32_t)id);
 	struct sv_bt5_node *nd = &t->nodes[id];
@@ -272,7 +256,7 @@ struct ents {
 
 static bool ents_add(struct ents *e, uint32_t ks, const uint8_t *key, uint32_t id)
 {
-	if (!GROW(e->ids, e->cap, e->n + 1) || !grow((void **)&e->keys, &e->capk, (e->n + 1) * ks, 1))
+	if (!GROW(e->ids, e->cap, e->n + 1) || sv_grow((void **)&e->keys, &e->capk, (e->n + 1) * ks, 1))
 		return false;
 	if (key)
 		memcpy(e->keys + e->n * ks, key, ks);
@@ -379,7 +363,7 @@ static int64_t copy_node(struct wr *w, uint32_t o)
 	}
 	int64_t id = add_node(nw, on->block, false, on->level);
 	if (id < 0 || !GROW(nw->kids, nw->capkids, nw->nkids + on->n) ||
-	    !grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + on->n) * w->ks, 1)) {
+	    sv_grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + on->n) * w->ks, 1)) {
 		free(ids);
 		return -1;
 	}
@@ -517,7 +501,7 @@ static int write_index(struct wr *w, const struct ents *e, size_t a, size_t b, u
 	int64_t id = add_node(nw, (uint32_t)blk, false, level);
 	uint32_t cnt = (uint32_t)(b - a);
 	if (id < 0 || !GROW(nw->kids, nw->capkids, nw->nkids + cnt) ||
-	    !grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + cnt) * w->ks, 1))
+	    sv_grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + cnt) * w->ks, 1))
 		return oom(w);
 	nw->nodes[id].n = cnt;
 	nw->nodes[id].first = (uint32_t)nw->nkids;
