@@ -258,24 +258,21 @@ static bool shed_live(struct sv_container *c, struct sv_shed s)
 
 static bool shed_push(struct sv_container *c, struct sv_shed s)
 {
-	if (c->nshed == c->capshed || (c->shed_head && c->shed_head >= c->nshed / 2)) {
+	if (c->nshed >= c->capshed / 4 * 3 || (c->shed_head && c->shed_head >= c->nshed / 2)) {
 		/* What was popped goes, and with it the entries whose node
-		 * went meanwhile (forgotten, removed): each pass follows at
-		 * least a quarter of the array's worth of pushes or pops. */
+		 * went meanwhile (forgotten, removed): under the budget
+		 * nothing is popped, and a mount whose client forgets what it
+		 * looked up would otherwise keep an entry for every lookup. */
 		size_t k = 0;
 		for (size_t i = c->shed_head; i < c->nshed; i++)
 			if (shed_live(c, c->shed[i]))
 				c->shed[k++] = c->shed[i];
 		c->shed_head = 0;
 		c->nshed = k;
-	}
-	if (c->nshed >= c->capshed / 4 * 3) {
-		size_t cap = c->capshed ? c->capshed * 2 : 256;
-		struct sv_shed *p = realloc(c->shed, cap * sizeof *p);
-		if (!p)
+		/* Room for twice what is left: the next pass comes a quarter
+		 * of the array's worth of pushes or pops later at least. */
+		if (sv_grow((void **)&c->shed, &c->capshed, 2 * k + 1, sizeof *c->shed))
 			return false;
-		c->shed = p;
-		c->capshed = cap;
 	}
 	c->shed[c->nshed++] = s;
 	return true;
@@ -555,6 +552,11 @@ uint32_t sv_node_state(struct sv_container *c, uint32_t n)
 uint32_t sv_node_count(const struct sv_container *c)
 {
 	return c->nnodes;
+}
+
+size_t sv_container_shed_queued(const struct sv_container *c)
+{
+	return c->nshed - c->shed_head;
 }
 
 uint64_t sv_container_name_steps(const struct sv_container *c)

@@ -299,6 +299,9 @@ uint32_t sv_drops(struct sv_container *c, uint32_t n);
 /* The work name lookups did so far: hash-chain steps (for tests that
  * bound the work of an open instead of timing it). */
 uint64_t sv_container_name_steps(const struct sv_container *c);
+/* Index directories' entries waiting their turn to be dropped past the
+ * node budget (for tests that bound what the queue keeps). */
+size_t sv_container_shed_queued(const struct sv_container *c);
 /* The reads formats made of the container's own bytes so far, and their
  * bytes (for tests that bound what an operation reads). */
 void sv_container_reads(const struct sv_container *c, uint64_t *reads, uint64_t *bytes);

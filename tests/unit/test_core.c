@@ -991,25 +991,51 @@ static void listed_nodes(void)
 	sv_container_free(c);
 }
 
-/* What a container told its client to drop (sv_node_shed). */
-struct shed_seen {
-	uint32_t node[64];
-	char name[64][16];
-	size_t n;
-	bool all_gone, k0001;
+/* What a container told its client to drop (sv_node_shed), in order. */
+struct told {
+	uint32_t *v;
+	char **names;
+	size_t n, cap, done;
+	bool all_gone;
 };
 
-static void shed_note(void *arg, uint32_t node, uint32_t parent, const char *name, bool gone)
+static void told_note(void *arg, uint32_t node, uint32_t parent, const char *name, bool gone)
 {
-	struct shed_seen *s = arg;
+	struct told *t = arg;
 	(void)parent;
-	s->all_gone &= gone;
-	s->k0001 |= !strcmp(name, "k0001");
-	if (s->n < 64) {
-		s->node[s->n] = node;
-		snprintf(s->name[s->n], sizeof s->name[0], "%s", name);
+	t->all_gone &= gone;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		uint32_t *v = realloc(t->v, cap * sizeof *v);
+		char **names = v ? realloc(t->names, cap * sizeof *names) : NULL;
+		if (v)
+			t->v = v;
+		if (!names)
+			return;
+		t->names = names;
+		t->cap = cap;
 	}
-	s->n++;
+	t->v[t->n] = node;
+	t->names[t->n++] = strdup(name);
+}
+
+/* The client forgets, once each, what it was told to drop since it last
+ * looked: each told node goes. */
+static void forget_told(struct sv_container *c, struct told *t)
+{
+	struct sv_stat st;
+	for (; t->done < t->n; t->done++) {
+		sv_forget(c, t->v[t->done], 1);
+		T_INT(-ESTALE, sv_stat(c, t->v[t->done], &st));
+	}
+}
+
+static void told_fini(struct told *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->v);
 }
 
 /* Entries the client looks up one by one (as cat of each file does): past
@@ -1022,8 +1048,8 @@ static void shed_nodes(void)
 	struct sv_container *c = kv_small_cache(at("shed.kv"), 9000, 0);
 	if (!c)
 		return;
-	struct shed_seen s = {.all_gone = true};
-	sv_container_set_notify(c, shed_note, &s);
+	struct told t = {.all_gone = true};
+	sv_container_set_notify(c, told_note, &t);
 	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
 	uint32_t room = 4096 - base, k[9000];
 	char name[16];
@@ -1033,7 +1059,7 @@ static void shed_nodes(void)
 		if (i == 1)
 			T_INT(0, sv_open(c, k[1]));
 	}
-	T_UINT(0, s.n);
+	T_UINT(0, t.n);
 	T_UINT(4096, sv_node_count(c));
 	for (uint32_t i = room; i < room + 10; i++) {
 		snprintf(name, sizeof name, "k%04u", i);
@@ -1041,52 +1067,83 @@ static void shed_nodes(void)
 	}
 	/* Ten made past the budget, ten told: k0000, then k0002 on (k0001
 	 * is open). */
-	T_UINT(10, s.n);
-	T_OK(s.all_gone);
-	T_STR("k0000", s.name[0]);
-	T_UINT(k[0], s.node[0]);
-	T_STR("k0002", s.name[1]);
-	T_STR("k0010", s.name[9]);
-	T_UINT(k[10], s.node[9]);
+	T_UINT(10, t.n);
+	if (t.n < 10) {
+		told_fini(&t);
+		sv_container_free(c);
+		return;
+	}
+	T_OK(t.all_gone);
+	T_STR("k0000", t.names[0]);
+	T_UINT(k[0], t.v[0]);
+	T_STR("k0002", t.names[1]);
+	T_STR("k0010", t.names[9]);
+	T_UINT(k[10], t.v[9]);
 	/* A name looked up again before its forget: the same node, and not
 	 * told again. */
 	uint32_t again;
 	T_INT(0, sv_lookup_held(c, keys, "k0000", &again));
 	T_UINT(k[0], again);
-	T_UINT(10, s.n);
-	/* The client forgets what it was told to drop: those go, and their
-	 * numbers serve the next ten, which have ten more told: the table
-	 * stays where it was. */
-	sv_forget(c, k[0], 2);
-	for (size_t i = 1; i < 10; i++)
-		sv_forget(c, s.node[i], 1);
-	struct sv_stat st;
-	T_INT(-ESTALE, sv_stat(c, k[0], &st));
-	T_INT(-ESTALE, sv_stat(c, k[10], &st));
+	T_UINT(10, t.n);
+	/* The client forgets what it was told to drop (k0000 held twice):
+	 * those go, and their numbers serve the next ten, which have ten
+	 * more told: the table stays where it was. */
+	sv_forget(c, k[0], 1);
+	forget_told(c, &t);
 	for (uint32_t i = room + 10; i < room + 20; i++) {
 		snprintf(name, sizeof name, "k%04u", i);
 		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
 	}
 	T_UINT(4106, sv_node_count(c));
-	T_UINT(20, s.n);
-	T_STR("k0011", s.name[10]);
-	T_STR("k0020", s.name[19]);
+	T_UINT(20, t.n);
+	if (t.n >= 20) {
+		T_STR("k0011", t.names[10]);
+		T_STR("k0020", t.names[19]);
+	}
+	struct sv_stat st;
 	T_INT(0, sv_stat(c, k[1], &st));
 	/* Closed, k0001 is told when its turn comes round again (behind the
 	 * 4,000 and more entries made before it went to the back). */
 	sv_release(c, k[1]);
-	for (size_t i = 10; i < 20 && i < 64; i++)
-		sv_forget(c, s.node[i], 1);
-	size_t done = 20;
-	for (uint32_t i = room + 20; i < 9000 && !s.k0001; i++) {
+	bool k0001 = false;
+	for (uint32_t i = room + 20; i < 9000 && !k0001; i++) {
+		forget_told(c, &t);
 		snprintf(name, sizeof name, "k%04u", i);
 		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
-		for (; done < s.n && done < 64; done++)
-			sv_forget(c, s.node[done], 1);
+		for (size_t j = t.done; j < t.n; j++)
+			k0001 |= !strcmp(t.names[j], "k0001");
 	}
-	T_OK(s.k0001);
+	T_OK(k0001);
+	forget_told(c, &t);
+	T_OK(t.all_gone);
 	sv_container_set_notify(c, NULL, NULL);
 	sv_container_free(c);
+	told_fini(&t);
+}
+
+/* Under the budget nothing is told, and the queue of made entries keeps
+ * no more than the nodes held: a client that looks a name up and forgets
+ * it 20,000 times leaves it near empty, not 20,000 long. */
+static void shed_queue_bounded(void)
+{
+	struct sv_container *c = kv_small_cache(at("queue.kv"), 100, 0);
+	if (!c)
+		return;
+	struct told t = {.all_gone = true};
+	sv_container_set_notify(c, told_note, &t);
+	uint32_t keys = node_of(c, "keys"), n;
+	for (int i = 0; i < 20000; i++) {
+		T_INT(0, sv_lookup_held(c, keys, "k0042", &n));
+		sv_forget(c, n, 1);
+	}
+	T_UINT(0, t.n);
+	size_t queued = sv_container_shed_queued(c);
+	T_OK(queued <= 16);
+	if (queued > 16)
+		fprintf(stderr, "  %zu entries queued, %u nodes\n", queued, sv_node_count(c));
+	sv_container_set_notify(c, NULL, NULL);
+	sv_container_free(c);
+	told_fini(&t);
 }
 
 /* A format reading a file another program appends to: sv_container_read
@@ -1121,36 +1178,6 @@ static void read_as_it_grows(void)
 	sv_container_free(c);
 }
 
-/* Every node a container told its client to drop. */
-struct told {
-	uint32_t *v;
-	size_t n, cap, done;
-};
-
-static void told_note(void *arg, uint32_t node, uint32_t parent, const char *name, bool gone)
-{
-	struct told *t = arg;
-	(void)parent;
-	(void)name;
-	(void)gone;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		uint32_t *p = realloc(t->v, cap * sizeof *p);
-		if (!p)
-			return;
-		t->v = p;
-		t->cap = cap;
-	}
-	t->v[t->n++] = node;
-}
-
-/* The client forgets what it was told to drop since it last looked. */
-static void forget_told(struct sv_container *c, struct told *t)
-{
-	for (; t->done < t->n; t->done++)
-		sv_forget(c, t->v[t->done], 1);
-}
-
 /* The node budget shares the cache's cap: 8,192 nodes at an empty 8 MiB
  * cache, 4,096 once the cache holds 7.8 MB.  7,300 entries are held
  * without a word while the cache is empty; reading the big ones fills
@@ -1178,7 +1205,7 @@ static void shed_as_cache_fills(void)
 	T_INT(0, sv_container_open_as(path, &kv_index, &o, &c, &err));
 	if (!c)
 		return;
-	struct told t = {0};
+	struct told t = {.all_gone = true};
 	sv_container_set_notify(c, told_note, &t);
 	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c), n;
 	char name[16];
@@ -1211,9 +1238,10 @@ static void shed_as_cache_fills(void)
 	T_OK(live >= 4096 - 2);
 	if (live > 4096 + 4096 / 8 + 2 || live < 4096 - 2)
 		fprintf(stderr, "  %llu nodes held after %zu told\n", (unsigned long long)live, t.n);
+	T_OK(t.all_gone);
 	sv_container_set_notify(c, NULL, NULL);
 	sv_container_free(c);
-	free(t.v);
+	told_fini(&t);
 }
 
 /* A client that keeps every entry it is given (as the kernel does with a
@@ -1333,6 +1361,7 @@ int main(void)
 	index_readahead();
 	listed_nodes();
 	shed_nodes();
+	shed_queue_bounded();
 	read_as_it_grows();
 	shed_as_cache_fills();
 	folder_listing_held();
