@@ -34,19 +34,7 @@ static int file_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 static int file_read_upto(struct sv_source *s, uint64_t off, void *buf, size_t n, size_t *got,
 			  struct sv_err *err)
 {
-	*got = 0;
-	while (*got < n) {
-		ssize_t k = pread(s->fd, (uint8_t *)buf + *got, n - *got, (off_t)(off + *got));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return sv_err_set(err, -EIO, "read failed at offset %llu: %s",
-					  (unsigned long long)(off + *got), strerror(errno));
-		if (k == 0)
-			break;
-		*got += (size_t)k;
-	}
-	return 0;
+	return sv_source_read_fd_upto(s->fd, off, buf, n, got, err);
 }
 
 /*

@@ -264,20 +264,28 @@ int sv_source_read_fd(int fd, uint64_t size, uint64_t off, void *buf, size_t n,
 		return sv_err_set(err, -EBADMSG,
 				  "range %llu+%zu lies past the end of %s (%llu bytes)",
 				  (unsigned long long)off, n, what, (unsigned long long)size);
-	uint8_t *p = buf;
-	while (n) {
-		ssize_t k = pread(fd, p, n, (off_t)off);
+	size_t got = 0;
+	int rc = sv_source_read_fd_upto(fd, off, buf, n, &got, err);
+	if (!rc && got < n)
+		return sv_err_set(err, -EIO, "%s shrank while reading at offset %llu", what,
+				  (unsigned long long)(off + got));
+	return rc;
+}
+
+int sv_source_read_fd_upto(int fd, uint64_t off, void *buf, size_t n, size_t *got,
+			   struct sv_err *err)
+{
+	*got = 0;
+	while (*got < n) {
+		ssize_t k = pread(fd, (uint8_t *)buf + *got, n - *got, (off_t)(off + *got));
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
 			return sv_err_set(err, -EIO, "read failed at offset %llu: %s",
-					  (unsigned long long)off, strerror(errno));
+					  (unsigned long long)(off + *got), strerror(errno));
 		if (k == 0)
-			return sv_err_set(err, -EIO, "%s shrank while reading at offset %llu", what,
-					  (unsigned long long)off);
-		p += k;
-		off += (uint64_t)k;
-		n -= (size_t)k;
+			break;
+		*got += (size_t)k;
 	}
 	return 0;
 }

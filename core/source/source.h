@@ -179,8 +179,13 @@ enum { SV_SOURCE_SAME, SV_SOURCE_CHANGED, SV_SOURCE_REPLACED, SV_SOURCE_DELETED 
 int sv_source_same(const struct stat *was, const struct stat *now);
 
 /* Shared by the sources that are local files and directories (source.c). */
+/* Exactly n bytes at off of fd within size: -EBADMSG past it, -EIO if
+ * the file is shorter or the read fails. */
 int sv_source_read_fd(int fd, uint64_t size, uint64_t off, void *buf, size_t n,
 		      const char *what, struct sv_err *err);
+/* Up to n bytes at off of fd, fewer where it ends now: *got. */
+int sv_source_read_fd_upto(int fd, uint64_t off, void *buf, size_t n, size_t *got,
+			   struct sv_err *err);
 int sv_source_flock_claim(struct sv_source *s, struct sv_err *err);
 int sv_source_flock_lock(struct sv_source *s, struct sv_err *err);
 void sv_source_flock_unlock(struct sv_source *s);
