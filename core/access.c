@@ -273,6 +273,9 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 	unmade.node = SV_NONE;
 	unmade.id = SV_TREE_NONE;
 	unmade.unmade = true;
+	/* The budget once for the listing (the cache does not fill while
+	 * it makes nodes). */
+	uint32_t budget = make ? sv_node_budget(c) : 0;
 	struct sv_stat file = unmade;
 	file.dir = false;
 	file.nlink = 1;
@@ -286,7 +289,7 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 		if (r || at >= EXTRA_POS - 1)
 			break;
 		uint32_t k = sv_find_child(c, dir, name);
-		if (k == SV_NONE && make && sv_node_room(c))
+		if (k == SV_NONE && make && c->nnodes - c->nfreed < budget)
 			k = sv_make_entry(c, dir, name);
 		if (k != SV_NONE) {
 			if (pass_kid(c, k, fn, arg, at + 1))

@@ -308,10 +308,12 @@ int sv_path_locked(struct sv_container *c, uint32_t n, char *buf, size_t size);
  * lookup() if it is no node yet: SV_NONE if there is none (write lock
  * held). */
 uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name);
+/* The container's budget of nodes: a 1/1024th of the cache cap while the
+ * cache is empty, fewer as it fills (about 256 bytes a node with its name
+ * and hash slots), at least 4,096.  It asks the cache how full it is. */
+uint32_t sv_node_budget(const struct sv_container *c);
 /* True while the container holds fewer nodes than its budget: a listing
- * may make an SV_N_LISTMADE directory's entries (a node is about 200
- * bytes with its name and hash slots; the budget is a 1/1024th of the
- * cache cap in nodes, at least 4,096). */
+ * may make an SV_N_LISTMADE directory's entries. */
 bool sv_node_room(const struct sv_container *c);
 /* An index directory's entry k was made a node (write lock held): it
  * joins the made entries, and while the container holds more nodes than

@@ -225,7 +225,7 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
 /* The nodes a container keeps for its index directories' entries: a
  * 1/1024th of the cache cap in nodes (a quarter of the cap in memory),
  * fewer as the cache fills (the two share the cap), at least 4,096. */
-static uint32_t node_budget(const struct sv_container *c)
+uint32_t sv_node_budget(const struct sv_container *c)
 {
 	uint64_t cap = c->opts.cache_cap, budget = cap / 1024;
 	if (c->cache) {
@@ -240,7 +240,7 @@ static uint32_t node_budget(const struct sv_container *c)
 
 bool sv_node_room(const struct sv_container *c)
 {
-	return c->nnodes - c->nfreed < node_budget(c);
+	return c->nnodes - c->nfreed < sv_node_budget(c);
 }
 
 /* Whether made entry s is still the node it was, an index directory's
@@ -284,7 +284,12 @@ void sv_node_shed(struct sv_container *c, uint32_t k)
 		return; /* it stays until the client forgets it */
 	if (!c->notify)
 		return;
-	uint32_t live = c->nnodes - c->nfreed, budget = node_budget(c);
+	/* (The budget is 4,096 at least: a small container never asks the
+	 * cache how full it is.) */
+	uint32_t live = c->nnodes - c->nfreed;
+	if (live <= 4096)
+		return;
+	uint32_t budget = sv_node_budget(c);
 	if (live <= budget)
 		return;
 	/* One goes for the one made, two while the budget is an eighth or
