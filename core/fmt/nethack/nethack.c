@@ -1073,25 +1073,23 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	*e = (struct ent){.off = off & ENT_MAX_OFF,
 			  .len = huge ? 0 : l->full < ENT_LEN_FAR ? l->full : ENT_LEN_FAR,
 			  .backup = backup, .bad = kind == K_BAD || huge, .line = s->line};
+	uint32_t prev = sv_nh_last_backup(nh);
 	if (backup && !e->bad) {
-		if (sv_grow((void **)&nh->bk, &nh->capbk, nh->nbk + 1, sizeof *nh->bk))
-			return s->err = -ENOMEM;
-		nh->bk[nh->nbk++] = (uint32_t)nh->nents;
-		if (nh->first_backup == UINT32_MAX) {
-			nh->first_backup = (uint32_t)nh->nents;
-			uint64_t ptr = 0;
+		uint64_t ptr = 0;
+		if (prev == UINT32_MAX) {
 			if (s->half && sv_nh_parse_hex(l->p + 1, 8, &ptr))
 				ent_warn(s, (struct ewarn){EW_FIRST, s->line, off, ptr, 0, NULL});
 		} else {
-			uint64_t ptr = 0;
 			sv_nh_parse_hex(l->p + 1, 8, &ptr);
-			if (ptr != nh->ents[nh->last_backup].off)
+			if (ptr != nh->ents[prev].off)
 				ent_warn(s, (struct ewarn){EW_PTR, s->line, off, ptr,
-							   nh->ents[nh->last_backup].off, NULL});
+							   nh->ents[prev].off, NULL});
 		}
-		nh->last_backup = (uint32_t)nh->nents;
+		if (sv_grow((void **)&nh->bk, &nh->capbk, nh->nbk + 1, sizeof *nh->bk))
+			return s->err = -ENOMEM;
+		nh->bk[nh->nbk++] = (uint32_t)nh->nents;
 	}
-	if (!backup && nh->last_backup == UINT32_MAX && !e->bad)
+	if (!backup && prev == UINT32_MAX && !e->bad)
 		ent_warn(s, (struct ewarn){EW_NO_BACKUP, s->line, off, 0, 0, NULL});
 	nh->nents++;
 	nh->nbackups += backup;
@@ -1172,7 +1170,6 @@ struct half {
 static void *scan_half(void *arg)
 {
 	struct half *h = arg;
-	h->nh.last_backup = h->nh.first_backup = UINT32_MAX;
 	h->s = (struct scan){h->c, &h->nh, {0}, false, 0, NULL, SCAN_ENTRIES, 0, true, {0}};
 	h->rc = each_line(h->c, h->mid, h->limit, BLOCK, "*~", &h->s.line, scan_line, &h->s,
 			  &h->end, &h->err);
@@ -1203,7 +1200,7 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 		return -ENOMEM;
 	if (sv_grow((void **)&nh->bk, &nh->capbk, nh->nbk + h->nh.nbk, sizeof *nh->bk))
 		return -ENOMEM;
-	uint32_t last_a = nh->last_backup;
+	uint32_t last_a = sv_nh_last_backup(nh);
 	/* Moved in pieces, the half's pages given back behind each (it is
 	 * freed after: both tables whole at once were half again the
 	 * entries' memory at the scan's peak). */
@@ -1220,11 +1217,6 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 	for (size_t i = 0; i < h->nh.nbk; i++)
 		nh->bk[nh->nbk++] = h->nh.bk[i] + (uint32_t)na;
 	nh->nents = na + nb;
-	if (h->nh.first_backup != UINT32_MAX) {
-		if (nh->first_backup == UINT32_MAX)
-			nh->first_backup = h->nh.first_backup + (uint32_t)na;
-		nh->last_backup = h->nh.last_backup + (uint32_t)na;
-	}
 	nh->nbackups += h->nh.nbackups;
 	const struct ewarn *w = (const void *)h->s.held.p;
 	size_t nw = h->s.held.len / sizeof *w, k = 0;
@@ -1233,8 +1225,8 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 	 * warnings held. */
 	const struct ent *he = nb ? nh->ents + na : NULL; /* lines moved on by `lines` */
 	size_t j = 0, jend = last_a != UINT32_MAX	     ? 0
-			     : h->nh.first_backup == UINT32_MAX ? nb
-								: h->nh.first_backup;
+			     : sv_nh_first_backup(&h->nh) == UINT32_MAX ? nb
+									 : sv_nh_first_backup(&h->nh);
 	for (;;) {
 		while (j < jend && (he[j].backup || he[j].bad))
 			j++;
@@ -1367,7 +1359,7 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
  * warnings the entries' scan and the details' said (each NUL-ended), each
  * as this build lays it out (SCAN_INDEX says which layout; the store keys
  * it by the log's identity). */
-#define SCAN_INDEX 5
+#define SCAN_INDEX 6
 /* Logs up to this size have their details found at open; a bigger one's
  * entries are scanned at their first need. */
 #define DETAILS_AT_ONCE ((uint64_t)8 << 20)
@@ -1377,7 +1369,7 @@ int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err)
 #define ENTS_BYTES(n) (((uint64_t)(n) * sizeof(struct ent) + 7) & ~(uint64_t)7)
 struct scan_rec {
 	uint64_t hdr_end, end, time, tbody, nents, nck, nwarn_ent, nwarn_det;
-	uint32_t line, last_backup, first_backup, over;
+	uint32_t line, over;
 	uint32_t kinds[16];
 };
 
@@ -1385,8 +1377,7 @@ static void scan_store(struct sv_container *c, const struct nh *nh, const struct
 		       const struct sv_buf *det_warns)
 {
 	struct scan_rec r = {nh->hdr_end, nh->end, nh->time, nh->tbody, nh->nents, nh->nck,
-			     ent_warns->len, det_warns->len, nh->line, nh->last_backup,
-			     nh->first_backup, nh->over, {0}};
+			     ent_warns->len, det_warns->len, nh->line, nh->over, {0}};
 	memcpy(r.kinds, nh->kinds, sizeof r.kinds);
 	static const uint8_t pad[8];
 	struct iovec v[6] = {{&r, sizeof r},
@@ -1419,9 +1410,7 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	    r.nents > UINT32_MAX - 1 || r.nck > r.end || r.nwarn_ent > kept->len ||
 	    r.nwarn_det > kept->len ||
 	    kept->len != sizeof r + ENTS_BYTES(r.nents) + r.nck * sizeof *nh->ck +
-				 r.nwarn_ent + r.nwarn_det ||
-	    (r.last_backup != UINT32_MAX && r.last_backup >= r.nents) ||
-	    (r.first_backup != UINT32_MAX && r.first_backup >= r.nents))
+				 r.nwarn_ent + r.nwarn_det)
 		return false;
 	const uint8_t *p = kept->data + sizeof r;
 	const struct ent *ents = (const struct ent *)p;
@@ -1444,8 +1433,6 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 				bk[nbk++] = (uint32_t)i;
 		}
 	}
-	ok = ok && (nbk ? bk[0] == r.first_backup && bk[nbk - 1] == r.last_backup
-			: r.first_backup == UINT32_MAX && r.last_backup == UINT32_MAX);
 	for (size_t i = 0; ok && i < r.nck; i++)
 		ok = ck[i].off <= r.end && ck[i].toff <= r.tbody;
 	if (!ok) {
@@ -1473,8 +1460,6 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	nh->time = r.time;
 	nh->tbody = r.tbody;
 	nh->line = r.line;
-	nh->last_backup = r.last_backup;
-	nh->first_backup = r.first_backup;
 	nh->over = r.over;
 	memcpy(nh->kinds, r.kinds, sizeof nh->kinds);
 	nh->torn = size - r.end;
@@ -1526,7 +1511,6 @@ int sv_nh_ready(struct sv_container *c, struct nh *nh, struct sv_err *err)
 			/* Nothing kept of a scan that failed: the next need
 			 * starts it again from the header. */
 			nh->nents = nh->nbackups = nh->nbk = 0;
-			nh->first_backup = nh->last_backup = UINT32_MAX;
 			nh->end = nh->det_end = nh->hdr_end;
 			nh->line = 3;
 			nh->torn = nh->scan_torn;
@@ -1569,18 +1553,19 @@ scanned:
 
 static void check_first_pointer(struct sv_container *c, struct nh *nh)
 {
-	if (nh->first_backup == UINT32_MAX)
+	uint32_t first = sv_nh_first_backup(nh), last = sv_nh_last_backup(nh);
+	if (first == UINT32_MAX)
 		return;
-	struct ent *f = &nh->ents[nh->first_backup];
+	struct ent *f = &nh->ents[first];
 	char hex[8];
 	uint64_t ptr;
 	if (sv_nh_pread(c, hex, 8, (uint64_t)f->off + 1) != 8 || !sv_nh_parse_hex(hex, 8, &ptr))
 		return;
-	uint64_t latest = nh->ents[nh->last_backup].off;
+	uint64_t latest = nh->ents[last].off;
 	if (ptr != latest)
 		sv_warn(c, "nethack: line %u: the first backup's number %08llx does not point at "
 			"the latest backup (line %u, byte %llu): only a hint, not followed",
-			f->line, (unsigned long long)ptr, nh->ents[nh->last_backup].line,
+			f->line, (unsigned long long)ptr, nh->ents[last].line,
 			(unsigned long long)latest);
 }
 
@@ -1810,7 +1795,7 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	pthread_mutex_init(&nh->st_lock, NULL);
 	pthread_mutex_init(&nh->det_lock, NULL);
 	pthread_mutex_init(&nh->scan_lock, NULL);
-	nh->last_backup = nh->first_backup = nh->fail_ent = UINT32_MAX;
+	nh->fail_ent = UINT32_MAX;
 	for (int j = 0; j < ST_KEPT; j++)
 		nh->st[j].ent = UINT32_MAX;
 	sv_container_set_priv(c, nh);

@@ -351,8 +351,8 @@ static int append_lines(struct sv_container *c, struct nh *nh, const char *p, si
 			goto out;
 		}
 	}
-	uint64_t backup_off = nh->last_backup == UINT32_MAX ? UINT64_MAX
-							   : nh->ents[nh->last_backup].off;
+	uint32_t last = sv_nh_last_backup(nh), first = sv_nh_first_backup(nh);
+	uint64_t backup_off = last == UINT32_MAX ? UINT64_MAX : nh->ents[last].off;
 	uint64_t new_backup = backup_off;
 	rc = check_lines(c, nh, p, n, &state, &new_backup, err);
 	if (rc)
@@ -378,11 +378,11 @@ static int append_lines(struct sv_container *c, struct nh *nh, const char *p, si
 	bool moved = false;
 	if (!rc)
 		rc = append_at_end(c, fd, nh->end, p, n, &moved, err);
-	if (!rc && !moved && new_backup != backup_off && nh->first_backup != UINT32_MAX) {
+	if (!rc && !moved && new_backup != backup_off && first != UINT32_MAX) {
 		/* The first backup's number points at the latest backup. */
 		char hex[9];
 		snprintf(hex, sizeof hex, "%08llx", (unsigned long long)new_backup);
-		if (pwrite(fd, hex, 8, (off_t)nh->ents[nh->first_backup].off + 1) != 8)
+		if (pwrite(fd, hex, 8, (off_t)nh->ents[first].off + 1) != 8)
 			sv_log(c, "cannot update the first backup's number: %s",
 			       strerror(errno));
 	}
@@ -502,10 +502,9 @@ int sv_nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
 	}
 	int fd = sv_container_fd(c);
 	char before = 0;
-	uint64_t keep = nh->first_backup == UINT32_MAX
-				? nh->hdr_end
-				: nh->ents[nh->first_backup].off +
-					  sv_nh_ent_len(c, &nh->ents[nh->first_backup]) + 1;
+	uint32_t first = sv_nh_first_backup(nh);
+	uint64_t keep = first == UINT32_MAX ? nh->hdr_end
+					    : nh->ents[first].off + sv_nh_ent_len(c, &nh->ents[first]) + 1;
 	if (size > nh->end || size < keep || pread(fd, &before, 1, (off_t)size - 1) != 1 ||
 	    before != '\n')
 		return sv_err_set(err, -EINVAL, "%llu is not the start of a line after the "

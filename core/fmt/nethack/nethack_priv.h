@@ -109,7 +109,6 @@ struct nh {
 				  * first need of the details */
 	struct ent *ents;
 	size_t nents, capents;
-	uint32_t last_backup, first_backup; /* ents index, UINT32_MAX: none */
 	uint32_t *bk;          /* the entries that are good backups, in order */
 	size_t nbk, capbk;
 	uint64_t nbackups;     /* entries that are backups (saves/) */
@@ -201,6 +200,17 @@ int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
 int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err);
 /* The log's entries, scanned if they are not yet (any lock). */
 int sv_nh_ready(struct sv_container *c, struct nh *nh, struct sv_err *err);
+/* The first and the last good backup (ents index), UINT32_MAX: none. */
+static inline uint32_t sv_nh_first_backup(const struct nh *nh)
+{
+	return nh->nbk ? nh->bk[0] : UINT32_MAX;
+}
+
+static inline uint32_t sv_nh_last_backup(const struct nh *nh)
+{
+	return nh->nbk ? nh->bk[nh->nbk - 1] : UINT32_MAX;
+}
+
 /* The backup (ents index) entry i's state starts from: i itself if it is
  * a good backup, else the last one before it; UINT32_MAX if none. */
 static inline uint32_t sv_nh_base(const struct nh *nh, uint32_t i)
