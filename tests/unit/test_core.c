@@ -995,7 +995,7 @@ static void listed_nodes(void)
 struct told {
 	uint32_t *v;
 	char **names;
-	size_t n, cap, done;
+	size_t n, capv, capn, done;
 	bool all_gone;
 };
 
@@ -1004,16 +1004,10 @@ static void told_note(void *arg, uint32_t node, uint32_t parent, const char *nam
 	struct told *t = arg;
 	(void)parent;
 	t->all_gone &= gone;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		uint32_t *v = realloc(t->v, cap * sizeof *v);
-		char **names = v ? realloc(t->names, cap * sizeof *names) : NULL;
-		if (v)
-			t->v = v;
-		if (!names)
-			return;
-		t->names = names;
-		t->cap = cap;
+	if (sv_grow((void **)&t->v, &t->capv, t->n + 1, sizeof *t->v) ||
+	    sv_grow((void **)&t->names, &t->capn, t->n + 1, sizeof *t->names)) {
+		T_OK(false);
+		return;
 	}
 	t->v[t->n] = node;
 	t->names[t->n++] = strdup(name);
