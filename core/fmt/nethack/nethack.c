@@ -711,10 +711,10 @@ ssize_t sv_nh_pread(struct sv_container *c, void *buf, size_t n, uint64_t off)
 static int parse_header(struct sv_container *c, struct nh *nh, struct sv_err *err)
 {
 	char buf[HEAD];
-	ssize_t k = sv_nh_pread(c, buf, sizeof buf, 0);
-	if (k < 0)
-		return sv_err_set(err, -EIO, "nethack: %s", strerror(errno));
-	size_t n = (size_t)k;
+	size_t n = 0;
+	struct sv_err rd;
+	if (sv_container_read(c, 0, buf, sizeof buf, &n, &rd))
+		return sv_err_set(err, -EIO, "nethack: %s", rd.msg);
 	if (n < LINE1_LEN)
 		return header_fail(err, 1, 0, "the file ends inside the header");
 	int rc = sv_nh_parse_line1(buf, nh->status, &nh->recovery, nh->version, err);
@@ -830,10 +830,10 @@ static int each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_
 	char tail[2] = {0, 0};
 	while (pos < limit) {
 		size_t want = limit - pos < block ? (size_t)(limit - pos) : block;
-		ssize_t k = sv_nh_pread(c, blk, want, pos);
-		if (k < 0) {
-			rc = sv_err_set(err, -EIO, "nethack: reading byte %llu: %s",
-					(unsigned long long)pos, strerror(errno));
+		size_t k = 0;
+		struct sv_err why;
+		if (sv_container_read(c, pos, blk, want, &k, &why)) {
+			rc = sv_err_set(err, -EIO, "nethack: %s", why.msg);
 			goto out;
 		}
 		if (k == 0)
