@@ -113,6 +113,7 @@ static int lookup(struct sv_container *c, uint32_t dir, const char *name, uint32
 	else if (hold)
 		__atomic_add_fetch(&c->nodes[*out].held, 1, __ATOMIC_ACQ_REL);
 	pthread_rwlock_unlock(&c->lock);
+	sv_tab_note(1);
 	return rc;
 }
 
@@ -280,6 +281,7 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 	file.dir = false;
 	file.nlink = 1;
 	file.mode = S_IFREG | (unmade.mode & 0444);
+	bool full = false;
 	while (pos < EXTRA_POS) {
 		bool is_dir = false;
 		uint64_t at = pos;
@@ -293,14 +295,20 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 			k = sv_make_entry(c, dir, name);
 		if (k != SV_NONE) {
 			if (pass_kid(c, k, fn, arg, at + 1))
-				return 0;
+				full = true;
 		} else {
 			int took = fn(arg, name, is_dir ? &unmade : &file, at + 1);
-			if (took && took != SV_DIR_HELD)
-				return 0;
+			full = took && took != SV_DIR_HELD;
 		}
+		if (full)
+			break;
 		pos = at + 1;
 	}
+	/* What the listing touched of the format's index counts toward
+	 * shedding its spilled arrays. */
+	sv_tab_note(pos < EXTRA_POS ? pos - from + full : 0);
+	if (full)
+		return 0;
 	const struct sv_inode *d = &c->nodes[dir];
 	for (uint64_t i = pos < EXTRA_POS ? 0 : pos - EXTRA_POS; i < d->nkids; i++) {
 		uint32_t k = d->kids[i];

@@ -243,6 +243,37 @@ void sv_u64set_fini(struct sv_u64set *s);
  * (doubling from 16): 0, or -ENOMEM with *v and *cap as they were. */
 int sv_grow(void **v, size_t *cap, size_t need, size_t size);
 
+/*
+ * Arrays that leave the heap when they grow big (tab.c): a format's index
+ * that grows with its entries (a line table, a chunk table, a zip's
+ * directory).  sv_tab_grow is sv_grow's twin: the array may move, 0 or
+ * -errno with it as it was; past SV_TAB_SPILL bytes it lives in an
+ * unlinked file mapped shared (in the persistent index's directory, else
+ * /var/tmp; on the heap if neither takes it), whose pages sv_tab_shed
+ * drops from the daemon's memory: they stay in the file and come back when
+ * touched.  Free it with sv_tab_free, never free().  sv_tab_note counts
+ * entries served (lookups, listed names); every SV_TAB_SHED_EVERY of them
+ * the arrays are shed, so that the daemon holds the window a client
+ * touched, not the whole index.
+ */
+#define SV_TAB_SPILL (1u << 20)
+#define SV_TAB_SHED_EVERY 16384u
+int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size);
+/* A new array of n elements (at least one), zeroed: *v, *cap set; 0 or
+ * -errno. */
+int sv_tab_alloc(void **v, size_t *cap, size_t n, size_t size);
+void sv_tab_free(void *p);
+void sv_tab_shed(void);
+void sv_tab_note(uint64_t n);
+struct sv_tab_stats {
+	uint64_t arrays, bytes; /* in files now */
+	uint64_t sheds;
+};
+void sv_tab_stats(struct sv_tab_stats *out);
+/* For tests: the spill directory ("": none, heap only; NULL: the index
+ * directory, else /var/tmp) and the threshold in bytes (SV_TAB_SPILL). */
+void sv_tab_configure(const char *dir, size_t threshold);
+
 /* Gives the whole pages of p's bytes [from, to) back to the system (their
  * content is lost: for memory about to be freed, read no more). */
 void sv_give_back(const void *p, size_t from, size_t to);

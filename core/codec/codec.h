@@ -118,8 +118,10 @@ struct sv_zip_entry {
 };
 
 struct sv_zip {
-	struct sv_zip_entry *e;  /* owned, in central directory order */
+	struct sv_zip_entry *e;  /* owned (sv_tab), in central directory order */
 	size_t n;
+	char *names;             /* read: every entry's name, in one array
+				  * (sv_tab); NULL: each name is its own */
 	uint64_t cd_off, cd_size; /* the central directory */
 	char *comment;           /* owned archive comment, or NULL */
 	size_t comment_len;

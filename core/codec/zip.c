@@ -71,6 +71,11 @@ enum {
 #define MAX_COUNT16 0xFFFEu /* more entries need a zip64 end record */
 #define DOS_1980 (1 << 5 | 1) /* the DOS date 1980-01-01 */
 
+/* The central directory is read this much at a time (and a record: its
+ * fixed part and three fields of up to 64 KiB). */
+#define CD_WINDOW (1u << 20)
+#define CENTRAL_MAX (CENTRAL_LEN + 3 * 0xFFFF)
+
 /* Names go into messages cut to 160 bytes so the problem still fits. */
 #define NAME "%.160s"
 
@@ -111,9 +116,10 @@ static size_t find_end(const uint8_t *tail, size_t n)
 	return found;
 }
 
-/* Parses central record i at r's offset into e (name allocated). */
+/* Parses central record i at r's offset into e, its name copied to
+ * *names (which moves past it). */
 static int parse_central(struct sv_rd *r, uint64_t cd_off, size_t i,
-			 struct sv_zip_entry *e, struct sv_err *err)
+			 struct sv_zip_entry *e, char **names, struct sv_err *err)
 {
 	uint64_t at = cd_off + r->off;
 	if (sv_rd_u32le(r) != SIG_CENTRAL && sv_rd_ok(r))
@@ -165,12 +171,11 @@ static int parse_central(struct sv_rd *r, uint64_t cd_off, size_t i,
 		break;
 	}
 
-	e->name = malloc(name_len + 1);
-	if (!e->name)
-		return sv_err_set(err, -ENOMEM, "zip: out of memory");
+	e->name = *names;
 	if (name_len)
 		memcpy(e->name, name, name_len);
 	e->name[name_len] = '\0';
+	*names += name_len + 1;
 	return 0;
 }
 
@@ -230,11 +235,23 @@ static int cmp_lho(const void *a, const void *b)
 	return x->lho < y->lho ? -1 : x->lho > y->lho;
 }
 
-/* Sets each entry's span_end: the next local header, or the directory. */
+/* Sets each entry's span_end: the next local header, or the directory.
+ * Writers put the directory in the order of the data: then it is one
+ * pass; else the entries are sorted by where their data is. */
 static int find_spans(struct sv_zip *z, struct sv_err *err)
 {
 	if (!z->n)
 		return 0;
+	size_t run = 1;
+	while (run < z->n && z->e[run - 1].lho <= z->e[run].lho)
+		run++;
+	if (run == z->n) {
+		for (size_t k = z->n; k-- > 0;)
+			z->e[k].span_end = k + 1 < z->n && z->e[k + 1].lho != z->e[k].lho
+						   ? z->e[k + 1].lho
+						   : k + 1 < z->n ? z->e[k + 1].span_end : z->cd_off;
+		return 0;
+	}
 	struct sv_zip_entry **by = malloc(z->n * sizeof *by);
 	if (!by)
 		return sv_err_set(err, -ENOMEM, "zip: out of memory");
@@ -286,27 +303,55 @@ int sv_zip_open(struct sv_zip *z, sv_zip_read_fn rd, void *arg, uint64_t size,
 		goto out;
 	}
 
-	/* Both are bounded by the file's size now. */
+	/* Both are bounded by the file's size now.  The entries and their
+	 * names (no more bytes than the directory, with a NUL each) are
+	 * arrays that leave the heap when big (sv_tab_alloc); the directory
+	 * is read a window at a time, not held whole. */
 	z->cd_off = d.off;
 	z->cd_size = d.size;
-	cd = malloc(d.size ? (size_t)d.size : 1);
-	z->e = calloc(d.n ? (size_t)d.n : 1, sizeof *z->e);
+	size_t cap, win = d.size < CD_WINDOW + CENTRAL_MAX ? (size_t)d.size : CD_WINDOW + CENTRAL_MAX;
+	cd = malloc(win ? win : 1);
 	if (d.comment_len && (z->comment = malloc(d.comment_len + 1))) {
 		memcpy(z->comment, d.comment, d.comment_len);
 		z->comment[d.comment_len] = '\0';
 		z->comment_len = d.comment_len;
 	}
-	if (!cd || !z->e || (d.comment_len && !z->comment)) {
+	if (!cd || (d.comment_len && !z->comment) ||
+	    sv_tab_alloc((void **)&z->e, &cap, (size_t)d.n, sizeof *z->e) ||
+	    sv_tab_alloc((void **)&z->names, &cap, (size_t)(d.size + d.n), 1)) {
 		rc = sv_err_set(err, -ENOMEM, "zip: out of memory");
 		goto out;
 	}
-	if ((rc = rd(arg, d.off, cd, (size_t)d.size, err)))
-		goto out;
-	struct sv_rd r;
-	sv_rd_init(&r, cd, (size_t)d.size);
-	for (; z->n < d.n; z->n++)
-		if ((rc = parse_central(&r, d.off, z->n, &z->e[z->n], err)))
-			goto out; /* its name is allocated last: nothing to free */
+	char *names = z->names;
+	uint64_t base = 0; /* the window's place in the directory */
+	size_t have = 0, used = 0;
+	while (z->n < d.n) {
+		/* A record is in the window when its fixed part and its three
+		 * variable fields are: else the window moves on to it. */
+		size_t need = CENTRAL_LEN;
+		if (have - used >= CENTRAL_LEN)
+			need += sv_get_le(cd + used + 28, 2) + sv_get_le(cd + used + 30, 2) +
+				sv_get_le(cd + used + 32, 2);
+		if (have - used < need && base + have < d.size) {
+			memmove(cd, cd + used, have - used);
+			base += used;
+			have -= used;
+			used = 0;
+			size_t more = d.size - base - have < win - have ? (size_t)(d.size - base - have)
+									: win - have;
+			if ((rc = rd(arg, d.off + base + have, cd + have, more, err)))
+				goto out;
+			have += more;
+			continue;
+		}
+		struct sv_rd r;
+		sv_rd_init(&r, cd, have);
+		sv_rd_seek(&r, used);
+		if ((rc = parse_central(&r, d.off + base, z->n, &z->e[z->n], &names, err)))
+			goto out;
+		used = r.off;
+		z->n++;
+	}
 	rc = find_spans(z, err);
 out:
 	free(cd);
@@ -320,9 +365,13 @@ void sv_zip_fini(struct sv_zip *z)
 {
 	if (!z)
 		return;
-	for (size_t i = 0; i < z->n; i++)
-		free(z->e[i].name);
-	free(z->e);
+	if (z->names) {
+		sv_tab_free(z->names);
+	} else {
+		for (size_t i = 0; i < z->n; i++)
+			free(z->e[i].name);
+	}
+	sv_tab_free(z->e);
 	free(z->comment);
 	memset(z, 0, sizeof *z);
 }
@@ -580,7 +629,7 @@ void sv_zip_writer_fini(struct sv_zip_writer *w)
 		return;
 	for (size_t i = 0; i < w->n; i++)
 		free(w->e[i].name);
-	free(w->e);
+	sv_tab_free(w->e);
 	w->e = NULL;
 	w->n = w->cap = 0;
 	if (w->deflater) {
@@ -638,14 +687,8 @@ static int put_member(struct sv_zip_writer *w, struct sv_zip_entry *e, const cha
 	size_t name_len = strlen(name);
 	bool desc = e->flags & FLAG_DESCRIPTOR;
 	bool z64 = e->csize >= MARK32 || e->usize >= MARK32;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct sv_zip_entry *ne = realloc(w->e, cap * sizeof *ne);
-		if (!ne)
-			return sv_err_set(err, -ENOMEM, "zip: out of memory");
-		w->e = ne;
-		w->cap = cap;
-	}
+	if (sv_tab_grow((void **)&w->e, &w->cap, w->n + 1, sizeof *w->e))
+		return sv_err_set(err, -ENOMEM, "zip: out of memory");
 	e->lho = w->off;
 	if (!(e->name = strdup(name)))
 		return sv_err_set(err, -ENOMEM, "zip: out of memory");
@@ -818,14 +861,8 @@ static int copy_bytes(struct sv_zip_writer *w, uint64_t start, uint64_t end, int
 static int record(struct sv_zip_writer *w, const struct sv_zip_entry *src, uint64_t lho,
 		  uint64_t data, struct sv_err *err)
 {
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		struct sv_zip_entry *v = realloc(w->e, cap * sizeof *v);
-		if (!v)
-			return sv_err_set(err, -ENOMEM, "zip: out of memory");
-		w->e = v;
-		w->cap = cap;
-	}
+	if (sv_tab_grow((void **)&w->e, &w->cap, w->n + 1, sizeof *w->e))
+		return sv_err_set(err, -ENOMEM, "zip: out of memory");
 	struct sv_zip_entry e = *src;
 	if (!(e.name = strdup(src->name)))
 		return sv_err_set(err, -ENOMEM, "zip: out of memory");

@@ -6,10 +6,14 @@
 #include "savefs.h"
 #include "t.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -430,6 +434,144 @@ static void u64set(void)
 	T_OK(!s.v && !s.n && !s.all);
 }
 
+/* A field of /proc/self/status, in kB (-1 if missing). */
+static long status_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	size_t n = strlen(field);
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static size_t open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t n = 0;
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Whether p[0..n) holds the pattern written at from. */
+static bool pattern_ok(const uint32_t *p, size_t from, size_t n)
+{
+	for (size_t i = from; i < n; i++)
+		if (p[i] != (uint32_t)(i * 2654435761u))
+			return false;
+	return true;
+}
+
+/*
+ * Arrays that leave the heap (tab.c): one that grows past the threshold
+ * moves into an unlinked file with its content; it grows on in the file;
+ * after a shed the daemon's memory no longer holds its pages (RssFile
+ * falls by its size) and the content reads back; freed, the file goes.
+ * With no directory to spill to, or a file that cannot grow (a file size
+ * limit: EFBIG), it stays on the heap, or stays as it was.
+ */
+static void tabs(void)
+{
+	char dir[] = "/tmp/test_tab.XXXXXX";
+	T_OK(mkdtemp(dir) != NULL);
+	sv_tab_configure(dir, 64 << 10);
+	struct sv_tab_stats st;
+	size_t fds = open_fds();
+	uint32_t *a = NULL;
+	size_t cap = 0;
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 1000, sizeof *a)); /* 4 KB: heap */
+	for (size_t i = 0; i < 1000; i++)
+		a[i] = (uint32_t)(i * 2654435761u);
+	sv_tab_stats(&st);
+	T_UINT(0, st.arrays);
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 4u << 20, sizeof *a)); /* 16 MB: a file */
+	sv_tab_stats(&st);
+	T_UINT(1, st.arrays);
+	T_UINT(16u << 20, st.bytes);
+	T_UINT(fds + 1, open_fds());
+	T_OK(pattern_ok(a, 0, 1000));
+	for (size_t i = 1000; i < cap; i++)
+		a[i] = (uint32_t)(i * 2654435761u);
+	long held = status_kb("RssFile");
+	sv_tab_shed();
+	long shed = status_kb("RssFile");
+	T_OK(held - shed >= 15 * 1024); /* its 16 MB were held, and are not */
+	T_OK(pattern_ok(a, 0, cap));
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 8u << 20, sizeof *a)); /* grows in the file */
+	T_UINT(8u << 20, cap);
+	T_OK(pattern_ok(a, 0, 4u << 20));
+	T_UINT(0, a[(8u << 20) - 1]);
+	/* Counted entries shed every SV_TAB_SHED_EVERY. */
+	sv_tab_stats(&st);
+	uint64_t sheds = st.sheds;
+	for (unsigned i = 0; i < SV_TAB_SHED_EVERY; i++)
+		sv_tab_note(1);
+	sv_tab_stats(&st);
+	T_UINT(sheds + 1, st.sheds);
+	sv_tab_free(a);
+	sv_tab_stats(&st);
+	T_UINT(0, st.arrays);
+	T_UINT(0, st.bytes);
+	T_UINT(fds, open_fds());
+
+	/* Zeroed, on the heap and in a file. */
+	uint8_t *z = NULL;
+	T_INT(0, sv_tab_alloc((void **)&z, &cap, 100, 1));
+	T_OK(cap >= 100 && !z[0] && !z[99]);
+	sv_tab_free(z);
+	T_INT(0, sv_tab_alloc((void **)&z, &cap, 1u << 20, 1));
+	sv_tab_stats(&st);
+	T_UINT(1, st.arrays);
+	T_OK(!z[0] && !z[(1u << 20) - 1]);
+	sv_tab_free(z);
+
+	/* A file size limit: a new spill fails (EFBIG), the array goes on
+	 * on the heap; a spilled one that cannot grow stays as it was. */
+	struct rlimit old, lim;
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = 1u << 20;
+	signal(SIGXFSZ, SIG_IGN);
+	a = NULL;
+	cap = 0;
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 1u << 18, sizeof *a)); /* 1 MB */
+	sv_tab_stats(&st);
+	T_UINT(1, st.arrays);
+	for (size_t i = 0; i < cap; i++)
+		a[i] = (uint32_t)(i * 2654435761u);
+	T_INT(0, setrlimit(RLIMIT_FSIZE, &lim));
+	T_INT(-EFBIG, sv_tab_grow((void **)&a, &cap, 1u << 19, sizeof *a));
+	T_UINT(1u << 18, cap);
+	T_OK(pattern_ok(a, 0, cap));
+	sv_tab_free(a);
+	a = NULL;
+	cap = 0;
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 1u << 19, sizeof *a)); /* 2 MB on the heap */
+	sv_tab_stats(&st);
+	T_UINT(0, st.arrays);
+	a[(1u << 19) - 1] = 7;
+	sv_tab_free(a);
+	T_INT(0, setrlimit(RLIMIT_FSIZE, &old));
+
+	/* No directory: the heap. */
+	sv_tab_configure("", 64 << 10);
+	a = NULL;
+	cap = 0;
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 1u << 20, sizeof *a));
+	sv_tab_stats(&st);
+	T_UINT(0, st.arrays);
+	sv_tab_free(a);
+	sv_tab_configure(NULL, SV_TAB_SPILL);
+	T_INT(0, rmdir(dir)); /* nothing left in it */
+}
+
 int main(void)
 {
 	lower_bound();
@@ -444,5 +586,6 @@ int main(void)
 	opts();
 	io();
 	json_reals();
+	tabs();
 	return t_done();
 }

@@ -1686,6 +1686,79 @@ static void test_writer_limits(void)
 	sv_buf_fini(&mem);
 }
 
+/*
+ * The central directory is read a megabyte at a time: records whose long
+ * names straddle the window's edges (names of 1 to 65,535 bytes, 2.2 MB of
+ * directory) read back whole, each name and size; a directory cut inside
+ * its last record's name says where, as a whole read did.
+ */
+static char *long_name(size_t i)
+{
+	static const size_t lens[] = { 65535, 1, 40000, 7, 65535, 30000, 65535, 12, 50000 };
+	size_t n = lens[i % 9];
+	char *p = malloc(n + 1);
+	for (size_t k = 0; k < n; k++)
+		p[k] = (char)('a' + (i + k) % 26);
+	char tag[24];
+	int t = snprintf(tag, sizeof tag, "%zu/", i);
+	if (t > 0 && n >= (size_t)t)
+		memcpy(p, tag, (size_t)t); /* unique but the one-byte names */
+	p[n] = '\0';
+	return p;
+}
+
+static void test_directory_window(void)
+{
+	struct sv_buf mem;
+	sv_buf_init(&mem);
+	struct sv_zip_writer w;
+	struct sv_err err = { 0 };
+	sv_zip_writer_init(&w, -1, &mem);
+	enum { N = 63 };
+	for (size_t i = 0; i < N; i++) {
+		char *nm = long_name(i);
+		uint8_t c = (uint8_t)i;
+		T_INT(0, sv_zip_add(&w, nm, &c, 1, i % 2, &err));
+		free(nm);
+	}
+	T_INT(0, sv_zip_finish(&w, NULL, 0, &err));
+	sv_zip_writer_fini(&w);
+	struct src s = { mem.p, mem.len };
+	struct sv_zip z;
+	T_INT(0, sv_zip_open(&z, mem_rd, &s, mem.len, 100, &err));
+	T_STR("", err.msg);
+	T_UINT(N, z.n);
+	T_OK(z.cd_size > 2u << 20);
+	size_t bad = 0;
+	for (size_t i = 0; i < z.n; i++) {
+		char *nm = long_name(i);
+		bad += strcmp(nm, z.e[i].name) || z.e[i].usize != 1 ||
+		       (i + 1 < z.n ? z.e[i + 1].lho : z.cd_off) != z.e[i].span_end;
+		free(nm);
+	}
+	T_UINT(0, bad);
+	struct sv_blob *b = NULL;
+	T_INT(0, sv_zip_extract(&z.e[N - 1], mem_rd, &s, mem.len, 1, &b, &err));
+	T_OK(b && b->len == 1 && b->data[0] == N - 1);
+	sv_blob_unref(b);
+	uint64_t last = z.e[N - 1].cd_off;
+	sv_zip_fini(&z);
+
+	/* The directory says it is 100 bytes shorter: its last record's
+	 * name (50,000 bytes) runs past its end. */
+	uint8_t *end = mem.p + mem.len - 22;
+	uint32_t size = get32(end + 12);
+	end[12] = (uint8_t)(size - 100);
+	end[13] = (uint8_t)((size - 100) >> 8);
+	end[14] = (uint8_t)((size - 100) >> 16);
+	end[15] = (uint8_t)((size - 100) >> 24);
+	T_INT(-EBADMSG, sv_zip_open(&z, mem_rd, &s, mem.len, 100, &err));
+	T_STR(fmt("zip: byte %llu: central directory record 62: runs past the end of the "
+		  "directory", (unsigned long long)last), err.msg);
+	sv_zip_fini(&z);
+	sv_buf_fini(&mem);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_zip.XXXXXX");
@@ -1712,6 +1785,7 @@ int main(void)
 	test_members_bad();
 	test_take();
 	test_many(&z64);
+	test_directory_window();
 	test_z64_extra();
 	test_python_writes();
 	test_bad(&z64);

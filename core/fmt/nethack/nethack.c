@@ -1003,16 +1003,17 @@ static int unkeep(struct nh *nh)
 {
 	if (!nh->kept)
 		return 0;
-	struct ent *ents = malloc(nh->nents ? nh->nents * sizeof *ents : 1);
+	struct ent *ents;
+	size_t cap;
 	struct ck *ck = malloc(nh->nck ? nh->nck * sizeof *ck : 1);
-	if (!ents || !ck) {
-		free(ents);
+	if (!ck || sv_tab_alloc((void **)&ents, &cap, nh->nents, sizeof *ents)) {
 		free(ck);
 		return -ENOMEM;
 	}
 	memcpy(ents, nh->ents, nh->nents * sizeof *ents);
 	memcpy(ck, nh->ck, nh->nck * sizeof *ck);
 	nh->ents = ents;
+	nh->capents = cap;
 	nh->ck = ck;
 	sv_blob_unref(nh->kept);
 	nh->kept = NULL;
@@ -1063,7 +1064,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	 * the reason: the states after it cannot be made. */
 	if (!entries || !payload || (kind != K_BACKUP && kind != K_DIFF && kind != K_BAD))
 		return 0;
-	if (sv_grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
+	if (sv_tab_grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
 		return s->err = -ENOMEM;
 	struct ent *e = &nh->ents[nh->nents];
 	bool backup = l->p[0] == '*';
@@ -1196,7 +1197,7 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 {
 	size_t na = nh->nents, nb = h->nh.nents;
 	uint32_t lines = s->line;
-	if (sv_grow((void **)&nh->ents, &nh->capents, na + nb, sizeof *nh->ents))
+	if (sv_tab_grow((void **)&nh->ents, &nh->capents, na + nb, sizeof *nh->ents))
 		return -ENOMEM;
 	if (sv_grow((void **)&nh->bk, &nh->capbk, nh->nbk + h->nh.nbk, sizeof *nh->bk))
 		return -ENOMEM;
@@ -1294,7 +1295,7 @@ static int scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *wa
 			rc = scan_on(c, nh, &s, limit, err);
 		}
 	}
-	free(h->nh.ents);
+	sv_tab_free(h->nh.ents);
 	free(h->nh.bk);
 	sv_buf_fini(&h->s.held);
 	free(h);
@@ -1446,7 +1447,7 @@ static bool scan_recall(struct sv_container *c, struct nh *nh, const struct sv_b
 	nh->capbk = capbk;
 	/* Read in place from the record, which nh keeps. */
 	if (!nh->kept) {
-		free(nh->ents);
+		sv_tab_free(nh->ents);
 		free(nh->ck);
 	}
 	sv_blob_unref(nh->kept);
@@ -1761,7 +1762,7 @@ static void free_nh(struct nh *nh)
 		return;
 	free(nh->name);
 	if (!nh->kept) {
-		free(nh->ents);
+		sv_tab_free(nh->ents);
 		free(nh->ck);
 	}
 	free(nh->bk);

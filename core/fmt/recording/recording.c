@@ -184,8 +184,8 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 		return sv_err_set(err, -EBADMSG, "recording: byte %d: %d chunks cannot fit an "
 				  "index of %d bytes", 25 + r->wvlen + 22, r->chunk_count,
 				  r->index_len);
-	r->chunks = calloc((size_t)r->chunk_count + 1, sizeof *r->chunks);
-	if (!r->chunks)
+	size_t cap;
+	if (sv_tab_alloc((void **)&r->chunks, &cap, (size_t)r->chunk_count + 1, sizeof *r->chunks))
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	uint64_t tick = 0, data_start = end, prev_end = end;
 	int64_t seg = -1;
@@ -248,8 +248,7 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 				  (unsigned long long)tick);
 	r->n = (uint32_t)r->chunk_count;
 	r->compact_size += end;
-	r->cstart = calloc(r->n + 1, sizeof *r->cstart);
-	if (!r->cstart)
+	if (sv_tab_alloc((void **)&r->cstart, &cap, r->n + 1, sizeof *r->cstart))
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	uint64_t at = end;
 	for (uint32_t i = 0; i < r->n; i++) {
@@ -311,7 +310,15 @@ static int read_preamble(struct sv_container *c, struct rec *r, struct sv_err *e
 		if (rc)
 			return rc;
 	}
-	return parse_body(c, r, size, err);
+	rc = parse_body(c, r, size, err);
+	if (rc)
+		return rc;
+	/* Read, the index is the chunk table: the preamble's bytes past the
+	 * metadata are not held (pre_len still says how long it is). */
+	uint8_t *keep = realloc(r->pre, HEADER + (size_t)r->meta_len);
+	if (keep)
+		r->pre = keep;
+	return 0;
 }
 
 /* ---- views built at open ----------------------------------------------- */
@@ -429,9 +436,9 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR | SV_N_INDEXDIR, 0, KEY(K_DIR, 1));
 	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	r->bin_node = malloc((r->n + 1) * sizeof *r->bin_node);
-	r->txt_node = malloc((r->n + 1) * sizeof *r->txt_node);
-	if (!r->bin_node || !r->txt_node)
+	size_t cap;
+	if (sv_tab_alloc((void **)&r->bin_node, &cap, r->n + 1, sizeof *r->bin_node) ||
+	    sv_tab_alloc((void **)&r->txt_node, &cap, r->n + 1, sizeof *r->txt_node))
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	memset(r->bin_node, 0xff, (r->n + 1) * sizeof *r->bin_node);
 	memset(r->txt_node, 0xff, (r->n + 1) * sizeof *r->txt_node);
@@ -486,10 +493,10 @@ static void rec_free(struct rec *r)
 		return;
 	free(r->pre);
 	sv_nbt_fini(&r->meta);
-	free(r->chunks);
-	free(r->bin_node);
-	free(r->txt_node);
-	free(r->cstart);
+	sv_tab_free(r->chunks);
+	sv_tab_free(r->bin_node);
+	sv_tab_free(r->txt_node);
+	sv_tab_free(r->cstart);
 	sv_buf_fini(&r->header_json);
 	sv_buf_fini(&r->snbt);
 	for (int k = 0; k < 2; k++)
@@ -1410,9 +1417,12 @@ static int commit_file_rec(struct sv_container *c, int fd, struct sv_err *err)
 	struct sv_buf meta, head;
 	sv_buf_init(&meta);
 	sv_buf_init(&head);
-	struct chunk *ch = calloc(r->n + 1, sizeof *ch);
+	struct chunk *ch;
+	size_t nch;
 	FILE *tmp = NULL;
-	int rc = ch ? new_meta(c, r, &meta, err) : sv_err_set(err, -ENOMEM, "out of memory");
+	int rc = sv_tab_alloc((void **)&ch, &nch, r->n + 1, sizeof *ch)
+			 ? sv_err_set(err, -ENOMEM, "out of memory")
+			 : new_meta(c, r, &meta, err);
 	uint32_t lo = r->n && removed(c, r, 0) ? 1 : 0;
 	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
 	if (lo != 0 || hi != r->n)
@@ -1486,7 +1496,7 @@ static int commit_file_rec(struct sv_container *c, int fd, struct sv_err *err)
 	}
 	if (tmp)
 		fclose(tmp);
-	free(ch);
+	sv_tab_free(ch);
 	sv_buf_fini(&meta);
 	sv_buf_fini(&head);
 	return rc;

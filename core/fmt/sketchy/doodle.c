@@ -406,13 +406,13 @@ static void free_drawing(struct drawing *d)
 	json_decref(d->root);
 	free(d->view);
 	sv_zip_fini(&d->zip);
-	free(d->role);
-	free(d->role_i);
+	sv_tab_free(d->role);
+	sv_tab_free(d->role_i);
 	sv_doodle_palette_fini(&d->pal);
 	free(d->layers);
-	free(d->chunks);
-	free(d->ord);
-	free(d->rank);
+	sv_tab_free(d->chunks);
+	sv_tab_free(d->ord);
+	sv_tab_free(d->rank);
 	for (size_t i = 0; i < d->nassets; i++)
 		free(d->assets[i].path);
 	free(d->assets);
@@ -516,14 +516,8 @@ static int render_view(struct drawing *d)
 static int add_chunk(struct drawing *d, size_t *cap, uint32_t layer, int64_t x,
 		     int64_t y, int64_t bin, int64_t json, json_t *inl, const char *key)
 {
-	if (d->nchunks == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct chunk *p = realloc(d->chunks, nc * sizeof *p);
-		if (!p)
-			return -ENOMEM;
-		d->chunks = p;
-		*cap = nc;
-	}
+	if (sv_tab_grow((void **)&d->chunks, cap, d->nchunks + 1, sizeof *d->chunks))
+		return -ENOMEM;
 	d->chunks[d->nchunks++] = (struct chunk){x, y, layer, bin, json, inl, key,
 						 SV_NONE, SV_NONE, SV_NONE};
 	return 0;
@@ -834,11 +828,12 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 	 * `ls` and a shell's glob sort them in the C locale, so that `cat
 	 * *.txt` reads in listing order and read-ahead can follow it), three
 	 * views a chunk; a view is a node while it is used (lookup_doodle). */
-	struct named *ord = calloc(d->nchunks + 1, sizeof *ord);
-	d->ord = calloc(d->nchunks + 1, sizeof *d->ord);
-	d->rank = calloc(d->nchunks + 1, sizeof *d->rank);
-	if (!ord || !d->ord || !d->rank) {
-		free(ord);
+	struct named *ord = NULL;
+	size_t cap;
+	if (sv_tab_alloc((void **)&ord, &cap, d->nchunks + 1, sizeof *ord) ||
+	    sv_tab_alloc((void **)&d->ord, &cap, d->nchunks + 1, sizeof *d->ord) ||
+	    sv_tab_alloc((void **)&d->rank, &cap, d->nchunks + 1, sizeof *d->rank)) {
+		sv_tab_free(ord);
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < d->nchunks; i++) {
@@ -858,7 +853,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 			ly->lo = (uint32_t)o;
 		ly->hi = (uint32_t)o + 1;
 	}
-	free(ord);
+	sv_tab_free(ord);
 	struct dirstack *s = calloc(1, sizeof *s);
 	if (!s)
 		return sv_err_set(err, -ENOMEM, "out of memory");
@@ -1005,9 +1000,9 @@ static int open_drawing(struct drawing *d, bool zipped, const struct drawing *wa
 			snprintf(m, sizeof m, "%s", err->msg);
 			return sv_err_set(err, rc, "doodle: %s", m);
 		}
-		d->role = calloc(d->zip.n + 1, 1);
-		d->role_i = calloc(d->zip.n + 1, sizeof *d->role_i);
-		if (!d->role || !d->role_i)
+		size_t cap;
+		if (sv_tab_alloc((void **)&d->role, &cap, d->zip.n + 1, 1) ||
+		    sv_tab_alloc((void **)&d->role_i, &cap, d->zip.n + 1, sizeof *d->role_i))
 			return sv_err_set(err, -ENOMEM, "out of memory");
 		int64_t lv = -1, dd = -1, ix = -1;
 		for (size_t m = 0; m < d->zip.n; m++) {

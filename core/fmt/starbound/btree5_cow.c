@@ -25,17 +25,20 @@ static void put32(uint8_t *p, uint32_t v)
 
 /* Grows arr (of cap elements) to hold need; false if out of memory. */
 #define GROW(arr, cap, need) (sv_grow((void **)&(arr), &(cap), (need), sizeof *(arr)) == 0)
+/* The tree's own arrays grow with its records: past a megabyte they live
+ * in a file (sv_tab_grow), not the heap. */
+#define TGROW(arr, cap, need) (sv_tab_grow((void **)&(arr), &(cap), (need), sizeof *(arr)) == 0)
 
 void sv_bt5_tree_free(struct sv_bt5_tree *t)
 {
 	if (!t)
 		return;
-	free(t->nodes);
-	free(t->kids);
-	free(t->ikeys);
-	free(t->chain);
-	free(t->keys);
-	free(t->locs);
+	sv_tab_free(t->nodes);
+	sv_tab_free(t->kids);
+	sv_tab_free(t->ikeys);
+	sv_tab_free(t->chain);
+	sv_tab_free(t->keys);
+	sv_tab_free(t->locs);
 	free(t->ff);
 	free(t->freeb);
 	free(t->free_bad);
@@ -47,7 +50,7 @@ void sv_bt5_tree_free(struct sv_bt5_tree *t)
 static int64_t add_node(struct sv_bt5_tree *t, uint32_t block, bool leaf, uint8_t level)
 {
 	size_t cap = t->capnodes;
-	if (!GROW(t->nodes, cap, (size_t)t->nnodes + 1))
+	if (!TGROW(t->nodes, cap, (size_t)t->nnodes + 1))
 		return -1;
 	t->capnodes = (uint32_t)cap;
 	struct sv_bt5_node *n = &t->nodes[t->nnodes];
@@ -65,10 +68,10 @@ static bool add_rec(struct sv_bt5_tree *t, const uint8_t *key, const struct sv_b
 	size_t cap = t->caprecs, capk = (size_t)t->caprecs * t->h.key_size;
 	if ((size_t)t->nrecs + 1 > cap) {
 		size_t c = cap;
-		if (!GROW(t->locs, c, (size_t)t->nrecs + 1))
+		if (!TGROW(t->locs, c, (size_t)t->nrecs + 1))
 			return false;
 		size_t ck = capk;
-		if (sv_grow((void **)&t->keys, &ck, c * t->h.key_size, 1))
+		if (sv_tab_grow((void **)&t->keys, &ck, c * t->h.key_size, 1))
 			return false;
 		t->caprecs = (uint32_t)c;
 	}
@@ -79,7 +82,7 @@ static bool add_rec(struct sv_bt5_tree *t, const uint8_t *key, const struct sv_b
 
 static bool add_chain(struct sv_bt5_tree *t, uint32_t block)
 {
-	if (!GROW(t->chain, t->capchain, t->nchain + 1))
+	if (!TGROW(t->chain, t->capchain, t->nchain + 1))
 		return false;
 	t->chain[t->nchain++] = block;
 	return true;
@@ -115,8 +118,8 @@ static int on_index(void *arg, uint32_t block, uint8_t level, uint32_t n, const 
 	struct sv_bt5_tree *t = L->t;
 	uint32_t ks = t->h.key_size;
 	int64_t id = add_node(t, block, false, level);
-	if (id < 0 || !GROW(t->kids, t->capkids, t->nkids + n + 1) ||
-	    sv_grow((void **)&t->ikeys, &t->capikeys, (t->nikeys + n) * ks, 1))
+	if (id < 0 || !TGROW(t->kids, t->capkids, t->nkids + n + 1) ||
+	    sv_tab_grow((void **)&t->ikeys, &t->capikeys, (t->nikeys + n) * ks, 1))
 		return -ENOMEM;
 	attach(L, (uint32_t)id);
 	struct sv_bt5_node *nd = &t->nodes[id];
@@ -362,8 +365,8 @@ static int64_t copy_node(struct wr *w, uint32_t o)
 		ids[i] = (uint32_t)k;
 	}
 	int64_t id = add_node(nw, on->block, false, on->level);
-	if (id < 0 || !GROW(nw->kids, nw->capkids, nw->nkids + on->n) ||
-	    sv_grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + on->n) * w->ks, 1)) {
+	if (id < 0 || !TGROW(nw->kids, nw->capkids, nw->nkids + on->n) ||
+	    sv_tab_grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + on->n) * w->ks, 1)) {
 		free(ids);
 		return -1;
 	}
@@ -500,8 +503,8 @@ static int write_index(struct wr *w, const struct ents *e, size_t a, size_t b, u
 		return sv_err_set(w->err, -EFBIG, "btree: no block numbers left");
 	int64_t id = add_node(nw, (uint32_t)blk, false, level);
 	uint32_t cnt = (uint32_t)(b - a);
-	if (id < 0 || !GROW(nw->kids, nw->capkids, nw->nkids + cnt) ||
-	    sv_grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + cnt) * w->ks, 1))
+	if (id < 0 || !TGROW(nw->kids, nw->capkids, nw->nkids + cnt) ||
+	    sv_tab_grow((void **)&nw->ikeys, &nw->capikeys, (nw->nikeys + cnt) * w->ks, 1))
 		return oom(w);
 	nw->nodes[id].n = cnt;
 	nw->nodes[id].first = (uint32_t)nw->nkids;

@@ -771,7 +771,9 @@ struct cel {
 	uint32_t *sorted;    /* record indexes in name order */
 	char **owned;
 	uint32_t nowned;
-	struct sv_blob *rec; /* the record's bytes */
+	uint8_t *rec;        /* the record's bytes (sv_tab: a big universe's
+			      * names leave the heap) */
+	size_t rec_len;
 };
 
 static void cel_free(struct cel *t)
@@ -781,11 +783,11 @@ static void cel_free(struct cel *t)
 	for (uint32_t i = 0; i < t->nowned; i++)
 		free(t->owned[i]);
 	free(t->owned);
-	free(t->name);
-	free(t->why);
-	free(t->flags);
-	free(t->sorted);
-	sv_blob_unref(t->rec);
+	sv_tab_free(t->name);
+	sv_tab_free(t->why);
+	sv_tab_free(t->flags);
+	sv_tab_free(t->sorted);
+	sv_tab_free(t->rec);
 	free(t);
 }
 
@@ -795,17 +797,29 @@ static int by_cel_name(const void *a, const void *b, void *arg)
 	return strcmp(t->name[*(const uint32_t *)a], t->name[*(const uint32_t *)b]);
 }
 
+/* Copies a record's n bytes into t: 0 or -ENOMEM. */
+static int cel_keep(struct cel *t, const void *p, size_t n)
+{
+	size_t cap;
+	if (sv_tab_alloc((void **)&t->rec, &cap, n, 1))
+		return -ENOMEM;
+	memcpy(t->rec, p, n);
+	t->rec_len = n;
+	return 0;
+}
+
 /* Reads a record's bytes into t: false if they are not this universe's. */
 static bool cel_parse(struct cel *t, uint32_t nrecs)
 {
-	const uint8_t *p = t->rec->data, *end = p + t->rec->len;
-	if (t->rec->len < 4 || sv_get_le(p, 4) != nrecs)
+	const uint8_t *p = t->rec, *end = p + t->rec_len;
+	if (t->rec_len < 4 || sv_get_le(p, 4) != nrecs)
 		return false;
 	p += 4;
 	for (uint32_t i = 0; i < nrecs; i++) {
 		if (p >= end || *p & ~(CEL_BAD | CEL_RO))
 			return false;
 		t->flags[i] = *p++;
+		t->why[i] = NULL;
 		for (int k = 0; k < (t->flags[i] & CEL_BAD ? 2 : 1); k++) {
 			const uint8_t *z = memchr(p, 0, (size_t)(end - p));
 			if (!z)
@@ -865,24 +879,24 @@ static int cel_table(struct sv_container *c, struct sb *s, struct sv_err *err)
 		goto out;
 	uint32_t n = s->t->nrecs;
 	struct cel *t = calloc(1, sizeof *t);
-	if (t) {
-		t->n = n;
-		t->name = calloc(n + 1, sizeof *t->name);
-		t->why = calloc(n + 1, sizeof *t->why);
-		t->flags = calloc(n + 1, 1);
-		t->sorted = malloc((n + 1) * sizeof *t->sorted);
-	}
-	if (!t || !t->name || !t->why || !t->flags || !t->sorted) {
+	size_t cap;
+	if (!t || (t->n = n, sv_tab_alloc((void **)&t->name, &cap, n + 1, sizeof *t->name)) ||
+	    sv_tab_alloc((void **)&t->why, &cap, n + 1, sizeof *t->why) ||
+	    sv_tab_alloc((void **)&t->flags, &cap, n + 1, 1) ||
+	    sv_tab_alloc((void **)&t->sorted, &cap, n + 1, sizeof *t->sorted)) {
 		cel_free(t);
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (uint32_t i = 0; i < n; i++)
 		t->sorted[i] = i;
-	if (!sv_container_index_load(c, "celestial", CEL_INDEX, &t->rec) && !cel_parse(t, n)) {
-		sv_blob_unref(t->rec);
+	struct sv_blob *kept = NULL;
+	if (!sv_container_index_load(c, "celestial", CEL_INDEX, &kept) &&
+	    (cel_keep(t, kept->data, kept->len) || !cel_parse(t, n))) {
+		sv_tab_free(t->rec);
 		t->rec = NULL;
 	}
+	sv_blob_unref(kept);
 	if (!t->rec) {
 		/* The long way: every chunk inflated for its coordinate. */
 		struct sv_buf idx;
@@ -919,7 +933,8 @@ static int cel_table(struct sv_container *c, struct sb *s, struct sv_err *err)
 			if (f & CEL_BAD)
 				oom |= sv_buf_add(&idx, e.msg, strlen(e.msg) + 1);
 		}
-		t->rec = oom ? NULL : sv_blob_dup(idx.p, idx.len);
+		if (oom || cel_keep(t, idx.p, idx.len))
+			t->rec = NULL;
 		if (t->rec && cel_parse(t, n))
 			sv_container_index_store(c, "celestial", CEL_INDEX, idx.p, idx.len);
 		sv_buf_fini(&idx);

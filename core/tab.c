@@ -1,0 +1,234 @@
+/*
+ * tab.c - arrays that leave the heap when they grow big: a format's index
+ * (a log's line table, a recording's chunk table, a zip's directory) grows
+ * with its container's entries, and past SV_TAB_SPILL bytes it moves into
+ * an unlinked file mapped shared.  Its pages are then the kernel's page
+ * cache, backed by the disk, not the daemon's heap: sv_tab_shed() drops
+ * them from the daemon's mapping (they stay in the file and come back on
+ * the next touch, a minor fault while the kernel still caches them), so
+ * what the daemon holds is the window it touched since, at any entry
+ * count.
+ *
+ * An array is grown like sv_grow (it may move) and freed with sv_tab_free.
+ * The file's blocks are allocated (fallocate) before the mapping reaches
+ * them, so that a full disk fails the growth with -ENOSPC instead of a
+ * SIGBUS at a later write; where the file cannot be made or allocated, the
+ * array stays on the heap.  The file lives in the persistent index's
+ * directory (or /var/tmp), unlinked from the start (O_TMPFILE), so a
+ * crashed daemon leaves nothing behind.
+ */
+#include "savefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct spill {
+	void *p;
+	size_t len;     /* bytes mapped and allocated in the file */
+	int fd;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct spill *spills;      /* every array in a file, by address */
+static size_t nspills, capspills;
+static size_t spill_at = SV_TAB_SPILL;
+static char *spill_dir;           /* set by sv_tab_configure; "": none */
+static bool spill_dir_set;
+static uint64_t touched;          /* entries noted since the last shed */
+static struct sv_tab_stats st;
+
+void sv_tab_configure(const char *dir, size_t threshold)
+{
+	pthread_mutex_lock(&lock);
+	free(spill_dir);
+	spill_dir = dir ? strdup(dir) : NULL;
+	spill_dir_set = dir != NULL;
+	spill_at = threshold;
+	pthread_mutex_unlock(&lock);
+}
+
+static struct spill *find(const void *p)
+{
+	for (size_t i = 0; i < nspills; i++)
+		if (spills[i].p == p)
+			return &spills[i];
+	return NULL;
+}
+
+/* A new unlinked file in dir: its descriptor, or -1. */
+static int tmpfile_in(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd;
+	char path[4096];
+	if (snprintf(path, sizeof path, "%s/.savefs-tab-XXXXXX", dir) >= (int)sizeof path)
+		return -1;
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+/* The spill file: in the configured directory, else the persistent
+ * index's (if it is there), else /var/tmp; -1 if none takes one. */
+static int new_file(void)
+{
+	if (spill_dir_set)
+		return spill_dir && *spill_dir ? tmpfile_in(spill_dir) : -1;
+	char dir[4096];
+	if (!sv_index_dir(dir, sizeof dir)) {
+		int fd = tmpfile_in(dir);
+		if (fd >= 0)
+			return fd;
+	}
+	return tmpfile_in("/var/tmp");
+}
+
+/* Rounds n up to whole pages. */
+static size_t pages(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return (n + pg - 1) / pg * pg;
+}
+
+/* Moves or grows the array at *v (old bytes in use) to a mapping of at
+ * least `bytes`: 0, or -errno with *v as it was. */
+static int spill_grow(void **v, size_t old, size_t bytes)
+{
+	size_t len = pages(bytes);
+	struct spill *s = *v ? find(*v) : NULL;
+	if (s) {
+		int rc = fallocate(s->fd, 0, 0, (off_t)len);
+		if (rc)
+			return -errno;
+		void *p = mremap(s->p, s->len, len, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED)
+			return -errno;
+		s->p = p;
+		st.bytes += len - s->len;
+		s->len = len;
+		*v = p;
+		return 0;
+	}
+	if (nspills == capspills) {
+		int rc = sv_grow((void **)&spills, &capspills, nspills + 1, sizeof *spills);
+		if (rc)
+			return rc;
+	}
+	int fd = new_file();
+	if (fd < 0)
+		return -ENOSPC;
+	if (fallocate(fd, 0, 0, (off_t)len)) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (old)
+		memcpy(p, *v, old);
+	free(*v);
+	spills[nspills++] = (struct spill){p, len, fd};
+	st.arrays++;
+	st.bytes += len;
+	*v = p;
+	return 0;
+}
+
+int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < need) {
+		if (nc > SIZE_MAX / 2)
+			return -ENOMEM;
+		nc *= 2;
+	}
+	if (size && nc > SIZE_MAX / size)
+		return -ENOMEM;
+	pthread_mutex_lock(&lock);
+	bool mapped = *v && find(*v);
+	int rc = mapped || nc * size > spill_at ? spill_grow(v, *cap * size, nc * size) : -1;
+	pthread_mutex_unlock(&lock);
+	if (rc && mapped)
+		return rc; /* a mapping that could not grow */
+	if (rc) {
+		/* On the heap: below the threshold, or no file to spill to. */
+		void *p = realloc(*v, nc * size);
+		if (!p)
+			return -ENOMEM;
+		*v = p;
+	}
+	*cap = nc;
+	return 0;
+}
+
+int sv_tab_alloc(void **v, size_t *cap, size_t n, size_t size)
+{
+	*v = NULL;
+	*cap = 0;
+	int rc = sv_tab_grow(v, cap, n ? n : 1, size);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&lock);
+	bool mapped = find(*v) != NULL;
+	pthread_mutex_unlock(&lock);
+	if (!mapped) /* a new file's pages are zero already */
+		memset(*v, 0, *cap * size);
+	return 0;
+}
+
+void sv_tab_free(void *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&lock);
+	struct spill *s = find(p);
+	if (s) {
+		munmap(s->p, s->len);
+		close(s->fd);
+		st.arrays--;
+		st.bytes -= s->len;
+		*s = spills[--nspills];
+	}
+	pthread_mutex_unlock(&lock);
+	if (!s)
+		free(p);
+}
+
+void sv_tab_shed(void)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nspills; i++)
+		madvise(spills[i].p, spills[i].len, MADV_DONTNEED);
+	touched = 0;
+	st.sheds++;
+	pthread_mutex_unlock(&lock);
+}
+
+void sv_tab_note(uint64_t n)
+{
+	if (__atomic_add_fetch(&touched, n, __ATOMIC_RELAXED) >= SV_TAB_SHED_EVERY &&
+	    __atomic_load_n(&nspills, __ATOMIC_RELAXED))
+		sv_tab_shed();
+}
+
+void sv_tab_stats(struct sv_tab_stats *out)
+{
+	pthread_mutex_lock(&lock);
+	*out = st;
+	pthread_mutex_unlock(&lock);
+}
