@@ -265,6 +265,14 @@ int sv_tab_alloc(void **v, size_t *cap, size_t n, size_t size);
 void sv_tab_free(void *p);
 void sv_tab_shed(void);
 void sv_tab_note(uint64_t n);
+/* Entry i of an index being built: every 1,024th counts 1,024 entries
+ * toward shedding, so that building a big index holds a window of it,
+ * not all of it. */
+static inline void sv_tab_tick(uint64_t i)
+{
+	if (!(i & 1023))
+		sv_tab_note(1024);
+}
 struct sv_tab_stats {
 	uint64_t arrays, bytes; /* in files now */
 	uint64_t sheds;

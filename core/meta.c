@@ -104,6 +104,15 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_object_set_new(cj, "read_ahead", json_integer((json_int_t)c->pf_decoded));
 	pthread_mutex_unlock(&c->pf_lock);
 	json_object_set_new(o, "cache", cj);
+	/* The indexes that left the heap, in every container this daemon
+	 * serves (they share the one mechanism). */
+	struct sv_tab_stats ts;
+	sv_tab_stats(&ts);
+	json_t *tj = json_object();
+	json_object_set_new(tj, "arrays", json_integer((json_int_t)ts.arrays));
+	json_object_set_new(tj, "bytes", json_integer((json_int_t)ts.bytes));
+	json_object_set_new(tj, "sheds", json_integer((json_int_t)ts.sheds));
+	json_object_set_new(o, "spilled", tj);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(o);
 	if (!s)

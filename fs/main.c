@@ -24,7 +24,7 @@
 
 struct cmdline {
 	char *container, *mountpoint, *extra;
-	char *cache, *format, *maxdecode, *maxedit, *readahead, *max_open;
+	char *cache, *format, *maxdecode, *maxedit, *readahead, *max_open, *spill;
 	char *format_opts; /* -o keys a format takes, "key=value,..." */
 	int ro, upgrade, noindex, help, version, allow_other;
 	int nonopt;
@@ -40,6 +40,7 @@ static const struct fuse_opt savefs_opts[] = {
 	OPT("maxedit=%s", maxedit),
 	OPT("readahead=%s", readahead),
 	OPT("max_open=%s", max_open),
+	OPT("spill=%s", spill),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	{"upgrade", offsetof(struct cmdline, upgrade), 1},
@@ -251,6 +252,13 @@ int main(int argc, char **argv)
 	    parse_size_opt("maxdecode", cl.maxdecode, &o.max_decode) ||
 	    parse_size_opt("maxedit", cl.maxedit, &o.max_edit))
 		goto out;
+	if (cl.spill) {
+		/* The daemon's own: the arrays of every container it serves. */
+		uint64_t v;
+		if (parse_size_opt("spill", cl.spill, &v))
+			goto out;
+		sv_tab_configure(v ? NULL : "", v ? (size_t)v : SV_TAB_SPILL);
+	}
 	o.format = cl.format;
 	o.format_opts = cl.format_opts;
 	if (cl.readahead) {
@@ -384,6 +392,7 @@ out:
 	free(cl.maxedit);
 	free(cl.readahead);
 	free(cl.max_open);
+	free(cl.spill);
 	free(cl.format_opts);
 	fuse_opt_free_args(&args);
 	return status;

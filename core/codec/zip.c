@@ -326,6 +326,7 @@ int sv_zip_open(struct sv_zip *z, sv_zip_read_fn rd, void *arg, uint64_t size,
 	uint64_t base = 0; /* the window's place in the directory */
 	size_t have = 0, used = 0;
 	while (z->n < d.n) {
+		sv_tab_tick(z->n);
 		/* A record is in the window when its fixed part and its three
 		 * variable fields are: else the window moves on to it. */
 		size_t need = CENTRAL_LEN;

@@ -173,7 +173,7 @@ info_of()
 {
 	sv info "$@" | "$PYTHON" -c 'import json,sys
 d = json.load(sys.stdin)
-for k in ("cache", "fingerprinted", "nodes"): d.pop(k, None)
+for k in ("cache", "fingerprinted", "nodes", "spilled"): d.pop(k, None)
 print(json.dumps(d, indent=1, sort_keys=True))'
 }
 info_of -o noindex "$g" > "$TMP/info.want"
@@ -229,7 +229,7 @@ if mount_sv "$g" "$m"; then
 		"$(stat -c %s "$m/transcript.txt")"
 	"$PYTHON" -c 'import json,sys
 d = json.load(open(sys.argv[1]))
-for k in ("cache", "fingerprinted", "nodes", "read_only"): d.pop(k, None)
+for k in ("cache", "fingerprinted", "nodes", "read_only", "spilled"): d.pop(k, None)
 print(json.dumps(d, indent=1, sort_keys=True))' "$m/.savefs/info" > "$TMP/big.mounted"
 	expect_same_text "the mount's info: the same kinds and warnings" \
 		<(grep -v '"read_only"' "$TMP/big.want") "$TMP/big.mounted"

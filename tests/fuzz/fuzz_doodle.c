@@ -265,6 +265,7 @@ static void round_trip(const uint8_t *data, size_t size, struct sv_container *me
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	fuzz_spill();
 	struct sv_opts o;
 	set_opts(&o);
 	struct sv_container *c = fuzz_open_mem(data, size, &o);

@@ -189,6 +189,7 @@ static void round_one(const uint8_t *data, size_t size, bool must_open)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	fuzz_spill();
 	round_one(data, size, false);
 	size_t hn = sizeof header - 1;
 	uint8_t *with = malloc(hn + size + 1);

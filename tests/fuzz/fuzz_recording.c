@@ -21,6 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	fuzz_spill();
 	struct sv_opts o;
 	sv_opts_init(&o);
 	o.max_decode = 1 << 20;

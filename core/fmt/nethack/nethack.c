@@ -1064,6 +1064,7 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	 * the reason: the states after it cannot be made. */
 	if (!entries || !payload || (kind != K_BACKUP && kind != K_DIFF && kind != K_BAD))
 		return 0;
+	sv_tab_tick(nh->nents);
 	if (sv_tab_grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
 		return s->err = -ENOMEM;
 	struct ent *e = &nh->ents[nh->nents];

@@ -193,6 +193,7 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 	struct sv_rd rd;
 	sv_rd_init_at(&rd, p, end, off);
 	for (int32_t i = 0; i < r->chunk_count; i++) {
+		sv_tab_tick((uint64_t)i);
 		size_t at = rd.off;
 		int32_t start = sv_rc_varint(&rd), ticks = sv_rc_varint(&rd);
 		uint8_t flags = sv_rd_u8(&rd);

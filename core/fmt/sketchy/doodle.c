@@ -516,6 +516,7 @@ static int render_view(struct drawing *d)
 static int add_chunk(struct drawing *d, size_t *cap, uint32_t layer, int64_t x,
 		     int64_t y, int64_t bin, int64_t json, json_t *inl, const char *key)
 {
+	sv_tab_tick(d->nchunks);
 	if (sv_tab_grow((void **)&d->chunks, cap, d->nchunks + 1, sizeof *d->chunks))
 		return -ENOMEM;
 	d->chunks[d->nchunks++] = (struct chunk){x, y, layer, bin, json, inl, key,
@@ -585,6 +586,7 @@ static int collect(struct drawing *d, struct sv_err *err)
 	size_t cap = 0;
 	struct sv_container *c = d->c;
 	for (size_t m = 0; m < d->zip.n; m++) {
+		sv_tab_tick(m);
 		const char *name = d->zip.e[m].name;
 		uint32_t layer;
 		int64_t x, y;
@@ -632,6 +634,7 @@ static int collect(struct drawing *d, struct sv_err *err)
 	 * before an inline chunk (the game's preference). */
 	size_t w = 0;
 	for (size_t i = 0; i < d->nchunks; i++) {
+		sv_tab_tick(i);
 		struct chunk *ch = &d->chunks[i];
 		if (w && !cmp_chunk(&d->chunks[w - 1], ch)) {
 			struct chunk *keep = &d->chunks[w - 1];
@@ -661,6 +664,7 @@ static int collect(struct drawing *d, struct sv_err *err)
 	}
 	d->nchunks = w;
 	for (size_t i = 0; i < d->nchunks; i++) {
+		sv_tab_tick(i);
 		if (d->chunks[i].bin >= 0)
 			d->role_i[d->chunks[i].bin] = (uint32_t)i;
 		if (d->chunks[i].json >= 0)
@@ -837,6 +841,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < d->nchunks; i++) {
+		sv_tab_tick(i);
 		ord[i].i = i;
 		ord[i].layer = d->chunks[i].layer;
 		xy_name(ord[i].name, d->chunks[i].cx, d->chunks[i].cy);
@@ -846,6 +851,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 	for (uint32_t l = 0; l < d->nlayers; l++)
 		d->layers[l].lo = d->layers[l].hi = 0;
 	for (size_t o = 0; o < d->nchunks; o++) {
+		sv_tab_tick(o);
 		d->ord[o] = (uint32_t)ord[o].i;
 		d->rank[ord[o].i] = (uint32_t)o;
 		struct layer *ly = &d->layers[ord[o].layer];
@@ -1006,6 +1012,7 @@ static int open_drawing(struct drawing *d, bool zipped, const struct drawing *wa
 			return sv_err_set(err, -ENOMEM, "out of memory");
 		int64_t lv = -1, dd = -1, ix = -1;
 		for (size_t m = 0; m < d->zip.n; m++) {
+			sv_tab_tick(m);
 			const char *n = d->zip.e[m].name;
 			if (!strcmp(n, "level.json") && lv < 0)
 				lv = (int64_t)m;
