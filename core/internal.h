@@ -8,7 +8,7 @@
  * its own (tests/tools/layers.py checks it in `meson test`):
  *   helpers   util.c (errors, buffers, blobs, names, zlib, files),
  *             decimal.c, cache.c, rd.c, index.c (the persistent index),
- *             tab.c (big arrays spilled to a file),
+ *             and tab.c (arrays that leave the heap for a file),
  *             codec/ (PNG, base64, gzip, zip)
  *   sources   source/: source.c (opening, identity, the calls formats make
  *             for bytes and members), file.c, dir.c
