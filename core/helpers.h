@@ -242,6 +242,9 @@ void sv_u64set_fini(struct sv_u64set *s);
 /* Grows the array *v of *cap elements of `size` bytes to hold `need`
  * (doubling from 16): 0, or -ENOMEM with *v and *cap as they were. */
 int sv_grow(void **v, size_t *cap, size_t need, size_t size);
+/* The capacity sv_grow grows *cap to for need (*out): 0, or -ENOMEM if it
+ * would overflow. */
+int sv_grow_cap(size_t cap, size_t need, size_t size, size_t *out);
 
 /*
  * Arrays that leave the heap when they grow big (tab.c): a format's index

@@ -149,15 +149,10 @@ static int spill_grow(void **v, size_t old, size_t bytes)
 
 int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size)
 {
+	size_t nc;
 	if (need <= *cap)
 		return 0;
-	size_t nc = *cap ? *cap : 16;
-	while (nc < need) {
-		if (nc > SIZE_MAX / 2)
-			return -ENOMEM;
-		nc *= 2;
-	}
-	if (size && nc > SIZE_MAX / size)
+	if (sv_grow_cap(*cap, need, size, &nc))
 		return -ENOMEM;
 	pthread_mutex_lock(&lock);
 	bool mapped = *v && find(*v);

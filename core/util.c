@@ -522,17 +522,26 @@ void sv_u64set_clear(struct sv_u64set *s)
 	s->all = false;
 }
 
-int sv_grow(void **v, size_t *cap, size_t need, size_t size)
+int sv_grow_cap(size_t cap, size_t need, size_t size, size_t *out)
 {
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 16;
+	size_t nc = cap ? cap : 16;
 	while (nc < need) {
 		if (nc > SIZE_MAX / 2)
 			return -ENOMEM;
 		nc *= 2;
 	}
 	if (size && nc > SIZE_MAX / size)
+		return -ENOMEM;
+	*out = nc;
+	return 0;
+}
+
+int sv_grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	size_t nc;
+	if (need <= *cap)
+		return 0;
+	if (sv_grow_cap(*cap, need, size, &nc))
 		return -ENOMEM;
 	void *p = realloc(*v, nc * size);
 	if (!p)
