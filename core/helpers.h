@@ -255,12 +255,14 @@ int sv_grow_cap(size_t cap, size_t need, size_t size, size_t *out);
  * /var/tmp; on the heap if neither takes it), whose pages sv_tab_shed
  * drops from the daemon's memory: they stay in the file and come back when
  * touched.  Free it with sv_tab_free, never free().  sv_tab_note counts
- * entries served (lookups, listed names); every SV_TAB_SHED_EVERY of them
- * the arrays are shed, so that the daemon holds the window a client
- * touched, not the whole index.
+ * entries served (lookups, listed names) or taken in; every
+ * SV_TAB_LOOK_EVERY of them the daemon's mapped file pages are counted,
+ * and past SV_TAB_WINDOW the arrays are shed, so that the daemon holds
+ * the window a client touched lately, not the whole index.
  */
 #define SV_TAB_SPILL (1u << 20)
-#define SV_TAB_SHED_EVERY 16384u
+#define SV_TAB_LOOK_EVERY 32u
+#define SV_TAB_WINDOW (16u << 20)
 int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size);
 /* A new array of n elements (at least one), zeroed: *v, *cap set; 0 or
  * -errno. */

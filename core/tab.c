@@ -214,10 +214,45 @@ void sv_tab_shed(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/* (lock held) The daemon's file-backed resident pages (statm's third field: the
+ * spilled arrays' pages it holds, and its libraries'), in bytes; 0 if
+ * unknown. */
+static uint64_t file_resident(void)
+{
+	/* Opened once a process: /proc/self is the process that opened it,
+	 * and the daemon is a child of the one that opened the container. */
+	static int fd = -1;
+	static pid_t pid;
+	if (pid != getpid()) {
+		if (fd >= 0)
+			close(fd);
+		pid = getpid();
+		fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	}
+	char buf[128];
+	ssize_t k = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+	if (k <= 0)
+		return 0;
+	buf[k] = '\0';
+	unsigned long long size, res, shared;
+	if (sscanf(buf, "%llu %llu %llu", &size, &res, &shared) != 3)
+		return 0;
+	return shared * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 void sv_tab_note(uint64_t n)
 {
-	if (__atomic_add_fetch(&touched, n, __ATOMIC_RELAXED) >= SV_TAB_SHED_EVERY &&
-	    __atomic_load_n(&nspills, __ATOMIC_RELAXED))
+	if (__atomic_add_fetch(&touched, n, __ATOMIC_RELAXED) < SV_TAB_LOOK_EVERY ||
+	    !__atomic_load_n(&nspills, __ATOMIC_RELAXED))
+		return;
+	/* Entries touched at random (a listing in name order of a table in
+	 * another order) hold a page each: what is held is looked at, not
+	 * guessed from the count. */
+	pthread_mutex_lock(&lock);
+	bool shed = touched >= SV_TAB_LOOK_EVERY && file_resident() > SV_TAB_WINDOW;
+	touched = 0;
+	pthread_mutex_unlock(&lock);
+	if (shed)
 		sv_tab_shed();
 }
 

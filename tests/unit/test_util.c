@@ -508,18 +508,37 @@ static void tabs(void)
 	T_UINT(8u << 20, cap);
 	T_OK(pattern_ok(a, 0, 4u << 20));
 	T_UINT(0, a[(8u << 20) - 1]);
-	/* Counted entries shed every SV_TAB_SHED_EVERY. */
+	/* Counted entries look at what the daemon holds every
+	 * SV_TAB_LOOK_EVERY: nothing is shed while the array's pages are
+	 * not held; with its 32 MB touched (past SV_TAB_WINDOW), they are. */
+	sv_tab_shed();
 	sv_tab_stats(&st);
 	uint64_t sheds = st.sheds;
-	for (unsigned i = 0; i < SV_TAB_SHED_EVERY; i++)
+	for (unsigned i = 0; i < 4 * SV_TAB_LOOK_EVERY; i++)
+		sv_tab_note(1);
+	sv_tab_stats(&st);
+	T_UINT(sheds, st.sheds);
+	for (size_t i = 0; i < cap; i += 1024)
+		a[i] = 1;
+	T_OK(status_kb("RssFile") >= 32 * 1024);
+	for (unsigned i = 0; i < SV_TAB_LOOK_EVERY; i++)
 		sv_tab_note(1);
 	sv_tab_stats(&st);
 	T_UINT(sheds + 1, st.sheds);
+	T_OK(status_kb("RssFile") < 8 * 1024);
+	/* A note of many at once looks at once. */
+	for (size_t i = 0; i < cap; i += 1024)
+		a[i] = 2;
+	sv_tab_note(SV_TAB_LOOK_EVERY);
+	sv_tab_stats(&st);
+	T_UINT(sheds + 2, st.sheds);
+	T_UINT(2, a[cap - 1024]);
+	fds = open_fds(); /* the look keeps /proc/self/statm open */
 	sv_tab_free(a);
 	sv_tab_stats(&st);
 	T_UINT(0, st.arrays);
 	T_UINT(0, st.bytes);
-	T_UINT(fds, open_fds());
+	T_UINT(fds - 1, open_fds());
 
 	/* Zeroed, on the heap and in a file. */
 	uint8_t *z = NULL;

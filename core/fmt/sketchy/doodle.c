@@ -852,7 +852,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		d->layers[l].lo = d->layers[l].hi = 0;
 	for (size_t o = 0; o < d->nchunks; o++) {
 		sv_tab_tick(o);
-		d->ord[o] = (uint32_t)ord[o].i;
+		d->ord[o] = (struct sv_dd_xy){d->chunks[ord[o].i].cx, d->chunks[ord[o].i].cy};
 		d->rank[ord[o].i] = (uint32_t)o;
 		struct layer *ly = &d->layers[ord[o].layer];
 		if (ly->lo == ly->hi)
@@ -924,8 +924,8 @@ static int list_doodle(struct sv_container *c, uint32_t dir, uint64_t pos, char 
 	*is_dir = false;
 	if (!d || pos / 3 >= d->layers[l].hi - d->layers[l].lo)
 		return 1;
-	const struct chunk *ch = &d->chunks[d->ord[d->layers[l].lo + pos / 3]];
-	size_t k = xy_name(name, ch->cx, ch->cy);
+	const struct sv_dd_xy *o = &d->ord[d->layers[l].lo + pos / 3];
+	size_t k = xy_name(name, o->x, o->y);
 	snprintf(name + k, 256 - k, ".%s", view_ext[pos % 3]);
 	*at = pos;
 	return 0;

@@ -85,7 +85,11 @@ struct drawing {
 	uint32_t nlayers;
 	struct chunk *chunks;
 	size_t nchunks;
-	uint32_t *ord;        /* chunk indices in listing order (layer, name) */
+	struct sv_dd_xy {
+		int64_t x, y;
+	} *ord;               /* chunks' places in listing order (layer, name):
+			       * a listing reads it in order, not the chunk
+			       * table at random */
 	uint32_t *rank;       /* per chunk: its place in ord */
 	struct asset *assets;
 	size_t nassets, capassets;
