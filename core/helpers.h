@@ -55,7 +55,6 @@ int sv_buf_printf(struct sv_buf *b, const char *fmt, ...)
 
 struct sv_blob {
 	int refs; /* atomic */
-	bool tab; /* its memory is an sv_tab array (sv_blob_new_tab) */
 	size_t len;
 	uint8_t data[];
 };
@@ -63,9 +62,6 @@ struct sv_blob {
 /* A new blob of len bytes (contents undefined), one reference.  NULL if out
  * of memory. */
 struct sv_blob *sv_blob_new(size_t len);
-/* A new blob whose bytes leave the heap past SV_TAB_SPILL (tab.c): for
- * what is kept long and read little at a time (an index record). */
-struct sv_blob *sv_blob_new_tab(size_t len);
 /* A new blob holding a copy of p[0..len). */
 struct sv_blob *sv_blob_dup(const void *p, size_t len);
 struct sv_blob *sv_blob_ref(struct sv_blob *b);

@@ -60,34 +60,6 @@ static int pread_all(int fd, void *buf, size_t n, off_t off)
 	return 0;
 }
 
-/* A payload's pieces are read a slice at a time, the arrays that left the
- * heap shed behind each: a record read into or written from a spilled
- * array (a log's entry table) does not bring it all into the daemon's
- * memory at once. */
-#define SLICE (4u << 20)
-
-/* Reads n bytes at off into buf, a slice at a time, and their xxh3 into
- * *hash: 0, or -errno (-EIO if the file is shorter). */
-static int read_hashed(int fd, uint8_t *buf, size_t n, off_t off, uint64_t *hash)
-{
-	XXH3_state_t *st = XXH3_createState();
-	if (!st)
-		return -ENOMEM;
-	XXH3_64bits_reset(st);
-	int rc = 0;
-	for (size_t at = 0; !rc && at < n; at += SLICE) {
-		size_t k = n - at < SLICE ? n - at : SLICE;
-		rc = pread_all(fd, buf + at, k, off + (off_t)at);
-		if (!rc)
-			XXH3_64bits_update(st, buf + at, k);
-		if (k == SLICE)
-			sv_tab_shed();
-	}
-	*hash = XXH3_64bits_digest(st);
-	XXH3_freeState(st);
-	return rc;
-}
-
 int sv_index_dir(char *buf, size_t size)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");
@@ -162,7 +134,6 @@ int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
 	struct stat st;
 	int rc = -EBADMSG;
 	struct sv_blob *b = NULL;
-	uint64_t got;
 	if (!fstat(fd, &st) && (uint64_t)st.st_size >= sizeof h && pread_all(fd, &h, sizeof h, 0) == 0) {
 		uint64_t len = (uint64_t)h.payload_len_lo | (uint64_t)h.payload_len_hi << 32;
 		fill_head(&want, k, len, h.payload_hash);
@@ -170,9 +141,9 @@ int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
 		if (!memcmp(&h, &want, sizeof h) && whole) {
 			if (len > max)
 				rc = -EFBIG;
-			else if ((b = sv_blob_new_tab((size_t)len)) &&
-				 !read_hashed(fd, b->data, (size_t)len, sizeof h, &got) &&
-				 got == h.payload_hash)
+			else if ((b = sv_blob_new((size_t)len)) &&
+				 pread_all(fd, b->data, (size_t)len, sizeof h) == 0 &&
+				 XXH3_64bits(b->data, (size_t)len) == h.payload_hash)
 				rc = 0;
 		} else if (whole && !memcmp(h.magic, MAGIC, MAGIC_LEN) && h.dev == want.dev &&
 			   h.ino == want.ino && h.version == want.version &&
@@ -293,6 +264,11 @@ struct record {
 	int niov;
 	uint64_t n;
 };
+
+/* A payload's pieces are read a slice at a time, the arrays that left the
+ * heap shed behind each: a record written from a spilled index (a log's
+ * entry table) does not bring it all back into the daemon's memory. */
+#define SLICE (4u << 20)
 
 static int fill_record(int fd, void *arg)
 {

@@ -111,7 +111,6 @@ struct sv_blob *sv_blob_new(size_t len)
 	if (!b)
 		return NULL;
 	b->refs = 1;
-	b->tab = false;
 	b->len = len;
 	if (len >= BIG_BLOB) {
 		/* A big blob is filled at once (an index record read whole):
@@ -122,18 +121,6 @@ struct sv_blob *sv_blob_new(size_t len)
 		if (end > start)
 			madvise((void *)start, end - start, MADV_HUGEPAGE);
 	}
-	return b;
-}
-
-struct sv_blob *sv_blob_new_tab(size_t len)
-{
-	struct sv_blob *b;
-	size_t cap;
-	if (len > SIZE_MAX - sizeof *b || sv_tab_alloc((void **)&b, &cap, sizeof *b + len, 1))
-		return NULL;
-	b->refs = 1;
-	b->tab = true;
-	b->len = len;
 	return b;
 }
 
@@ -154,12 +141,8 @@ struct sv_blob *sv_blob_ref(struct sv_blob *b)
 
 void sv_blob_unref(struct sv_blob *b)
 {
-	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		if (b->tab)
-			sv_tab_free(b);
-		else
-			free(b);
-	}
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(b);
 }
 
 void sv_opts_init(struct sv_opts *o)
