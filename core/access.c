@@ -113,7 +113,7 @@ static int lookup(struct sv_container *c, uint32_t dir, const char *name, uint32
 	else if (hold)
 		__atomic_add_fetch(&c->nodes[*out].held, 1, __ATOMIC_ACQ_REL);
 	pthread_rwlock_unlock(&c->lock);
-	sv_tab_note(1);
+	sv_tab_note(SV_TAB_LOOKUP);
 	return rc;
 }
 
@@ -291,8 +291,13 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 		if (r || at >= EXTRA_POS - 1)
 			break;
 		uint32_t k = sv_find_child(c, dir, name);
-		if (k == SV_NONE && make && c->nnodes - c->nfreed < budget)
+		if (k == SV_NONE && make && c->nnodes - c->nfreed < budget) {
 			k = sv_make_entry(c, dir, name);
+			/* A made entry is a lookup in the format's index:
+			 * counted as one as it is made (a listing with nodes
+			 * makes hundreds in one request). */
+			sv_tab_note(SV_TAB_LOOKUP);
+		}
 		if (k != SV_NONE) {
 			if (pass_kid(c, k, fn, arg, at + 1))
 				full = true;

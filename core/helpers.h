@@ -262,6 +262,8 @@ int sv_grow_cap(size_t cap, size_t need, size_t size, size_t *out);
  */
 #define SV_TAB_SPILL (1u << 20)
 #define SV_TAB_LOOK_EVERY 32u
+/* What a lookup counts: a search of an index touches a page a step. */
+#define SV_TAB_LOOKUP 4u
 #define SV_TAB_WINDOW (16u << 20)
 int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size);
 /* A new array of n elements (at least one), zeroed: *v, *cap set; 0 or

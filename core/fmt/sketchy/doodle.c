@@ -1289,6 +1289,7 @@ static void info_doodle(struct sv_container *c, void *obj)
 	} else {
 		size_t bin = 0, js = 0, inl = 0;
 		for (size_t i = 0; i < d->nchunks; i++) {
+			sv_tab_tick(i);
 			bin += d->chunks[i].bin >= 0;
 			js += d->chunks[i].bin < 0 && d->chunks[i].json >= 0;
 			inl += d->chunks[i].bin < 0 && d->chunks[i].json < 0;
