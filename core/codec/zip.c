@@ -244,12 +244,14 @@ static int find_spans(struct sv_zip *z, struct sv_err *err)
 		return 0;
 	size_t run = 1;
 	while (run < z->n && z->e[run - 1].lho <= z->e[run].lho)
-		run++;
+		sv_tab_tick(run++);
 	if (run == z->n) {
-		for (size_t k = z->n; k-- > 0;)
+		for (size_t k = z->n; k-- > 0;) {
+			sv_tab_tick(k);
 			z->e[k].span_end = k + 1 < z->n && z->e[k + 1].lho != z->e[k].lho
 						   ? z->e[k + 1].lho
 						   : k + 1 < z->n ? z->e[k + 1].span_end : z->cd_off;
+		}
 		return 0;
 	}
 	struct sv_zip_entry **by = malloc(z->n * sizeof *by);

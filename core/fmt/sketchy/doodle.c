@@ -378,8 +378,8 @@ static size_t xy_name(char *buf, int64_t x, int64_t y)
 }
 
 struct named {
-	size_t i;
-	uint32_t layer;
+	int64_t x, y;
+	uint32_t i, layer;
 	char name[48];
 };
 
@@ -842,8 +842,10 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 	}
 	for (size_t i = 0; i < d->nchunks; i++) {
 		sv_tab_tick(i);
-		ord[i].i = i;
+		ord[i].i = (uint32_t)i;
 		ord[i].layer = d->chunks[i].layer;
+		ord[i].x = d->chunks[i].cx;
+		ord[i].y = d->chunks[i].cy;
 		xy_name(ord[i].name, d->chunks[i].cx, d->chunks[i].cy);
 	}
 	if (d->nchunks)
@@ -852,7 +854,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		d->layers[l].lo = d->layers[l].hi = 0;
 	for (size_t o = 0; o < d->nchunks; o++) {
 		sv_tab_tick(o);
-		d->ord[o] = (struct sv_dd_xy){d->chunks[ord[o].i].cx, d->chunks[ord[o].i].cy};
+		d->ord[o] = (struct sv_dd_xy){ord[o].x, ord[o].y};
 		d->rank[ord[o].i] = (uint32_t)o;
 		struct layer *ly = &d->layers[ord[o].layer];
 		if (ly->lo == ly->hi)
