@@ -112,6 +112,27 @@ static void round_trip(void)
 	sv_blob_unref(b);
 	/* Over the store's cap, counted over the pieces: not kept. */
 	T_INT(-EFBIG, sv_index_storev(dir, &k, v, 3, 16));
+	/* Pieces of several 4 MB slices, and one that ends inside a slice
+	 * (a record is hashed and written a slice at a time): read back
+	 * byte for byte. */
+	size_t sizes[3] = {(9u << 20) + 3, 5, (4u << 20) + 1};
+	struct iovec big[3];
+	uint8_t *want = malloc(sizes[0] + sizes[1] + sizes[2]);
+	size_t at = 0;
+	for (int i = 0; i < 3; i++) {
+		big[i].iov_base = want + at;
+		big[i].iov_len = sizes[i];
+		for (size_t j = 0; j < sizes[i]; j++)
+			want[at + j] = (uint8_t)((at + j) * 2654435761u >> 24);
+		at += sizes[i];
+	}
+	T_INT(0, sv_index_storev(dir, &k, big, 3, 64u << 20));
+	T_INT(0, sv_index_load(dir, &k, 64u << 20, &b));
+	T_OK(b && b->len == at);
+	if (b && b->len == at)
+		T_MEM(want, b->data, at);
+	sv_blob_unref(b);
+	free(want);
 }
 
 static void stale(void)
