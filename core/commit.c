@@ -222,7 +222,6 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		rc = c->fmt->open(c, err);
 	}
 	c->rebuild = false;
-	sv_tab_shed(); /* the new index's pages, as after an open */
 	/* A lazy directory that was listed before is listed again now, so that
 	 * its entries keep their numbers (it still holds them, stale). */
 	for (bool again = rc == 0 && c->relist; again;) {

@@ -369,9 +369,6 @@ static int open_common(struct sv_container *c, const char *path,
 		goto fail;
 	}
 	rc = c->fmt->open(c, err);
-	/* What the open wrote of an index that left the heap goes to its
-	 * file, out of the daemon's memory. */
-	sv_tab_shed();
 fail:
 	return rc;
 }

@@ -254,17 +254,19 @@ int sv_grow_cap(size_t cap, size_t need, size_t size, size_t *out);
  * unlinked file mapped shared (in the persistent index's directory, else
  * /var/tmp; on the heap if neither takes it), whose pages sv_tab_shed
  * drops from the daemon's memory: they stay in the file and come back when
- * touched.  Free it with sv_tab_free, never free().  sv_tab_note counts
- * entries served (lookups, listed names) or taken in; every
- * SV_TAB_LOOK_EVERY of them the daemon's mapped file pages are counted,
- * and past SV_TAB_WINDOW the arrays are shed, so that the daemon holds
- * the window a client touched lately, not the whole index.
+ * touched.  Free it with sv_tab_free, never free().  A watcher thread
+ * sheds them whenever the process holds more than SV_TAB_WINDOW spill
+ * thresholds of mapped file pages (16 MB at the default 1 MB), whatever touched them; sv_tab_note counts the entries a
+ * client's lookups and listings serve, and looks at once every
+ * SV_TAB_LOOK_EVERY of them (a search touched at random maps a page a
+ * step, faster than the watcher looks).  So the daemon holds the window
+ * it touched lately, not the whole index.
  */
 #define SV_TAB_SPILL (1u << 20)
 #define SV_TAB_LOOK_EVERY 32u
 /* What a lookup counts: a search of an index touches a page a step. */
 #define SV_TAB_LOOKUP 4u
-#define SV_TAB_WINDOW (16u << 20)
+#define SV_TAB_WINDOW 16u   /* in spill thresholds */
 int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size);
 /* A new array of n elements (at least one), zeroed: *v, *cap set; 0 or
  * -errno. */
@@ -272,22 +274,19 @@ int sv_tab_alloc(void **v, size_t *cap, size_t n, size_t size);
 void sv_tab_free(void *p);
 void sv_tab_shed(void);
 void sv_tab_note(uint64_t n);
-/* Entry i of an index being built: every 1,024th counts 1,024 entries
- * toward shedding, so that building a big index holds a window of it,
- * not all of it. */
-static inline void sv_tab_tick(uint64_t i)
-{
-	if (!(i & 1023))
-		sv_tab_note(1024);
-}
+/* Around a fork: the watcher is stopped before (it may hold the lock) and
+ * started again after, in the process that goes on. */
+void sv_tab_before_fork(void);
+void sv_tab_after_fork(void);
 struct sv_tab_stats {
 	uint64_t arrays, bytes; /* in files now */
 	uint64_t sheds;
 };
 void sv_tab_stats(struct sv_tab_stats *out);
-/* For tests: the spill directory ("": none, heap only; NULL: the index
- * directory, else /var/tmp) and the threshold in bytes (SV_TAB_SPILL). */
-void sv_tab_configure(const char *dir, size_t threshold);
+/* The spill directory ("": none, heap only; NULL: the index directory,
+ * else /var/tmp), the threshold in bytes (SV_TAB_SPILL) and whether the
+ * watcher runs (tests of sv_tab_note turn it off). */
+void sv_tab_configure(const char *dir, size_t threshold, bool watch);
 
 /* Gives the whole pages of p's bytes [from, to) back to the system (their
  * content is lost: for memory about to be freed, read no more). */

@@ -265,11 +265,6 @@ struct record {
 	uint64_t n;
 };
 
-/* A payload's pieces are read a slice at a time, the arrays that left the
- * heap shed behind each: a record written from a spilled index (a log's
- * entry table) does not bring it all back into the daemon's memory. */
-#define SLICE (4u << 20)
-
 static int fill_record(int fd, void *arg)
 {
 	const struct record *r = arg;
@@ -278,23 +273,13 @@ static int fill_record(int fd, void *arg)
 		return -ENOMEM;
 	XXH3_64bits_reset(st);
 	for (int i = 0; i < r->niov; i++)
-		for (size_t at = 0; at < r->iov[i].iov_len; at += SLICE) {
-			size_t k = r->iov[i].iov_len - at < SLICE ? r->iov[i].iov_len - at : SLICE;
-			XXH3_64bits_update(st, (const uint8_t *)r->iov[i].iov_base + at, k);
-			if (k == SLICE)
-				sv_tab_shed();
-		}
+		XXH3_64bits_update(st, r->iov[i].iov_base, r->iov[i].iov_len);
 	struct head h;
 	fill_head(&h, r->k, r->n, XXH3_64bits_digest(st));
 	XXH3_freeState(st);
 	int rc = sv_write_all(fd, &h, sizeof h);
 	for (int i = 0; !rc && i < r->niov; i++)
-		for (size_t at = 0; !rc && at < r->iov[i].iov_len; at += SLICE) {
-			size_t k = r->iov[i].iov_len - at < SLICE ? r->iov[i].iov_len - at : SLICE;
-			rc = sv_write_all(fd, (const uint8_t *)r->iov[i].iov_base + at, k);
-			if (k == SLICE)
-				sv_tab_shed();
-		}
+		rc = sv_write_all(fd, r->iov[i].iov_base, r->iov[i].iov_len);
 	return rc;
 }
 

@@ -9,6 +9,22 @@
  * what the daemon holds is the window it touched since, at any entry
  * count.
  *
+ * Who sheds: a watcher thread, while any array is in a file, looks at the
+ * process's mapped file pages (/proc/self/statm) and sheds when they are
+ * more than SV_TAB_WINDOW spill thresholds (16 MB by default; one knob,
+ * -o spill, sets both) past what it held after the last shed, whatever
+ * touched them (a format's loop over its index, a record written out):
+ * the formats do nothing for it.  It looks every millisecond while the
+ * figure moves and backs off to 200 ms while it does not, or while it has
+ * to shed at every look (an array sorted or searched at random brings
+ * its pages back as fast as they go: shedding them each time would be
+ * paid again in faults).  A client's lookups and listings, counted by the
+ * core (sv_tab_note), bring it back to a millisecond, and look at once
+ * every SV_TAB_LOOK_EVERY entries (a search touched at random maps a page,
+ * and the kernel's fault-around 64 KB, a step).  The watcher is stopped
+ * across a fork (sv_tab_before_fork) and started again in the process
+ * that goes on (sv_tab_after_fork).
+ *
  * An array is grown like sv_grow (it may move) and freed with sv_tab_free.
  * The file's blocks are allocated (fallocate) before the mapping reaches
  * them, so that a full disk fails the growth with -ENOSPC instead of a
@@ -27,6 +43,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct spill {
@@ -35,23 +52,45 @@ struct spill {
 	int fd;
 };
 
+#define LOOK_FAST_MS 1
+#define LOOK_SLOW_MS 200
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spill *spills;      /* every array in a file, by address */
 static size_t nspills, capspills;
 static size_t spill_at = SV_TAB_SPILL;
-static char *spill_dir;           /* set by sv_tab_configure; "": none */
-static bool spill_dir_set;
-static uint64_t touched;          /* entries noted since the last shed */
+static char *spill_dir;           /* NULL: the index directory, else
+				   * /var/tmp; "": none (the heap) */
+static uint64_t touched;          /* entries noted since the last look */
+static uint64_t base;             /* mapped file pages held right after the
+				   * last shed (the libraries'), bytes */
 static struct sv_tab_stats st;
+/* The watcher (all under lock): wanted (sv_tab_configure), running, told
+ * to stop, woken by wake; look_ms is its interval now. */
+static bool watch_on = true, watching, watch_stop;
+static pthread_t watcher;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static unsigned look_ms = LOOK_FAST_MS;
 
-void sv_tab_configure(const char *dir, size_t threshold)
+static void watch_start(void);
+static uint64_t file_resident(void);
+
+/* (lock held) look_ms, which sv_tab_note reads without the lock. */
+static void set_look(unsigned ms)
 {
+	__atomic_store_n(&look_ms, ms, __ATOMIC_RELAXED);
+}
+
+void sv_tab_configure(const char *dir, size_t threshold, bool watch)
+{
+	sv_tab_before_fork(); /* stops the watcher, if it runs */
 	pthread_mutex_lock(&lock);
 	free(spill_dir);
 	spill_dir = dir ? strdup(dir) : NULL;
-	spill_dir_set = dir != NULL;
 	spill_at = threshold;
+	watch_on = watch;
 	pthread_mutex_unlock(&lock);
+	sv_tab_after_fork();
 }
 
 static struct spill *find(const void *p)
@@ -81,8 +120,8 @@ static int tmpfile_in(const char *dir)
  * index's (if it is there), else /var/tmp; -1 if none takes one. */
 static int new_file(void)
 {
-	if (spill_dir_set)
-		return spill_dir && *spill_dir ? tmpfile_in(spill_dir) : -1;
+	if (spill_dir)
+		return *spill_dir ? tmpfile_in(spill_dir) : -1;
 	char dir[4096];
 	if (!sv_index_dir(dir, sizeof dir)) {
 		int fd = tmpfile_in(dir);
@@ -116,6 +155,7 @@ static int spill_grow(void **v, size_t old, size_t bytes)
 		st.bytes += len - s->len;
 		s->len = len;
 		*v = p;
+		set_look(LOOK_FAST_MS); /* an index being built */
 		return 0;
 	}
 	if (nspills == capspills) {
@@ -126,6 +166,8 @@ static int spill_grow(void **v, size_t old, size_t bytes)
 	int fd = new_file();
 	if (fd < 0)
 		return -ENOSPC;
+	if (!nspills)
+		base = file_resident(); /* before any array's page */
 	if (fallocate(fd, 0, 0, (off_t)len)) {
 		int e = errno;
 		close(fd);
@@ -144,10 +186,13 @@ static int spill_grow(void **v, size_t old, size_t bytes)
 	st.arrays++;
 	st.bytes += len;
 	*v = p;
+	set_look(LOOK_FAST_MS);
+	watch_start();
 	return 0;
 }
 
-int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size)
+/* sv_tab_grow, and whether the array is in a file now (*in_file). */
+static int grow(void **v, size_t *cap, size_t need, size_t size, bool *in_file)
 {
 	size_t nc;
 	if (need <= *cap)
@@ -168,22 +213,25 @@ int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size)
 		*v = p;
 	}
 	*cap = nc;
+	*in_file = !rc;
 	return 0;
+}
+
+int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	bool in_file;
+	return grow(v, cap, need, size, &in_file);
 }
 
 int sv_tab_alloc(void **v, size_t *cap, size_t n, size_t size)
 {
+	bool in_file = false;
 	*v = NULL;
 	*cap = 0;
-	int rc = sv_tab_grow(v, cap, n ? n : 1, size);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&lock);
-	bool mapped = find(*v) != NULL;
-	pthread_mutex_unlock(&lock);
-	if (!mapped) /* a new file's pages are zero already */
+	int rc = grow(v, cap, n ? n : 1, size, &in_file);
+	if (!rc && !in_file) /* a new file's pages are zero already */
 		memset(*v, 0, *cap * size);
-	return 0;
+	return rc;
 }
 
 void sv_tab_free(void *p)
@@ -204,13 +252,27 @@ void sv_tab_free(void *p)
 		free(p);
 }
 
-void sv_tab_shed(void)
+/* (lock held) */
+static void shed(void)
 {
-	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < nspills; i++)
 		madvise(spills[i].p, spills[i].len, MADV_DONTNEED);
 	touched = 0;
 	st.sheds++;
+	base = file_resident();
+}
+
+/* (lock held) Whether the arrays hold more than the window: the mapped
+ * file pages past what was held after the last shed. */
+static bool over(void)
+{
+	return file_resident() > base + (uint64_t)spill_at * SV_TAB_WINDOW;
+}
+
+void sv_tab_shed(void)
+{
+	pthread_mutex_lock(&lock);
+	shed();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -240,20 +302,104 @@ static uint64_t file_resident(void)
 	return shared * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* (lock held) The watcher looks often again: a client is at work. */
+static void hurry(void)
+{
+	if (look_ms != LOOK_FAST_MS) {
+		set_look(LOOK_FAST_MS);
+		pthread_cond_signal(&wake);
+	}
+}
+
 void sv_tab_note(uint64_t n)
 {
-	if (__atomic_add_fetch(&touched, n, __ATOMIC_RELAXED) < SV_TAB_LOOK_EVERY ||
-	    !__atomic_load_n(&nspills, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&nspills, __ATOMIC_RELAXED))
 		return;
+	if (__atomic_add_fetch(&touched, n, __ATOMIC_RELAXED) < SV_TAB_LOOK_EVERY) {
+		if (__atomic_load_n(&look_ms, __ATOMIC_RELAXED) != LOOK_FAST_MS) {
+			pthread_mutex_lock(&lock);
+			hurry();
+			pthread_mutex_unlock(&lock);
+		}
+		return;
+	}
 	/* Entries touched at random (a listing in name order of a table in
 	 * another order) hold a page each: what is held is looked at, not
-	 * guessed from the count. */
+	 * guessed from the count; and the watcher looks often again. */
 	pthread_mutex_lock(&lock);
-	bool shed = touched >= SV_TAB_LOOK_EVERY && file_resident() > SV_TAB_WINDOW;
+	if (touched >= SV_TAB_LOOK_EVERY && over())
+		shed();
 	touched = 0;
+	hurry();
 	pthread_mutex_unlock(&lock);
-	if (shed)
-		sv_tab_shed();
+}
+
+static void *watch(void *arg)
+{
+	(void)arg;
+	uint64_t last = 0;
+	unsigned overs = 0;     /* looks running that had to shed */
+	pthread_mutex_lock(&lock);
+	while (!watch_stop) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		t.tv_nsec += (long)look_ms * 1000000L;
+		t.tv_sec += t.tv_nsec / 1000000000L;
+		t.tv_nsec %= 1000000000L;
+		pthread_cond_clockwait(&wake, &lock, CLOCK_MONOTONIC, &t);
+		if (watch_stop || !nspills)
+			continue;
+		/* Back off while nothing moves, and while the pages come back
+		 * as fast as they go (an array sorted or searched at random:
+		 * every shed would be paid again in faults); a note or a
+		 * growth brings it back. */
+		bool shed_now = over();
+		if (shed_now)
+			shed();
+		overs = shed_now ? overs + 1 : 0;
+		bool again = overs >= 4;
+		uint64_t now = file_resident();
+		if (now != last && !again)
+			set_look(LOOK_FAST_MS);
+		else if (look_ms < LOOK_SLOW_MS)
+			set_look(look_ms * 2 < LOOK_SLOW_MS ? look_ms * 2 : LOOK_SLOW_MS);
+		last = now;
+	}
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* (lock held) Starts the watcher if it is wanted and not running. */
+static void watch_start(void)
+{
+	if (watching || !watch_on)
+		return;
+	watch_stop = false;
+	watching = !pthread_create(&watcher, NULL, watch, NULL);
+}
+
+void sv_tab_before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+	bool was = watching;
+	if (was) {
+		watch_stop = true;
+		pthread_cond_signal(&wake);
+	}
+	pthread_mutex_unlock(&lock);
+	if (was)
+		pthread_join(watcher, NULL);
+	pthread_mutex_lock(&lock);
+	watching = false;
+	pthread_mutex_unlock(&lock);
+}
+
+void sv_tab_after_fork(void)
+{
+	pthread_mutex_lock(&lock);
+	if (nspills)
+		watch_start();
+	pthread_mutex_unlock(&lock);
 }
 
 void sv_tab_stats(struct sv_tab_stats *out)

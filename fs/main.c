@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 		uint64_t v;
 		if (parse_size_opt("spill", cl.spill, &v))
 			goto out;
-		sv_tab_configure(v ? NULL : "", v ? (size_t)v : SV_TAB_SPILL);
+		sv_tab_configure(v ? NULL : "", v ? (size_t)v : SV_TAB_SPILL, true);
 	}
 	o.format = cl.format;
 	o.format_opts = cl.format_opts;
@@ -344,12 +344,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "savefs: cannot mount on %s\n", cl.mountpoint);
 		goto out_signals;
 	}
-	if (!fo.foreground)
+	if (!fo.foreground) {
 		if (c)
 			sv_container_before_fork(c);
+		sv_tab_before_fork();
+	}
 	fuse_daemonize(fo.foreground);
-	if (!fo.foreground && c)
-		sv_container_after_fork(c);
+	if (!fo.foreground) {
+		sv_tab_after_fork();
+		if (c)
+			sv_container_after_fork(c);
+	}
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {

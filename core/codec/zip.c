@@ -244,14 +244,12 @@ static int find_spans(struct sv_zip *z, struct sv_err *err)
 		return 0;
 	size_t run = 1;
 	while (run < z->n && z->e[run - 1].lho <= z->e[run].lho)
-		sv_tab_tick(run++);
+		run++;
 	if (run == z->n) {
-		for (size_t k = z->n; k-- > 0;) {
-			sv_tab_tick(k);
+		for (size_t k = z->n; k-- > 0;)
 			z->e[k].span_end = k + 1 < z->n && z->e[k + 1].lho != z->e[k].lho
 						   ? z->e[k + 1].lho
 						   : k + 1 < z->n ? z->e[k + 1].span_end : z->cd_off;
-		}
 		return 0;
 	}
 	struct sv_zip_entry **by = malloc(z->n * sizeof *by);
@@ -328,7 +326,6 @@ int sv_zip_open(struct sv_zip *z, sv_zip_read_fn rd, void *arg, uint64_t size,
 	uint64_t base = 0; /* the window's place in the directory */
 	size_t have = 0, used = 0;
 	while (z->n < d.n) {
-		sv_tab_tick(z->n);
 		/* A record is in the window when its fixed part and its three
 		 * variable fields are: else the window moves on to it. */
 		size_t need = CENTRAL_LEN;

@@ -112,9 +112,8 @@ static void round_trip(void)
 	sv_blob_unref(b);
 	/* Over the store's cap, counted over the pieces: not kept. */
 	T_INT(-EFBIG, sv_index_storev(dir, &k, v, 3, 16));
-	/* Pieces of several 4 MB slices, and one that ends inside a slice
-	 * (a record is hashed and written a slice at a time): read back
-	 * byte for byte. */
+	/* Pieces of megabytes (a log's entry table, spilled to a file, is
+	 * stored from its mapping): read back byte for byte. */
 	size_t sizes[3] = {(9u << 20) + 3, 5, (4u << 20) + 1};
 	struct iovec big[3];
 	uint8_t *want = malloc(sizes[0] + sizes[1] + sizes[2]);

@@ -1064,7 +1064,6 @@ static int scan_line(void *arg, uint64_t off, const struct line_view *l)
 	 * the reason: the states after it cannot be made. */
 	if (!entries || !payload || (kind != K_BACKUP && kind != K_DIFF && kind != K_BAD))
 		return 0;
-	sv_tab_tick(nh->nents);
 	if (sv_tab_grow((void **)&nh->ents, &nh->capents, nh->nents + 1, sizeof *nh->ents))
 		return s->err = -ENOMEM;
 	struct ent *e = &nh->ents[nh->nents];
@@ -1110,7 +1109,6 @@ static void scan_done(struct sv_container *c, struct nh *nh, uint32_t line, uint
 {
 	nh->line = line;
 	nh->end = nh->det_end = end;
-	sv_tab_shed(); /* the table it wrote goes to its file */
 	/* A scan that stopped where it was told (a first need's scan, up
 	 * to the end the open saw) keeps the torn tail the open saw: lines
 	 * appended since are new to the follower, not torn. */
@@ -1216,7 +1214,6 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 			nh->ents[na + j] = e;
 		}
 		sv_give_back(h->nh.ents, i * sizeof *h->nh.ents, (i + m) * sizeof *h->nh.ents);
-		sv_tab_note(m); /* what it wrote, toward shedding */
 	}
 	for (size_t i = 0; i < h->nh.nbk; i++)
 		nh->bk[nh->nbk++] = h->nh.bk[i] + (uint32_t)na;

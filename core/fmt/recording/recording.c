@@ -193,7 +193,6 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 	struct sv_rd rd;
 	sv_rd_init_at(&rd, p, end, off);
 	for (int32_t i = 0; i < r->chunk_count; i++) {
-		sv_tab_tick((uint64_t)i);
 		size_t at = rd.off;
 		int32_t start = sv_rc_varint(&rd), ticks = sv_rc_varint(&rd);
 		uint8_t flags = sv_rd_u8(&rd);
@@ -253,15 +252,12 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	uint64_t at = end;
 	for (uint32_t i = 0; i < r->n; i++) {
-		sv_tab_tick(i);
 		r->cstart[i] = at;
 		at += r->chunks[i].clen;
 	}
 	(void)c;
 	return 0;
 }
-
-#define PRE_SLICE (4u << 20)
 
 static int read_preamble(struct sv_container *c, struct rec *r, struct sv_err *err)
 {
@@ -308,16 +304,12 @@ static int read_preamble(struct sv_container *c, struct rec *r, struct sv_err *e
 					  "bytes lie past the end of the file (%llu bytes)",
 					  r->meta_len, r->index_len, (unsigned long long)size);
 		/* Read into an array that leaves the heap when big (the index
-		 * of a long run), a slice at a time, shed behind each. */
+		 * of a long run). */
 		size_t cap;
 		if (sv_tab_alloc((void **)&raw, &cap, (size_t)want, 1))
 			return sv_err_set(err, -ENOMEM, "out of memory");
 		r->pre_len = (size_t)want;
-		for (size_t at = 0; !rc && at < (size_t)want; at += PRE_SLICE) {
-			size_t k = (size_t)want - at < PRE_SLICE ? (size_t)want - at : PRE_SLICE;
-			rc = sv_container_pread(c, at, raw + at, k, err);
-			sv_tab_shed();
-		}
+		rc = sv_container_pread(c, 0, raw, (size_t)want, err);
 		if (rc) {
 			sv_tab_free(raw);
 			return rc;
@@ -362,7 +354,7 @@ static int make_header(struct sv_container *c, struct rec *r)
 	if (r->segmented) {
 		int64_t last = -1;
 		for (uint32_t i = 0; i < r->n; i++)
-			if (sv_tab_tick(i), (int64_t)(r->chunks[i].offset >> 32) != last) {
+			if ((int64_t)(r->chunks[i].offset >> 32) != last) {
 				last = (int64_t)(r->chunks[i].offset >> 32);
 				char name[32];
 				snprintf(name, sizeof name, "segment-%03lld.dat", (long long)last);
@@ -419,10 +411,8 @@ static uint64_t index_size(const struct rec *r)
 {
 	char line[160];
 	uint64_t n = strlen(INDEX_HEAD);
-	for (uint32_t i = 0; i < r->n; i++) {
-		sv_tab_tick(i);
+	for (uint32_t i = 0; i < r->n; i++)
 		n += index_line(r, i, line);
-	}
 	return n;
 }
 
@@ -431,7 +421,6 @@ static int index_text(const struct rec *r, struct sv_buf *out)
 	char line[160];
 	int rc = sv_buf_add(out, INDEX_HEAD, strlen(INDEX_HEAD));
 	for (uint32_t i = 0; i < r->n && !rc; i++) {
-		sv_tab_tick(i);
 		size_t n = index_line(r, i, line);
 		rc = sv_buf_add(out, line, n);
 	}
@@ -462,9 +451,7 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	    sv_tab_alloc((void **)&r->txt_node, &cap, r->n + 1, sizeof *r->txt_node))
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	memset(r->bin_node, 0xff, (r->n + 1) * sizeof *r->bin_node);
-	sv_tab_shed();
 	memset(r->txt_node, 0xff, (r->n + 1) * sizeof *r->txt_node);
-	sv_tab_shed();
 	/* Not derived from the metadata: a commit touches it when the chunks
 	 * change (it is a stream, so its bytes are not compared). */
 	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
@@ -1110,7 +1097,6 @@ static int size_rec(struct sv_container *c, uint32_t node, uint64_t *out, struct
 		return sv_err_set(err, -EIO, "not a stream");
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < r->n; i++) {
-		sv_tab_tick(i);
 		uint64_t k;
 		int rc = text_len(c, r, i, &k, err);
 		if (rc)
@@ -1422,7 +1408,6 @@ static int write_preamble(const struct rec *r, const struct sv_buf *meta,
 static void touch_all(struct sv_container *c, const struct rec *r)
 {
 	for (uint32_t i = 0; i < r->n; i++) {
-		sv_tab_tick(i);
 		if (view_of(c, r->bin_node[i], K_BIN, i))
 			sv_node_touch(c, r->bin_node[i]);
 		if (view_of(c, r->txt_node[i], K_TXT, i))

@@ -516,7 +516,6 @@ static int render_view(struct drawing *d)
 static int add_chunk(struct drawing *d, size_t *cap, uint32_t layer, int64_t x,
 		     int64_t y, int64_t bin, int64_t json, json_t *inl, const char *key)
 {
-	sv_tab_tick(d->nchunks);
 	if (sv_tab_grow((void **)&d->chunks, cap, d->nchunks + 1, sizeof *d->chunks))
 		return -ENOMEM;
 	d->chunks[d->nchunks++] = (struct chunk){x, y, layer, bin, json, inl, key,
@@ -586,7 +585,6 @@ static int collect(struct drawing *d, struct sv_err *err)
 	size_t cap = 0;
 	struct sv_container *c = d->c;
 	for (size_t m = 0; m < d->zip.n; m++) {
-		sv_tab_tick(m);
 		const char *name = d->zip.e[m].name;
 		uint32_t layer;
 		int64_t x, y;
@@ -634,7 +632,6 @@ static int collect(struct drawing *d, struct sv_err *err)
 	 * before an inline chunk (the game's preference). */
 	size_t w = 0;
 	for (size_t i = 0; i < d->nchunks; i++) {
-		sv_tab_tick(i);
 		struct chunk *ch = &d->chunks[i];
 		if (w && !cmp_chunk(&d->chunks[w - 1], ch)) {
 			struct chunk *keep = &d->chunks[w - 1];
@@ -664,7 +661,6 @@ static int collect(struct drawing *d, struct sv_err *err)
 	}
 	d->nchunks = w;
 	for (size_t i = 0; i < d->nchunks; i++) {
-		sv_tab_tick(i);
 		if (d->chunks[i].bin >= 0)
 			d->role_i[d->chunks[i].bin] = (uint32_t)i;
 		if (d->chunks[i].json >= 0)
@@ -841,7 +837,6 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < d->nchunks; i++) {
-		sv_tab_tick(i);
 		ord[i].i = (uint32_t)i;
 		ord[i].layer = d->chunks[i].layer;
 		ord[i].x = d->chunks[i].cx;
@@ -853,7 +848,6 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 	for (uint32_t l = 0; l < d->nlayers; l++)
 		d->layers[l].lo = d->layers[l].hi = 0;
 	for (size_t o = 0; o < d->nchunks; o++) {
-		sv_tab_tick(o);
 		d->ord[o] = (struct sv_dd_xy){ord[o].x, ord[o].y};
 		d->rank[ord[o].i] = (uint32_t)o;
 		struct layer *ly = &d->layers[ord[o].layer];
@@ -1014,7 +1008,6 @@ static int open_drawing(struct drawing *d, bool zipped, const struct drawing *wa
 			return sv_err_set(err, -ENOMEM, "out of memory");
 		int64_t lv = -1, dd = -1, ix = -1;
 		for (size_t m = 0; m < d->zip.n; m++) {
-			sv_tab_tick(m);
 			const char *n = d->zip.e[m].name;
 			if (!strcmp(n, "level.json") && lv < 0)
 				lv = (int64_t)m;
@@ -1291,7 +1284,6 @@ static void info_doodle(struct sv_container *c, void *obj)
 	} else {
 		size_t bin = 0, js = 0, inl = 0;
 		for (size_t i = 0; i < d->nchunks; i++) {
-			sv_tab_tick(i);
 			bin += d->chunks[i].bin >= 0;
 			js += d->chunks[i].bin < 0 && d->chunks[i].json >= 0;
 			inl += d->chunks[i].bin < 0 && d->chunks[i].json < 0;

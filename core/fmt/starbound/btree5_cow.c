@@ -66,7 +66,6 @@ static int64_t add_node(struct sv_bt5_tree *t, uint32_t block, bool leaf, uint8_
 static bool add_rec(struct sv_bt5_tree *t, const uint8_t *key, const struct sv_bt5_loc *loc)
 {
 	size_t cap = t->caprecs, capk = (size_t)t->caprecs * t->h.key_size;
-	sv_tab_tick(t->nrecs);
 	if ((size_t)t->nrecs + 1 > cap) {
 		size_t c = cap;
 		if (!TGROW(t->locs, c, (size_t)t->nrecs + 1))
