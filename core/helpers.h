@@ -272,6 +272,11 @@ int sv_tab_grow(void **v, size_t *cap, size_t need, size_t size);
  * -errno. */
 int sv_tab_alloc(void **v, size_t *cap, size_t n, size_t size);
 void sv_tab_free(void *p);
+/* Sorts an array as qsort does (not stable).  One in a file past a
+ * quarter of the window is sorted in runs through the heap and merged
+ * through a second file (its pages touched in order, a few times); on
+ * the heap, or with no second file to be had, qsort. */
+void sv_tab_sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *));
 void sv_tab_shed(void);
 void sv_tab_note(uint64_t n);
 /* Around a fork: the watcher is stopped before (it may hold the lock) and

@@ -15,10 +15,12 @@
  * -o spill, sets both) past what it held after the last shed, whatever
  * touched them (a format's loop over its index, a record written out):
  * the formats do nothing for it.  It looks every millisecond while the
- * figure moves and backs off to 200 ms while it does not, or while it has
- * to shed at every look (an array sorted or searched at random brings
- * its pages back as fast as they go: shedding them each time would be
- * paid again in faults).  A client's lookups and listings, counted by the
+ * figure moves and backs off to 200 ms while it does not, and to 8 ms
+ * while it has to shed at every look (an array searched at random brings
+ * its pages back as fast as they go: each shed is paid again in faults;
+ * a longer pause let a sort's streams take 70 MB between two looks).  A
+ * sort goes through sv_tab_sort, which touches its pages in order.  A
+ * client's lookups and listings, counted by the
  * core (sv_tab_note), bring it back to a millisecond, and look at once
  * every SV_TAB_LOOK_EVERY entries (a search touched at random maps a page,
  * and the kernel's fault-around 64 KB, a step).  The watcher is stopped
@@ -54,6 +56,7 @@ struct spill {
 
 #define LOOK_FAST_MS 1
 #define LOOK_SLOW_MS 200
+#define LOOK_BUSY_MS 8
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spill *spills;      /* every array in a file, by address */
@@ -252,6 +255,196 @@ void sv_tab_free(void *p)
 		free(p);
 }
 
+typedef int (*cmp_fn)(const void *, const void *);
+
+/* Swaps two elements of size bytes. */
+static void swap(char *a, char *b, size_t size)
+{
+	if (size % sizeof(uint64_t) == 0 && (uintptr_t)a % sizeof(uint64_t) == 0 &&
+	    (uintptr_t)b % sizeof(uint64_t) == 0) {
+		uint64_t *x = (uint64_t *)(void *)a, *y = (uint64_t *)(void *)b;
+		for (size_t i = 0; i < size / sizeof *x; i++) {
+			uint64_t t = x[i];
+			x[i] = y[i];
+			y[i] = t;
+		}
+		return;
+	}
+	char t[64];
+	while (size) {
+		size_t k = size < sizeof t ? size : sizeof t;
+		memcpy(t, a, k);
+		memcpy(a, b, k);
+		memcpy(b, t, k);
+		a += k;
+		b += k;
+		size -= k;
+	}
+}
+
+/* The heap below i (of n) made whole again (heapsort's sift). */
+static void sift(char *v, size_t i, size_t n, size_t size, cmp_fn cmp)
+{
+	for (;;) {
+		size_t big = i, l = 2 * i + 1, r = l + 1;
+		if (l < n && cmp(v + l * size, v + big * size) > 0)
+			big = l;
+		if (r < n && cmp(v + r * size, v + big * size) > 0)
+			big = r;
+		if (big == i)
+			return;
+		swap(v + i * size, v + big * size, size);
+		i = big;
+	}
+}
+
+static void heap_sort(char *v, size_t n, size_t size, cmp_fn cmp)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		sift(v, i, n, size, cmp);
+	for (size_t end = n; end-- > 1;) {
+		swap(v, v + end * size, size);
+		sift(v, 0, end, size, cmp);
+	}
+}
+
+/* Quicksort in place (median of three; the smaller side first, so the
+ * stack stays within log n), heapsort past the depth limit, insertion
+ * below 17 elements.  Elements are swapped where they are: glibc's qsort
+ * sorts pointers to elements wider than 32 bytes and moves them after,
+ * three times slower on a chunk table. */
+static void intro_sort(char *v, size_t n, size_t size, cmp_fn cmp, unsigned depth)
+{
+	while (n > 16) {
+		if (!depth--) {
+			heap_sort(v, n, size, cmp);
+			return;
+		}
+		char *lo = v, *mid = v + n / 2 * size, *hi = v + (n - 1) * size;
+		if (cmp(mid, lo) < 0)
+			swap(mid, lo, size);
+		if (cmp(hi, mid) < 0) {
+			swap(hi, mid, size);
+			if (cmp(mid, lo) < 0)
+				swap(mid, lo, size);
+		}
+		swap(lo, mid, size); /* the pivot at 0; hi, not below it, ends i's walk */
+		size_t i = 0, j = n;
+		for (;;) {
+			do
+				i++;
+			while (i < n && cmp(v + i * size, v) < 0);
+			do
+				j--;
+			while (cmp(v + j * size, v) > 0);
+			if (i >= j)
+				break;
+			swap(v + i * size, v + j * size, size);
+		}
+		swap(v, v + j * size, size);
+		/* [0, j) not above the pivot, (j, n) not below it */
+		size_t left = j, right = n - j - 1;
+		if (left < right) {
+			intro_sort(v, left, size, cmp, depth);
+			v += (j + 1) * size;
+			n = right;
+		} else {
+			intro_sort(v + (j + 1) * size, right, size, cmp, depth);
+			n = left;
+		}
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && cmp(v + (k - 1) * size, v + k * size) > 0; k--)
+			swap(v + (k - 1) * size, v + k * size, size);
+}
+
+static void sort_here(void *v, size_t n, size_t size, cmp_fn cmp)
+{
+	unsigned depth = 0;
+	for (size_t k = n; k; k >>= 1)
+		depth += 2;
+	intro_sort(v, n, size, cmp, depth);
+}
+
+/* A run being merged: its next element and its end, in elements. */
+struct run {
+	size_t at, end;
+};
+
+/* The heap of runs below i (of k) made whole again: the run whose next
+ * element is least on top. */
+static void sift_runs(struct run *h, size_t i, size_t k, const char *t, size_t size,
+		      cmp_fn cmp)
+{
+	for (;;) {
+		size_t least = i, l = 2 * i + 1, r = l + 1;
+		if (l < k && cmp(t + h[l].at * size, t + h[least].at * size) < 0)
+			least = l;
+		if (r < k && cmp(t + h[r].at * size, t + h[least].at * size) < 0)
+			least = r;
+		if (least == i)
+			return;
+		struct run x = h[i];
+		h[i] = h[least];
+		h[least] = x;
+		i = least;
+	}
+}
+
+/*
+ * An array in a file is sorted in runs a quarter of the window long, each
+ * copied to the heap, sorted there and written to a second array in a
+ * file; the runs are then merged back into the first.  Each page is read
+ * twice and written twice, in order, so the watcher sheds behind the sort
+ * and the pages it sheds are not wanted again.  (A sort in place touches
+ * a page at every level of its recursion: past the window each touch
+ * after a shed is a fault again, 0.3 s for each pass over 72 MB here, and
+ * glibc's qsort touches the whole array at random.)
+ */
+void sv_tab_sort(void *v, size_t n, size_t size, cmp_fn cmp)
+{
+	if (n < 2)
+		return;
+	pthread_mutex_lock(&lock);
+	bool mapped = find(v) != NULL;
+	size_t run = spill_at * SV_TAB_WINDOW / 4 / size;
+	pthread_mutex_unlock(&lock);
+	char *buf = NULL, *t = NULL;
+	struct run *h = NULL;
+	size_t cap = 0, k = run ? (n + run - 1) / run : 0;
+	if (!mapped || n <= run || !(buf = malloc(run * size)) ||
+	    !(h = malloc(k * sizeof *h)) || sv_tab_grow((void **)&t, &cap, n, size)) {
+		/* On the heap, within the window, or nothing to sort through. */
+		free(buf);
+		free(h);
+		sv_tab_free(t);
+		if (mapped)
+			sort_here(v, n, size, cmp);
+		else
+			qsort(v, n, size, cmp);
+		return;
+	}
+	for (size_t i = 0; i < k; i++) {
+		size_t at = i * run, m = n - at < run ? n - at : run;
+		memcpy(buf, (char *)v + at * size, m * size);
+		sort_here(buf, m, size, cmp);
+		memcpy(t + at * size, buf, m * size);
+		h[i] = (struct run){at, at + m};
+	}
+	free(buf);
+	for (size_t i = k / 2; i-- > 0;)
+		sift_runs(h, i, k, t, size, cmp);
+	for (char *out = v; k;) {
+		memcpy(out, t + h[0].at * size, size);
+		out += size;
+		if (++h[0].at == h[0].end)
+			h[0] = h[--k];
+		sift_runs(h, 0, k, t, size, cmp);
+	}
+	free(h);
+	sv_tab_free(t);
+}
+
 /* (lock held) */
 static void shed(void)
 {
@@ -349,20 +542,18 @@ static void *watch(void *arg)
 		pthread_cond_clockwait(&wake, &lock, CLOCK_MONOTONIC, &t);
 		if (watch_stop || !nspills)
 			continue;
-		/* Back off while nothing moves, and while the pages come back
-		 * as fast as they go (an array sorted or searched at random:
-		 * every shed would be paid again in faults); a note or a
-		 * growth brings it back. */
-		bool shed_now = over();
+		/* Back off while nothing moves; and, a little, while the pages
+		 * come back as fast as they go (an array searched at random:
+		 * every shed is paid again in faults).  A note or a growth
+		 * brings it back to a millisecond. */
+		uint64_t seen = file_resident();
+		bool shed_now = seen > base + (uint64_t)spill_at * SV_TAB_WINDOW;
 		if (shed_now)
 			shed();
 		overs = shed_now ? overs + 1 : 0;
-		bool again = overs >= 4;
-		uint64_t now = file_resident();
-		if (now != last && !again)
-			set_look(LOOK_FAST_MS);
-		else if (look_ms < LOOK_SLOW_MS)
-			set_look(look_ms * 2 < LOOK_SLOW_MS ? look_ms * 2 : LOOK_SLOW_MS);
+		uint64_t now = shed_now ? base : seen;
+		unsigned cap = seen == last ? LOOK_SLOW_MS : overs >= 4 ? LOOK_BUSY_MS : LOOK_FAST_MS;
+		set_look(look_ms * 2 < cap ? look_ms * 2 : cap);
 		last = now;
 	}
 	pthread_mutex_unlock(&lock);

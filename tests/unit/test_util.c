@@ -670,6 +670,123 @@ static void tab_watcher(void)
 	T_INT(0, rmdir(dir));
 }
 
+struct sort_el {
+	uint32_t key, id;
+	char fill[64]; /* wider than the sort's swap buffer */
+};
+
+static int cmp_el(const void *a, const void *b)
+{
+	const struct sort_el *x = a, *y = b;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* McIlroy's adversary ("A killer adversary for quicksort", 1999): values
+ * are settled only as comparisons need them, always against the pivot's
+ * side, so any quicksort partitions badly at every step. */
+static uint32_t *adv_val, adv_gas, adv_solid, adv_candidate;
+static uint64_t adv_cmps;
+
+static int cmp_adv(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	adv_cmps++;
+	if (adv_val[x] == adv_gas && adv_val[y] == adv_gas)
+		adv_val[x == adv_candidate ? x : y] = adv_solid++;
+	if (adv_val[x] == adv_gas)
+		adv_candidate = x;
+	else if (adv_val[y] == adv_gas)
+		adv_candidate = y;
+	return adv_val[x] < adv_val[y] ? -1 : adv_val[x] > adv_val[y];
+}
+
+/*
+ * sv_tab_sort of an array in a file: 100,000 elements of 72 bytes (28
+ * runs of 3,640 at a 64 KB threshold: a window of 1 MB, runs of a quarter
+ * of it), 3,641 (a run and one element) and 3,640 (sorted in place), with
+ * random keys (many equal), sorted, reversed, all equal, up then down:
+ * the keys qsort gives, every element whole (its fill follows its id),
+ * no second file left (one array in a file, the descriptors as before).
+ * An adversary that makes any quicksort quadratic gets at most 4 n log2 n
+ * comparisons (the heapsort past the depth limit) and a sorted array.
+ */
+static void tab_sort(void)
+{
+	char dir[] = "/tmp/test_tabs.XXXXXX";
+	T_OK(mkdtemp(dir) != NULL);
+	sv_tab_configure(dir, 64 << 10, false);
+	struct sv_tab_stats st;
+	static const size_t sizes[] = {100000, 3641, 3640};
+	size_t fds = open_fds();
+	for (int t = 0; t < 15; t++) {
+		int kind = t % 5;
+		size_t N = sizes[t / 5];
+		struct sort_el *a = NULL, *want = malloc(N * sizeof *want);
+		size_t cap;
+		T_INT(0, sv_tab_alloc((void **)&a, &cap, N, sizeof *a));
+		sv_tab_stats(&st);
+		T_UINT(1, st.arrays);
+		uint32_t r = 12345;
+		for (uint32_t i = 0; i < N; i++) {
+			r = r * 1103515245u + 12345u;
+			uint32_t key = kind == 0   ? (r >> 8) % 1000
+				       : kind == 1 ? i
+				       : kind == 2 ? (uint32_t)N - i
+				       : kind == 3 ? 7
+						   : (i < N / 2 ? i : (uint32_t)N - i);
+			a[i].key = key;
+			a[i].id = i;
+			memset(a[i].fill, (int)(i % 251), sizeof a[i].fill);
+		}
+		memcpy(want, a, N * sizeof *want);
+		qsort(want, N, sizeof *want, cmp_el);
+		sv_tab_sort(a, N, sizeof *a, cmp_el);
+		bool keys = true, whole = true;
+		unsigned char *seen = calloc(N, 1);
+		for (uint32_t i = 0; i < N; i++) {
+			keys &= a[i].key == want[i].key;
+			whole &= a[i].id < N && !seen[a[i].id] &&
+				 a[i].fill[0] == (char)(a[i].id % 251) &&
+				 a[i].fill[63] == (char)(a[i].id % 251);
+			if (a[i].id < N)
+				seen[a[i].id] = 1;
+		}
+		T_OK(keys);
+		T_OK(whole);
+		sv_tab_stats(&st);
+		T_UINT(1, st.arrays);
+		T_UINT(fds + 1, open_fds());
+		free(seen);
+		free(want);
+		sv_tab_free(a);
+	}
+
+	enum { M = 30000 };
+	uint32_t *p = NULL;
+	size_t cap;
+	T_INT(0, sv_tab_alloc((void **)&p, &cap, M, sizeof *p));
+	sv_tab_stats(&st);
+	T_UINT(1, st.arrays);
+	adv_val = malloc(M * sizeof *adv_val);
+	adv_gas = M;
+	adv_solid = 0;
+	adv_cmps = 0;
+	for (uint32_t i = 0; i < M; i++) {
+		p[i] = i;
+		adv_val[i] = adv_gas;
+	}
+	sv_tab_sort(p, M, sizeof *p, cmp_adv);
+	T_OK(adv_cmps <= 4ull * M * 15);
+	bool sorted = true;
+	for (uint32_t i = 1; i < M; i++)
+		sorted &= adv_val[p[i - 1]] <= adv_val[p[i]];
+	T_OK(sorted);
+	free(adv_val);
+	sv_tab_free(p);
+	sv_tab_configure(NULL, SV_TAB_SPILL, true);
+	T_INT(0, rmdir(dir));
+}
+
 int main(void)
 {
 	lower_bound();
@@ -686,5 +803,6 @@ int main(void)
 	json_reals();
 	tabs();
 	tab_watcher();
+	tab_sort();
 	return t_done();
 }

@@ -627,7 +627,7 @@ static int collect(struct drawing *d, struct sv_err *err)
 		}
 	}
 	if (d->nchunks)
-		qsort(d->chunks, d->nchunks, sizeof *d->chunks, cmp_chunk);
+		sv_tab_sort(d->chunks, d->nchunks, sizeof *d->chunks, cmp_chunk);
 	/* One chunk from its sources: a .bin member before a .json member
 	 * before an inline chunk (the game's preference). */
 	size_t w = 0;
@@ -844,7 +844,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		xy_name(ord[i].name, d->chunks[i].cx, d->chunks[i].cy);
 	}
 	if (d->nchunks)
-		qsort(ord, d->nchunks, sizeof *ord, cmp_named);
+		sv_tab_sort(ord, d->nchunks, sizeof *ord, cmp_named);
 	for (uint32_t l = 0; l < d->nlayers; l++)
 		d->layers[l].lo = d->layers[l].hi = 0;
 	for (size_t o = 0; o < d->nchunks; o++) {
