@@ -184,6 +184,15 @@ int sv_resolve(struct sv_container *c, const char *path, uint32_t *out)
 	return 0;
 }
 
+/* A size that should be known by now is not: its settling failed for
+ * the host's sake (sv_settle_size leaves it to the next look). */
+static bool unsettled(const struct sv_inode *n)
+{
+	return (n->flags & SV_N_LAZYSIZE) &&
+	       !(n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) &&
+	       !__atomic_load_n(&n->sized, __ATOMIC_ACQUIRE);
+}
+
 int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 {
 	int rc = 0;
@@ -204,6 +213,11 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 			sv_pf_settle(c, n);
 		else
 			sv_settle_size(c, n);
+		/* Still not sized: the host failed (a server that did not
+		 * answer; the reason is in the log).  Not a size of 0: an
+		 * error, and the next stat asks again. */
+		if (!later && unsettled(node))
+			rc = -EIO;
 		sv_settle_verify(c, n);
 		sv_fill_stat(c, n, st);
 		st->unsized = later;
@@ -233,7 +247,7 @@ static void kid_stat(struct sv_container *c, uint32_t k, struct sv_stat *st)
 		sv_settle_verify(c, k);
 	}
 	sv_fill_stat(c, k, st);
-	st->unsized = costly;
+	st->unsized = costly || unsettled(kn); /* unsettled: the host failed */
 	if (kn->flags & SV_N_META) {
 		struct sv_blob *b = NULL;
 		if (!sv_meta_content(c, k, &b))

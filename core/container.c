@@ -246,7 +246,9 @@ int sv_container_open_as(const char *path, const struct sv_format *fmt,
 	rc = open_common(c, path, opts, err);
 	if (rc)
 		goto fail;
-	if (why)
+	if (why && c->src->ops->read_only_why)
+		sv_warn(c, "%s: %s: mounted read-only", c->path, c->src->ops->read_only_why);
+	else if (why)
 		sv_warn(c, "%s cannot be written (%s): mounted read-only", c->path, strerror(why));
 	/* Lazily: at the first commit (sv_guard_lock). */
 	c->prepared = !opts->lazy_prepare;
@@ -358,7 +360,10 @@ static int open_common(struct sv_container *c, const char *path,
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);
 	c->cache = opts->cache ? sv_cache_share(opts->cache) : sv_cache_new(opts->cache_cap);
-	if (!c->htab || !c->cache) {
+	/* A remote source keeps the blocks it fetched under the same cap. */
+	if (c->cache && c->src->ops->remote && !c->src->cache)
+		c->src->cache = sv_cache_share(c->cache);
+	if (!c->htab || !c->cache || (c->src->ops->remote && !c->src->cache)) {
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}

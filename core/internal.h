@@ -11,7 +11,8 @@
  *             and tab.c (arrays that leave the heap for a file),
  *             codec/ (PNG, base64, gzip, zip)
  *   sources   source/: source.c (opening, identity, the calls formats make
- *             for bytes and members), file.c, dir.c
+ *             for bytes and members), file.c, dir.c, and for an object on
+ *             an HTTP server http.c
  *   log.c     the container's log and warnings
  *   guard.c   identity checks, the commit's lock, the fingerprint
  *   nodes.c   the node table: add, find by (parent, name), names made

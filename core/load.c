@@ -116,17 +116,27 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 	struct sv_err e;
 	sv_err_clear(&e);
 	uint64_t size = 0;
+	/* A failure of the host (a server that did not answer) settles
+	 * nothing: the next look tries again. */
+	uint64_t host = sv_source_failures(c->src);
+	bool failed = false;
 	if ((n->flags & SV_N_STREAM) && c->fmt->size) {
 		if (c->fmt->size(c, i, &size, &e)) {
 			size = 0;
-			remember_failure(c, i, &e);
+			failed = true;
+			if (host == sv_source_failures(c->src))
+				remember_failure(c, i, &e);
 			sv_log_failure(c, i, "read", &e);
 		}
-	} else if (!sv_content_locked(c, i, &b, &e))
+	} else if (!sv_content_locked(c, i, &b, &e)) {
 		size = b->len;
-	else
+	} else {
+		failed = true;
 		sv_log_failure(c, i, "read", &e); /* once: it is remembered */
+	}
 	sv_blob_unref(b);
+	if (failed && host != sv_source_failures(c->src))
+		return;
 	__atomic_store_n(&n->size, size, __ATOMIC_RELAXED);
 	__atomic_store_n(&n->sized, 1, __ATOMIC_RELEASE);
 }
@@ -286,14 +296,19 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	c->loads = l;
 	pthread_mutex_unlock(&c->ld_lock);
 
+	uint64_t host = sv_source_failures(c->src);
 	int rc = c->fmt->load(c, i, out, err);
-	if (rc != -ENOMEM)
+	/* A failure of the host (a server that did not answer) is not the
+	 * entry's: the next read tries again. */
+	bool transient = rc && host != sv_source_failures(c->src);
+	if (rc != -ENOMEM && !transient)
 		note_loaded(&c->nodes[i], rc ? NULL : *out);
 	if (rc) {
 		*out = NULL;
 		rc = rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;
 		err->code = rc;
-		remember_failure(c, i, err);
+		if (!transient)
+			remember_failure(c, i, err);
 	} else {
 		sv_cache_put(c->cache, key, *out);
 	}

@@ -113,6 +113,17 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_object_set_new(tj, "bytes", json_integer((json_int_t)ts.bytes));
 	json_object_set_new(tj, "sheds", json_integer((json_int_t)ts.sheds));
 	json_object_set_new(o, "spilled", tj);
+	/* Where the bytes came from, and for an object on a server what
+	 * reading them cost. */
+	json_t *sj = json_object();
+	json_object_set_new(sj, "kind", json_string(c->src->ops->kind));
+	if (c->src->ops->remote) {
+		json_object_set_new(sj, "requests", json_integer((json_int_t)__atomic_load_n(
+			&c->src->requests, __ATOMIC_RELAXED)));
+		json_object_set_new(sj, "fetched", json_integer((json_int_t)__atomic_load_n(
+			&c->src->fetched, __ATOMIC_RELAXED)));
+	}
+	json_object_set_new(o, "source", sj);
 	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(o);
 	if (!s)

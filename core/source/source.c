@@ -40,6 +40,8 @@ int sv_source_open(const char *path, bool read_only, struct sv_source **out, int
 {
 	*out = NULL;
 	*why = 0;
+	if (sv_source_is_url(path))
+		return sv_source_open_http(path, read_only, out, why, err);
 	char *real = realpath(path, NULL);
 	if (!real)
 		return sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
@@ -119,8 +121,14 @@ void sv_source_free(struct sv_source *s)
 		s->ops->close(s);
 	if (s->fd >= 0)
 		close(s->fd);
+	sv_cache_free(s->cache);
 	free(s->path);
 	free(s);
+}
+
+uint64_t sv_source_failures(const struct sv_source *s)
+{
+	return __atomic_load_n(&s->failures, __ATOMIC_ACQUIRE);
 }
 
 void sv_source_log(struct sv_source *s, const char *fmt, ...)

@@ -103,6 +103,12 @@ struct sv_source;
 
 struct sv_source_ops {
 	const char *kind;   /* "file", "directory": for messages and info */
+	/* Its reads cost a request each (an object on a server): the
+	 * container gives it a handle on its cache for what it fetched. */
+	bool remote;
+	/* Why it is never written (NULL: it may be), for the warning at an
+	 * open that asked to write. */
+	const char *read_only_why;
 	/* What is at the source's location now: 0 and *now, or -errno
 	 * (-ENOENT: nothing there). */
 	int (*look)(struct sv_source *s, struct stat *now);
@@ -152,6 +158,13 @@ struct sv_source {
 	int fd;              /* its open handle (a file, a directory), or -1 */
 	struct stat st;      /* its identity as last read */
 	uint64_t reads, read_bytes; /* through sv_container_pread (atomic) */
+	uint64_t requests, fetched; /* a remote source's requests and the
+				     * bytes they brought (atomic) */
+	struct sv_cache *cache;     /* a remote source's blocks (owned handle),
+				     * or NULL */
+	uint64_t failures;          /* reads that failed for the host's sake
+				     * (a server that did not answer), not the
+				     * bytes' (atomic) */
 	bool read_only;      /* opened for reading only */
 	/* Where the source says what it did (a file put aside), set by the
 	 * container: its log. */
@@ -167,6 +180,15 @@ struct sv_source {
  */
 int sv_source_open(const char *path, bool read_only, struct sv_source **out, int *why,
 		   struct sv_err *err);
+/* How many reads failed for the host's sake so far: a failure while it
+ * grew is not remembered against an entry. */
+uint64_t sv_source_failures(const struct sv_source *s);
+/* Whether path is a URL (http:// or https://): an object on a server. */
+bool sv_source_is_url(const char *path);
+/* An object on an HTTP(S) server (http.c): read by range, read-only
+ * (*why EROFS unless read_only was asked). */
+int sv_source_open_http(const char *url, bool read_only, struct sv_source **out, int *why,
+			struct sv_err *err);
 /* A read-only file source holding a copy of p[0..n) (memory). */
 int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err);
 void sv_source_free(struct sv_source *s);
@@ -191,6 +213,6 @@ int sv_source_flock_lock(struct sv_source *s, struct sv_err *err);
 void sv_source_flock_unlock(struct sv_source *s);
 int sv_source_look_path(struct sv_source *s, struct stat *now);
 int sv_source_held_fd(struct sv_source *s, struct stat *now);
-extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops;
+extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops, sv_source_http_ops;
 
 #endif

@@ -1,0 +1,539 @@
+/*
+ * source/http.c - a container on an HTTP(S) server, read by range
+ * (libcurl).
+ *
+ * The open reads the object's first block (HTTP_BLOCK bytes, where a
+ * container keeps its header, and a recording its metadata and index)
+ * with a ranged GET, which also tells the object's size (Content-Range),
+ * its ETag and Last-Modified: its identity, filled into `st` as a file's
+ * would be (the ETag's hash as the inode, Last-Modified as the times), so
+ * the core's checks work unchanged.  That block is kept for the source's
+ * life.  Later reads fetch whole blocks into the container's cache (a
+ * handle the container gives the source: one cap covers decoded data and
+ * fetched blocks); a run of missing blocks is one request, and a reader
+ * that goes on where the last fetch ended has its window doubled, up to
+ * HTTP_WINDOW_MAX, so that `cat` of a big object costs a few requests.
+ *
+ * Every ranged GET carries If-Match with the ETag seen at the open: a
+ * server that has a new object answers 412, and the read fails with EIO
+ * and a reason instead of mixing bytes of two versions.  Requests reuse
+ * their connections (a few easy handles kept idle) and run from any
+ * thread; none waits forever (a connect timeout, and a transfer that
+ * stalls is given up).
+ *
+ * An object on a plain HTTP server is read-only: the source has no
+ * rewrite, lock or claim, and the container says so at the mount.
+ */
+#include "internal.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <xxhash.h>
+
+#define HTTP_BLOCK (256u << 10)
+#define HTTP_WINDOW_MAX (8u << 20)
+#define HTTP_IDLE 8                  /* easy handles kept with their connections */
+#define HTTP_CONNECT_MS 10000L
+#define HTTP_STALL_S 30L             /* a transfer slower than 1 byte/s this long fails */
+
+struct http {
+	struct sv_source s;           /* first: freed as one */
+	char *url;
+	char etag[256];               /* as the server sent it ("" if none) */
+	char modified[256];           /* Last-Modified ("" if none) */
+	uint64_t size;
+	struct sv_blob *head;         /* the first block, or the whole object */
+	pthread_mutex_t lock;         /* idle, next, window */
+	CURL *idle[HTTP_IDLE];
+	size_t nidle;
+	uint64_t next;                /* the block after the last fetch */
+	uint32_t window;              /* blocks the next sequential fetch takes */
+	bool changed;                 /* a 412: the object is not the one opened */
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+bool sv_source_is_url(const char *path)
+{
+	return !strncasecmp(path, "http://", 7) || !strncasecmp(path, "https://", 8);
+}
+
+/* ---- one request ------------------------------------------------------------ */
+
+/* What a response said, and where its body goes. */
+struct reply {
+	long status;
+	uint64_t first, last, total; /* Content-Range; total UINT64_MAX if "*" */
+	bool ranged;
+	uint64_t length;             /* Content-Length, or UINT64_MAX */
+	char etag[256];
+	char modified[256];
+	uint8_t *body;               /* room for cap bytes */
+	size_t cap, got;
+	bool overflow;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct reply *r = arg;
+	size_t k = size * n;
+	if (r->status && r->status != 200 && r->status != 206)
+		return k; /* an error page: not kept */
+	if (k > r->cap - r->got) {
+		r->overflow = true;
+		return 0; /* more than asked for: the transfer stops */
+	}
+	memcpy(r->body + r->got, p, k);
+	r->got += k;
+	return k;
+}
+
+/* The value of header `name` in line p[0..n), copied into out (trimmed),
+ * or false if the line is another header. */
+static bool header_value(const char *p, size_t n, const char *name, char *out, size_t cap)
+{
+	size_t k = strlen(name);
+	if (n <= k || strncasecmp(p, name, k) || p[k] != ':')
+		return false;
+	p += k + 1;
+	n -= k + 1;
+	while (n && (*p == ' ' || *p == '\t'))
+		p++, n--;
+	while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' '))
+		n--;
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return true;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct reply *r = arg;
+	size_t k = size * n;
+	char v[256];
+	if (k >= 5 && !strncmp(p, "HTTP/", 5)) {
+		/* A new response (after a redirect, or a 100): its own headers. */
+		char *sp = memchr(p, ' ', k);
+		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+		r->ranged = false;
+		r->length = UINT64_MAX;
+		r->etag[0] = r->modified[0] = '\0';
+	} else if (header_value(p, k, "Content-Range", v, sizeof v)) {
+		unsigned long long a, b, t;
+		char star[2];
+		if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3 && a <= b && b < t) {
+			r->first = a;
+			r->last = b;
+			r->total = t;
+			r->ranged = true;
+		} else if (sscanf(v, "bytes */%llu", &t) == 1) {
+			r->total = t;
+		} else if (sscanf(v, "bytes %llu-%llu/%1[*]", &a, &b, star) == 3 && a <= b) {
+			r->first = a;
+			r->last = b;
+			r->total = UINT64_MAX;
+			r->ranged = true;
+		}
+	} else if (header_value(p, k, "Content-Length", v, sizeof v)) {
+		char *end;
+		unsigned long long l = strtoull(v, &end, 10);
+		if (end != v && !*end)
+			r->length = l;
+	} else if (header_value(p, k, "ETag", v, sizeof v)) {
+		snprintf(r->etag, sizeof r->etag, "%s", v);
+	} else if (header_value(p, k, "Last-Modified", v, sizeof v)) {
+		snprintf(r->modified, sizeof r->modified, "%s", v);
+	}
+	return k;
+}
+
+static CURL *take(struct http *h)
+{
+	pthread_mutex_lock(&h->lock);
+	CURL *e = h->nidle ? h->idle[--h->nidle] : NULL;
+	pthread_mutex_unlock(&h->lock);
+	return e ? e : curl_easy_init();
+}
+
+static void give_back(struct http *h, CURL *e)
+{
+	pthread_mutex_lock(&h->lock);
+	if (h->nidle < HTTP_IDLE) {
+		h->idle[h->nidle++] = e;
+		e = NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (e)
+		curl_easy_cleanup(e);
+}
+
+/* What an HTTP status means to a reader: -errno. */
+static int status_errno(long status)
+{
+	switch (status) {
+	case 401:
+	case 403:
+		return -EACCES;
+	case 404:
+	case 410:
+		return -ENOENT;
+	case 416:
+		return -EBADMSG;
+	default:
+		return -EIO;
+	}
+}
+
+/*
+ * One request for the object: a GET of [off, off + n) (n 0: HEAD), with
+ * If-Match when the ETag is known, its body into body[0..cap).  0 and *r
+ * filled (a status other than 200/206 is the caller's to judge), or
+ * -EIO with the reason when the server could not be asked.
+ */
+static int request(struct http *h, uint64_t off, size_t n, bool if_match, uint8_t *body,
+		   size_t cap, struct reply *r, struct sv_err *err)
+{
+	memset(r, 0, sizeof *r);
+	r->length = UINT64_MAX;
+	r->body = body;
+	r->cap = cap;
+	CURL *e = take(h);
+	if (!e)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	char range[64], match[300], why[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hdrs = NULL;
+	if (if_match && h->etag[0]) {
+		snprintf(match, sizeof match, "If-Match: %s", h->etag);
+		hdrs = curl_slist_append(hdrs, match);
+	} else if (if_match && h->modified[0]) {
+		/* No ETag: the time it was last changed is the proof. */
+		snprintf(match, sizeof match, "If-Unmodified-Since: %s", h->modified);
+		hdrs = curl_slist_append(hdrs, match);
+	}
+	curl_easy_reset(e);
+	curl_easy_setopt(e, CURLOPT_URL, h->url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_MS);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, HTTP_STALL_S);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, why);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	if (n) {
+		snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
+			 (unsigned long long)(off + n - 1));
+		curl_easy_setopt(e, CURLOPT_RANGE, range);
+	} else {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	}
+	CURLcode rc = curl_easy_perform(e);
+	curl_slist_free_all(hdrs);
+	__atomic_add_fetch(&h->s.requests, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->s.fetched, r->got, __ATOMIC_RELAXED);
+	if (rc == CURLE_WRITE_ERROR && r->overflow) {
+		/* More than asked for (a server that ignored the range): the
+		 * caller judges by the status. */
+		curl_easy_cleanup(e); /* its connection is mid-body */
+		if (r->status == 206)
+			return sv_err_set(err, -EIO, "%s: the server sent more than the %zu bytes "
+					  "asked for at %llu", h->url, cap, (unsigned long long)off);
+		return 0;
+	}
+	if (rc != CURLE_OK || r->status >= 500)
+		__atomic_add_fetch(&h->s.failures, 1, __ATOMIC_RELEASE);
+	if (rc != CURLE_OK) {
+		curl_easy_cleanup(e);
+		return sv_err_set(err, -EIO, "%s: %s", h->url, why[0] ? why : curl_easy_strerror(rc));
+	}
+	give_back(h, e);
+	return 0;
+}
+
+/* The reason for a status, for messages. */
+static const char *status_text(long status)
+{
+	switch (status) {
+	case 401: return "unauthorized";
+	case 403: return "forbidden";
+	case 404: return "not found";
+	case 410: return "gone";
+	case 412: return "precondition failed";
+	case 416: return "range not satisfiable";
+	default: return status >= 500 ? "server error" : "unexpected answer";
+	}
+}
+
+/* ---- reads ---------------------------------------------------------------------- */
+
+/*
+ * Blocks [b, b + k) fetched with one request and handed to the cache
+ * (and, for the caller, block `want`'s blob in *out).  0, or -errno with
+ * the reason: a 412 (the object changed since the open) is -EIO with it.
+ */
+static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct sv_blob **out,
+		 struct sv_err *err)
+{
+	if (__atomic_load_n(&h->changed, __ATOMIC_ACQUIRE))
+		return sv_err_set(err, -EIO, "%s changed on the server since it was opened "
+				  "(412 to If-Match %s)", h->url, h->etag);
+	uint64_t off = b * HTTP_BLOCK;
+	size_t n = off + (uint64_t)k * HTTP_BLOCK > h->size ? (size_t)(h->size - off)
+							      : (size_t)k * HTTP_BLOCK;
+	uint8_t *buf = malloc(n);
+	if (!buf)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	struct reply r;
+	int rc = request(h, off, n, true, buf, n, &r, err);
+	if (!rc && r.status == 412) {
+		__atomic_store_n(&h->changed, true, __ATOMIC_RELEASE);
+		sv_source_log(&h->s, "%s changed on the server since it was opened (ETag %s): "
+			      "not read, remount to see the new version", h->url, h->etag);
+		rc = sv_err_set(err, -EIO, "%s changed on the server since it was opened "
+				"(412 to If-Match %s)", h->url, h->etag);
+	} else if (!rc && r.status != 206 && !(r.status == 200 && off == 0 && n == h->size)) {
+		rc = sv_err_set(err, r.status == 200 ? -EIO : status_errno(r.status),
+				"%s: %ld (%s) to a read of %zu bytes at %llu", h->url, r.status,
+				r.status == 200 ? "the whole object instead of a range"
+						: status_text(r.status),
+				n, (unsigned long long)off);
+	} else if (!rc && r.status == 206 &&
+		   (!r.ranged || r.first != off || r.last != off + n - 1 ||
+		    (r.total != UINT64_MAX && r.total != h->size))) {
+		rc = sv_err_set(err, -EIO, "%s: asked for bytes %llu-%llu of %llu, the server sent "
+				"%llu-%llu of %llu: the object changed, or the server ignored If-Match",
+				h->url, (unsigned long long)off, (unsigned long long)(off + n - 1),
+				(unsigned long long)h->size, (unsigned long long)r.first,
+				(unsigned long long)r.last, (unsigned long long)r.total);
+	} else if (!rc && r.got != n) {
+		rc = sv_err_set(err, -EIO, "%s: %zu of %zu bytes at %llu arrived", h->url, r.got, n,
+				(unsigned long long)off);
+	} else if (!rc && h->etag[0] && r.etag[0] && strcmp(r.etag, h->etag)) {
+		rc = sv_err_set(err, -EIO, "%s: ETag %s answered for %s: the object changed",
+				h->url, r.etag, h->etag);
+	}
+	for (uint32_t i = 0; !rc && i < k; i++) {
+		size_t at = (size_t)i * HTTP_BLOCK;
+		if (at >= n)
+			break;
+		size_t len = n - at < HTTP_BLOCK ? n - at : HTTP_BLOCK;
+		struct sv_blob *blob = sv_blob_dup(buf + at, len);
+		if (!blob) {
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		if (h->s.cache)
+			sv_cache_put(h->s.cache, b + i, blob);
+		if (b + i == want)
+			*out = sv_blob_ref(blob);
+		sv_blob_unref(blob);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Block b's bytes: the head, the cache, or a fetch (of a run of blocks
+ * when the reader goes on where the last fetch ended). */
+static int block(struct http *h, uint64_t b, struct sv_blob **out, struct sv_err *err)
+{
+	*out = NULL;
+	if (b == 0 && h->head) {
+		*out = sv_blob_ref(h->head);
+		return 0;
+	}
+	if (h->s.cache && (*out = sv_cache_get(h->s.cache, b)))
+		return 0;
+	uint64_t blocks = (h->size + HTTP_BLOCK - 1) / HTTP_BLOCK;
+	pthread_mutex_lock(&h->lock);
+	uint32_t k = 1;
+	if (h->s.cache && b == h->next) {
+		k = h->window;
+		h->window = h->window * 2 <= HTTP_WINDOW_MAX / HTTP_BLOCK ? h->window * 2
+									 : HTTP_WINDOW_MAX / HTTP_BLOCK;
+	} else {
+		h->window = 2;
+	}
+	if (b + k > blocks)
+		k = (uint32_t)(blocks - b);
+	h->next = b + k;
+	pthread_mutex_unlock(&h->lock);
+	int rc = fetch(h, b, k, b, out, err);
+	if (!rc && !*out)
+		rc = sv_err_set(err, -EIO, "%s: block %llu not fetched", h->url,
+				(unsigned long long)b);
+	return rc;
+}
+
+static int http_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
+		      struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	if (off > h->size || n > h->size - off)
+		return sv_err_set(err, -EBADMSG, "range %llu+%zu lies past the end of %s (%llu bytes)",
+				  (unsigned long long)off, n, h->url, (unsigned long long)h->size);
+	uint8_t *p = buf;
+	while (n) {
+		uint64_t b = off / HTTP_BLOCK;
+		size_t at = (size_t)(off % HTTP_BLOCK);
+		struct sv_blob *blob;
+		int rc = block(h, b, &blob, err);
+		if (rc)
+			return rc;
+		if (at >= blob->len) {
+			sv_blob_unref(blob);
+			return sv_err_set(err, -EIO, "%s: block %llu is short", h->url,
+					  (unsigned long long)b);
+		}
+		size_t k = blob->len - at < n ? blob->len - at : n;
+		memcpy(p, blob->data + at, k);
+		sv_blob_unref(blob);
+		p += k;
+		off += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* ---- identity --------------------------------------------------------------------- */
+
+/* st from what the server said: a read-only regular file of `size` bytes
+ * whose inode is the ETag's hash (else Last-Modified's and the size's),
+ * and whose times are Last-Modified. */
+static void identity(struct stat *st, uint64_t size, const char *etag, const char *modified)
+{
+	memset(st, 0, sizeof *st);
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_size = (off_t)size;
+	st->st_dev = 0x5a5a; /* no device: the same for every remote object */
+	char key[400];
+	snprintf(key, sizeof key, "%s|%s|%llu", etag, etag[0] ? "" : modified,
+		 (unsigned long long)size);
+	st->st_ino = (ino_t)(XXH3_64bits(key, strlen(key)) | 1);
+	time_t t = modified[0] ? curl_getdate(modified, NULL) : -1;
+	st->st_mtim.tv_sec = t < 0 ? 0 : t;
+	st->st_ctim = st->st_atim = st->st_mtim;
+}
+
+static int http_look(struct sv_source *s, struct stat *now)
+{
+	struct http *h = (struct http *)s;
+	struct reply r;
+	struct sv_err err;
+	if (request(h, 0, 0, false, NULL, 0, &r, &err))
+		return -EIO;
+	if (r.status != 200)
+		return status_errno(r.status);
+	identity(now, r.length == UINT64_MAX ? 0 : r.length, r.etag, r.modified);
+	return 0;
+}
+
+static void http_close(struct sv_source *s)
+{
+	struct http *h = (struct http *)s;
+	for (size_t i = 0; i < h->nidle; i++)
+		curl_easy_cleanup(h->idle[i]);
+	h->nidle = 0;
+	sv_blob_unref(h->head);
+	h->head = NULL;
+	pthread_mutex_destroy(&h->lock);
+	free(h->url);
+	h->url = NULL;
+}
+
+const struct sv_source_ops sv_source_http_ops = {
+	.kind = "HTTP object",
+	.remote = true,
+	.read_only_why = "an object on an HTTP server is read by range, never written",
+	.look = http_look,
+	.pread = http_pread,
+	.close = http_close,
+};
+
+/* ---- opening ------------------------------------------------------------------------- */
+
+int sv_source_open_http(const char *url, bool read_only, struct sv_source **out, int *why,
+			struct sv_err *err)
+{
+	*out = NULL;
+	*why = read_only ? 0 : EROFS;
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return sv_err_set(err, -EIO, "%s: cannot start libcurl: %s", url,
+				  curl_easy_strerror(curl_init_rc));
+	struct http *h = calloc(1, sizeof *h);
+	char *path = strdup(url), *u = strdup(url);
+	uint8_t *buf = malloc(HTTP_BLOCK);
+	if (!h || !path || !u || !buf) {
+		free(h);
+		free(path);
+		free(u);
+		free(buf);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	h->s.ops = &sv_source_http_ops;
+	h->s.path = path;
+	h->s.fd = -1;
+	h->s.read_only = true;
+	h->url = u;
+	h->window = 2;
+	pthread_mutex_init(&h->lock, NULL);
+	struct reply r;
+	int rc = request(h, 0, HTTP_BLOCK, false, buf, HTTP_BLOCK, &r, err);
+	if (!rc && r.status == 416 && r.total == 0) {
+		/* An empty object. */
+		r.ranged = true;
+		r.got = 0;
+	} else if (!rc && r.status == 200 && !r.overflow && (r.length == UINT64_MAX || r.got == r.length)) {
+		/* No ranges here, but the whole object fitted in the first
+		 * read: all there is to read. */
+		r.total = r.got;
+	} else if (!rc && r.status == 200) {
+		rc = sv_err_set(err, -EOPNOTSUPP, "%s: the server does not answer ranged reads "
+				"(200 to a Range request, for an object larger than %u bytes)", url,
+				HTTP_BLOCK);
+	} else if (!rc && r.status != 206) {
+		rc = sv_err_set(err, status_errno(r.status),
+				"%s: %ld (%s)", url, r.status, status_text(r.status));
+	} else if (!rc && (!r.ranged || r.first != 0 || r.total == UINT64_MAX ||
+			   r.got != r.last + 1)) {
+		rc = sv_err_set(err, -EIO, "%s: a ranged read from 0 answered bytes %llu-%llu of "
+				"%s, %zu bytes received", url, (unsigned long long)r.first,
+				(unsigned long long)r.last, r.total == UINT64_MAX ? "an unknown size" : "the object",
+				r.got);
+	}
+	if (rc) {
+		free(buf);
+		sv_source_free(&h->s);
+		return rc;
+	}
+	h->size = r.status == 416 ? 0 : r.total;
+	snprintf(h->etag, sizeof h->etag, "%s", r.etag);
+	snprintf(h->modified, sizeof h->modified, "%s", r.modified);
+	identity(&h->s.st, h->size, r.etag, r.modified);
+	h->head = sv_blob_dup(buf, r.got);
+	free(buf);
+	if (!h->head) {
+		sv_source_free(&h->s);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	*out = &h->s;
+	return 0;
+}

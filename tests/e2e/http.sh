@@ -1,0 +1,220 @@
+#!/bin/bash
+# http.sh - containers on an HTTP server, read by range: nginx, started
+# here on a loopback port with its own configuration, serves containers
+# made by the project's writers (a map, a level, a world, a universe, a
+# NetHack log, a compacted recording); each, mounted from its URL, shows
+# the tree its local file shows, byte for byte.  A container within the
+# first read costs one request; the server stopped mid-use fails a read
+# with EIO and a reason, no hang, and reads work again when it is back;
+# an object replaced on the server is never mixed with the old one (412
+# to If-Match: EIO, the reason in the log); a missing object, an
+# unreachable server and a server that does not answer ranges fail the
+# mount with a message and exit code 3 or 5.
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+need_fuse
+need_python
+command -v nginx > /dev/null || skip "nginx is not installed (Debian: nginx-light)"
+for t in "$MKDATAFILE" "$MKSBDB" "$MKRECORDING" "$MKDOODLE" "$MKNHGAME"; do
+	[ -x "$t" ] || die "$t is not an executable (build first)"
+done
+
+www="$TMP/www"
+mkdir -p "$www" "$TMP/nginx"
+# nginx's workers run as another user (www-data): the scratch directory
+# is let through, the served one readable.
+chmod o+x "$TMP" && chmod o+rx "$www" || die "cannot open $www to nginx's workers"
+port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# nginx_conf RANGES: a configuration serving $www on $port, with byte
+# ranges on or off (max_ranges 0: every Range ignored, 200 whole).
+nginx_conf()
+{
+	cat > "$TMP/nginx/nginx.conf" <<-EOF
+	daemon off;
+	worker_processes 1;
+	pid $TMP/nginx/nginx.pid;
+	error_log $TMP/nginx/error.log;
+	events { worker_connections 64; }
+	http {
+	  log_format sv '\$request_method \$status "\$http_range" "\$http_if_match" "\$sent_http_etag"';
+	  access_log $TMP/nginx/access.log sv;
+	  client_body_temp_path $TMP/nginx/body;
+	  proxy_temp_path $TMP/nginx/proxy;
+	  fastcgi_temp_path $TMP/nginx/fastcgi;
+	  uwsgi_temp_path $TMP/nginx/uwsgi;
+	  scgi_temp_path $TMP/nginx/scgi;
+	  server {
+	    listen 127.0.0.1:$port;
+	    root $www;
+	    $([ "$1" = on ] || echo "max_ranges 0;")
+	  }
+	}
+	EOF
+}
+
+NGINX_PID=
+nginx_start()
+{
+	nginx -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/error.log" &
+	NGINX_PID=$!
+	local tries=$((SV_WAIT * 20))
+	until "$PYTHON" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+		"$port" 2> /dev/null; do
+		kill -0 "$NGINX_PID" 2> /dev/null || die "nginx exited: $(cat "$TMP/nginx/error.log")"
+		tries=$((tries - 1))
+		[ "$tries" -gt 0 ] || die "nginx did not listen on 127.0.0.1:$port within ${SV_WAIT}s"
+		sleep 0.05
+	done
+}
+
+nginx_stop()
+{
+	[ -n "$NGINX_PID" ] || return 0
+	kill "$NGINX_PID" 2> /dev/null
+	wait "$NGINX_PID" 2> /dev/null
+	NGINX_PID=
+}
+trap 'nginx_stop' EXIT
+# lib.sh's own trap runs as well: chained.
+trap 'nginx_stop; _sv_cleanup' EXIT
+
+# source_field MNT KEY: /.savefs/info's source.KEY.
+source_field()
+{
+	"$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["source"][sys.argv[2]])' \
+		"$1/.savefs/info" "$2"
+}
+
+"$MKDATAFILE" gen "$www/arena.map" --data 6 --payload 30K --items 4 --seed 5 > /dev/null ||
+	die "mkdatafile failed"
+"$MKDOODLE" level "$www/castle.level" --container zip --chunks rle --count 3000 --seed 1 \
+	> /dev/null || die "mkdoodle failed"
+"$MKSBDB" world "$www/world.world" > /dev/null || die "mksbdb world failed"
+"$MKSBDB" celestial "$www/universe.chunks" -n 3000 > /dev/null || die "mksbdb celestial failed"
+"$MKNHGAME" "$www/game.nhgame" --turns 2000 --seed 1 > /dev/null || die "mknhgame failed"
+"$MKRECORDING" compacted "$www/run.hcrp" -n 40000 -k 20 -e 1 -z 3 --quiet ||
+	die "mkrecording failed"
+nginx_conf on
+nginx_start
+base="http://127.0.0.1:$port"
+
+# ---- each format: the same tree as its local file ----
+for f in arena.map castle.level world.world universe.chunks game.nhgame run.hcrp; do
+	size=$(stat -c %s "$www/$f")
+	before=$(wc -l < "$TMP/nginx/access.log")
+	mount_sv "$base/$f" "$TMP/remote-$f" -o noindex || continue
+	mount_sv "$www/$f" "$TMP/local-$f" -o ro,noindex || { umount_sv "$TMP/remote-$f"; continue; }
+	M="$TMP/remote-$f"
+	expect_eq "$f: the source" "HTTP object" "$(source_field "$M" kind)"
+	expect_eq "$f: mounted read-only" True "$(json_field "$M/.savefs/info" read_only)"
+	log_has "$f: why read-only" "$base/$f: an object on an HTTP server is read by range, never written: mounted read-only"
+	if [ "$size" -le 262144 ]; then
+		# The first read takes the first 256 KB: the whole object.
+		expect_eq "$f ($size bytes): requests at the mount" 1 \
+			"$(( $(wc -l < "$TMP/nginx/access.log") - before ))"
+	fi
+	tree_listing "$M" > "$TMP/$f.remote" || fail "$f: cannot list the remote mount"
+	tree_listing "$TMP/local-$f" > "$TMP/$f.local" || fail "$f: cannot list the local mount"
+	[ "$(wc -l < "$TMP/$f.local")" -gt 5 ] ||
+		fail "$f: only $(wc -l < "$TMP/$f.local") entries listed (the fixture changed?)"
+	expect_same_text "$f: every name, size and file's bytes, remote vs local" \
+		"$TMP/$f.local" "$TMP/$f.remote"
+	all=$(wc -l < "$TMP/nginx/access.log")
+	if [ "$size" -le 262144 ]; then
+		expect_eq "$f: requests after reading every file" 1 "$((all - before))"
+	fi
+	expect_eq "$f: the requests nginx saw, counted by savefs" "$((all - before))" \
+		"$(source_field "$M" requests)"
+	# The first read: the first 256 KB, no ETag known yet; every later
+	# one: a range with If-Match on the ETag the first answered.
+	tail -n "$((all - before))" "$TMP/nginx/access.log" > "$TMP/$f.requests"
+	etag=$(head -n 1 "$TMP/$f.requests" | sed 's/.* "\(.*\)"$/\1/')
+	expect_eq "$f: the first request" "GET 206 \"bytes=0-262143\" \"-\" \"$etag\"" \
+		"$(head -n 1 "$TMP/$f.requests")"
+	expect_eq "$f: later requests without If-Match on that ETag, or not ranged" 0 \
+		"$(tail -n +2 "$TMP/$f.requests" | ETAG=$etag awk '
+			$1 != "GET" || $2 != "206" || $3 !~ /^"bytes=[0-9]+-[0-9]+"$/ ||
+			$4 != "\"" ENVIRON["ETAG"] "\"" || $5 != $4 { bad++ }
+			END { print bad + 0 }')"
+	umount_sv "$TMP/local-$f"
+	umount_sv "$TMP/remote-$f"
+done
+
+# ---- the server stopped mid-use, then back ----
+# A 2 MB object read through a 1 MiB cache: the blocks are fetched as read.
+M="$TMP/stop"
+mount_sv "$base/run.hcrp" "$M" -o noindex,cache=1M || die "cannot mount run.hcrp"
+ls "$M/chunks" > "$TMP/chunks" || fail "cannot list chunks/"
+first=$(head -n 1 "$TMP/chunks")
+last=$(tail -n 1 "$TMP/chunks")
+cat "$M/chunks/$first" > /dev/null || fail "cannot read chunks/$first"
+nginx_stop
+CHECKS=$((CHECKS + 1))
+if timeout 120 cat "$M/chunks/$last" > /dev/null 2> "$TMP/err"; then
+	fail "chunks/$last read with the server stopped"
+elif [ $? -eq 124 ]; then
+	fail "a read with the server stopped hung"
+else
+	grep -q "Input/output error" "$TMP/err" || fail "server stopped: not EIO: $(cat "$TMP/err")"
+fi
+log_has "server stopped: the reason" "$base/run.hcrp: Failed to connect to 127.0.0.1 port $port"
+nginx_start
+cmp <(cat "$M/chunks/$last") <(cat "$TMP/local-run.hcrp/chunks/$last" 2> /dev/null ||
+	"$SAVEFS" cat "$www/run.hcrp" "chunks/$last") ||
+	fail "chunks/$last: the server back, a wrong read"
+umount_sv "$M"
+
+# ---- an object replaced on the server between two reads ----
+M="$TMP/replaced"
+cp -- "$www/castle.level" "$TMP/castle.old"
+mount_sv "$base/castle.level" "$M" -o noindex,cache=1M || die "cannot mount castle.level"
+ls "$M/chunks/0" | grep '\.txt$' > "$TMP/txts" || fail "cannot list chunks/0"
+a=$(head -n 1 "$TMP/txts")
+cmp "$M/chunks/0/$a" <("$SAVEFS" cat "$TMP/castle.old" "chunks/0/$a") ||
+	fail "chunks/0/$a: before the replacement, a wrong read"
+# Another version of the level, renamed over the served file (a new ETag).
+"$MKDOODLE" level "$TMP/castle.new" --container zip --chunks rle --count 3000 --seed 2 \
+	> /dev/null || die "mkdoodle failed"
+mv -- "$TMP/castle.new" "$www/castle.level"
+mount_sv "$TMP/castle.old" "$TMP/old" -o ro,noindex || die "cannot mount the old level"
+failed=0
+while read -r t; do
+	if cat "$M/chunks/0/$t" > "$TMP/got" 2> "$TMP/err"; then
+		cmp -s "$TMP/got" "$TMP/old/chunks/0/$t" ||
+			fail "chunks/0/$t: after the replacement, bytes not of the old level"
+	else
+		grep -q "Input/output error" "$TMP/err" || fail "replaced: not EIO: $(cat "$TMP/err")"
+		failed=$((failed + 1))
+	fi
+done < "$TMP/txts"
+CHECKS=$((CHECKS + 1))
+[ "$failed" -gt 0 ] || fail "replaced: every chunk read after the replacement (all held?)"
+umount_sv "$TMP/old"
+log_has "replaced: the reason" "$base/castle.level changed on the server since it was opened"
+umount_sv "$M"
+
+# ---- opening fails with a message and an exit code ----
+expect_exit "a missing object" 3 \
+	"savefs: $base/nothing.level: 404 (not found)" \
+	"$SAVEFS" "$base/nothing.level" "$TMP/mnt-none"
+nginx_stop
+expect_exit "an unreachable server" 3 - "$SAVEFS" "$base/castle.level" "$TMP/mnt-none"
+grep -q "^savefs: $base/castle.level: Failed to connect to 127.0.0.1 port $port after [0-9]* ms: Couldn't connect to server\$" "$TMP/err" ||
+	fail "an unreachable server: the message: $(cat "$TMP/err")"
+nginx_conf off
+nginx_start
+expect_exit "a server that ignores ranges" 5 \
+	"savefs: $base/castle.level: the server does not answer ranged reads (200 to a Range request, for an object larger than 262144 bytes)" \
+	"$SAVEFS" "$base/castle.level" "$TMP/mnt-none"
+# A small object is whole in the first read: ranges are not needed.
+M="$TMP/noranges"
+mount_sv "$base/arena.map" "$M" -o noindex || die "cannot mount arena.map without ranges"
+tree_listing "$M" > "$TMP/arena.noranges" || fail "cannot list arena.map"
+expect_same_text "arena.map from a server without ranges" "$TMP/arena.map.local" \
+	"$TMP/arena.noranges"
+umount_sv "$M"
+
+finish
