@@ -71,7 +71,8 @@ bool sv_format_option(const char *key, size_t len)
 /* The store's directory for c, or false if c keeps no index. */
 static bool index_dir(const struct sv_container *c, char *buf, size_t size)
 {
-	return !c->opts.noindex && c->path[0] == '/' && !sv_index_dir(buf, size);
+	return !c->opts.noindex && (c->path[0] == '/' || c->src->ops->remote) &&
+	       !sv_index_dir(buf, size);
 }
 
 static struct sv_index_key index_key(const struct sv_container *c, const char *what,

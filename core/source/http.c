@@ -26,7 +26,10 @@
  */
 #include "internal.h"
 
+/* The calls are made through pointers (below), with no type checks. */
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,12 +59,56 @@ struct http {
 	bool changed;                 /* a 412: the object is not the one opened */
 };
 
+/*
+ * libcurl is loaded at the first URL, not linked: it brings some thirty
+ * libraries (TLS, Kerberos, LDAP...) whose loading would cost every mount
+ * of a local file 5 MB and milliseconds.
+ */
+static struct {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *e);
+	void (*easy_reset)(CURL *e);
+	CURLcode (*easy_setopt)(CURL *e, CURLoption o, ...);
+	CURLcode (*easy_perform)(CURL *e);
+	const char *(*easy_strerror)(CURLcode rc);
+	time_t (*getdate)(const char *p, const time_t *unused);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+} lib;
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
+static char curl_why[256];  /* why libcurl is not there; "" if it is */
 
 static void curl_init(void)
 {
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(curl_why, sizeof curl_why, "cannot load libcurl (%s): install libcurl4",
+			 dlerror());
+		return;
+	}
+	struct { void **fn; const char *name; } syms[] = {
+		{(void **)&lib.global_init, "curl_global_init"},
+		{(void **)&lib.easy_init, "curl_easy_init"},
+		{(void **)&lib.easy_cleanup, "curl_easy_cleanup"},
+		{(void **)&lib.easy_reset, "curl_easy_reset"},
+		{(void **)&lib.easy_setopt, "curl_easy_setopt"},
+		{(void **)&lib.easy_perform, "curl_easy_perform"},
+		{(void **)&lib.easy_strerror, "curl_easy_strerror"},
+		{(void **)&lib.getdate, "curl_getdate"},
+		{(void **)&lib.slist_append, "curl_slist_append"},
+		{(void **)&lib.slist_free_all, "curl_slist_free_all"},
+	};
+	for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+		if (!(*syms[i].fn = dlsym(h, syms[i].name))) {
+			snprintf(curl_why, sizeof curl_why, "libcurl lacks %s", syms[i].name);
+			return;
+		}
+	CURLcode rc = lib.global_init(CURL_GLOBAL_DEFAULT);
+	if (rc != CURLE_OK)
+		snprintf(curl_why, sizeof curl_why, "cannot start libcurl: %s",
+			 lib.easy_strerror(rc));
 }
 
 bool sv_source_is_url(const char *path)
@@ -165,7 +212,7 @@ static CURL *take(struct http *h)
 	pthread_mutex_lock(&h->lock);
 	CURL *e = h->nidle ? h->idle[--h->nidle] : NULL;
 	pthread_mutex_unlock(&h->lock);
-	return e ? e : curl_easy_init();
+	return e ? e : lib.easy_init();
 }
 
 static void give_back(struct http *h, CURL *e)
@@ -177,7 +224,7 @@ static void give_back(struct http *h, CURL *e)
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (e)
-		curl_easy_cleanup(e);
+		lib.easy_cleanup(e);
 }
 
 /* What an HTTP status means to a reader: -errno. */
@@ -217,41 +264,41 @@ static int request(struct http *h, uint64_t off, size_t n, bool if_match, uint8_
 	struct curl_slist *hdrs = NULL;
 	if (if_match && h->etag[0]) {
 		snprintf(match, sizeof match, "If-Match: %s", h->etag);
-		hdrs = curl_slist_append(hdrs, match);
+		hdrs = lib.slist_append(hdrs, match);
 	} else if (if_match && h->modified[0]) {
 		/* No ETag: the time it was last changed is the proof. */
 		snprintf(match, sizeof match, "If-Unmodified-Since: %s", h->modified);
-		hdrs = curl_slist_append(hdrs, match);
+		hdrs = lib.slist_append(hdrs, match);
 	}
-	curl_easy_reset(e);
-	curl_easy_setopt(e, CURLOPT_URL, h->url);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_MS);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, HTTP_STALL_S);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, why);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	lib.easy_reset(e);
+	lib.easy_setopt(e, CURLOPT_URL, h->url);
+	lib.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	lib.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_MS);
+	lib.easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	lib.easy_setopt(e, CURLOPT_LOW_SPEED_TIME, HTTP_STALL_S);
+	lib.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	lib.easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+	lib.easy_setopt(e, CURLOPT_ERRORBUFFER, why);
+	lib.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	lib.easy_setopt(e, CURLOPT_HEADERDATA, r);
+	lib.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	lib.easy_setopt(e, CURLOPT_WRITEDATA, r);
+	lib.easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
 	if (n) {
 		snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
 			 (unsigned long long)(off + n - 1));
-		curl_easy_setopt(e, CURLOPT_RANGE, range);
+		lib.easy_setopt(e, CURLOPT_RANGE, range);
 	} else {
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		lib.easy_setopt(e, CURLOPT_NOBODY, 1L);
 	}
-	CURLcode rc = curl_easy_perform(e);
-	curl_slist_free_all(hdrs);
+	CURLcode rc = lib.easy_perform(e);
+	lib.slist_free_all(hdrs);
 	__atomic_add_fetch(&h->s.requests, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&h->s.fetched, r->got, __ATOMIC_RELAXED);
 	if (rc == CURLE_WRITE_ERROR && r->overflow) {
 		/* More than asked for (a server that ignored the range): the
 		 * caller judges by the status. */
-		curl_easy_cleanup(e); /* its connection is mid-body */
+		lib.easy_cleanup(e); /* its connection is mid-body */
 		if (r->status == 206)
 			return sv_err_set(err, -EIO, "%s: the server sent more than the %zu bytes "
 					  "asked for at %llu", h->url, cap, (unsigned long long)off);
@@ -260,8 +307,8 @@ static int request(struct http *h, uint64_t off, size_t n, bool if_match, uint8_
 	if (rc != CURLE_OK || r->status >= 500)
 		__atomic_add_fetch(&h->s.failures, 1, __ATOMIC_RELEASE);
 	if (rc != CURLE_OK) {
-		curl_easy_cleanup(e);
-		return sv_err_set(err, -EIO, "%s: %s", h->url, why[0] ? why : curl_easy_strerror(rc));
+		lib.easy_cleanup(e);
+		return sv_err_set(err, -EIO, "%s: %s", h->url, why[0] ? why : lib.easy_strerror(rc));
 	}
 	give_back(h, e);
 	return 0;
@@ -414,20 +461,22 @@ static int http_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 /* ---- identity --------------------------------------------------------------------- */
 
 /* st from what the server said: a read-only regular file of `size` bytes
- * whose inode is the ETag's hash (else Last-Modified's and the size's),
- * and whose times are Last-Modified. */
-static void identity(struct stat *st, uint64_t size, const char *etag, const char *modified)
+ * whose inode is the hash of its URL and ETag (else Last-Modified) and
+ * size, and whose times are Last-Modified.  (The persistent index keys
+ * its records by it: two objects, or two versions of one, never share.) */
+static void identity(struct stat *st, const char *url, uint64_t size, const char *etag,
+		     const char *modified)
 {
 	memset(st, 0, sizeof *st);
 	st->st_mode = S_IFREG | 0444;
 	st->st_nlink = 1;
 	st->st_size = (off_t)size;
 	st->st_dev = 0x5a5a; /* no device: the same for every remote object */
-	char key[400];
+	char key[600];
 	snprintf(key, sizeof key, "%s|%s|%llu", etag, etag[0] ? "" : modified,
 		 (unsigned long long)size);
-	st->st_ino = (ino_t)(XXH3_64bits(key, strlen(key)) | 1);
-	time_t t = modified[0] ? curl_getdate(modified, NULL) : -1;
+	st->st_ino = (ino_t)((XXH3_64bits(key, strlen(key)) ^ XXH3_64bits(url, strlen(url))) | 1);
+	time_t t = modified[0] ? lib.getdate(modified, NULL) : -1;
 	st->st_mtim.tv_sec = t < 0 ? 0 : t;
 	st->st_ctim = st->st_atim = st->st_mtim;
 }
@@ -441,7 +490,7 @@ static int http_look(struct sv_source *s, struct stat *now)
 		return -EIO;
 	if (r.status != 200)
 		return status_errno(r.status);
-	identity(now, r.length == UINT64_MAX ? 0 : r.length, r.etag, r.modified);
+	identity(now, h->url, r.length == UINT64_MAX ? 0 : r.length, r.etag, r.modified);
 	return 0;
 }
 
@@ -449,7 +498,7 @@ static void http_close(struct sv_source *s)
 {
 	struct http *h = (struct http *)s;
 	for (size_t i = 0; i < h->nidle; i++)
-		curl_easy_cleanup(h->idle[i]);
+		lib.easy_cleanup(h->idle[i]);
 	h->nidle = 0;
 	sv_blob_unref(h->head);
 	h->head = NULL;
@@ -475,9 +524,8 @@ int sv_source_open_http(const char *url, bool read_only, struct sv_source **out,
 	*out = NULL;
 	*why = read_only ? 0 : EROFS;
 	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
-		return sv_err_set(err, -EIO, "%s: cannot start libcurl: %s", url,
-				  curl_easy_strerror(curl_init_rc));
+	if (curl_why[0])
+		return sv_err_set(err, -EIO, "%s: %s", url, curl_why);
 	struct http *h = calloc(1, sizeof *h);
 	char *path = strdup(url), *u = strdup(url);
 	uint8_t *buf = malloc(HTTP_BLOCK);
@@ -527,7 +575,7 @@ int sv_source_open_http(const char *url, bool read_only, struct sv_source **out,
 	h->size = r.status == 416 ? 0 : r.total;
 	snprintf(h->etag, sizeof h->etag, "%s", r.etag);
 	snprintf(h->modified, sizeof h->modified, "%s", r.modified);
-	identity(&h->s.st, h->size, r.etag, r.modified);
+	identity(&h->s.st, url, h->size, r.etag, r.modified);
 	h->head = sv_blob_dup(buf, r.got);
 	free(buf);
 	if (!h->head) {

@@ -143,6 +143,28 @@ for f in arena.map castle.level world.world universe.chunks game.nhgame run.hcrp
 	umount_sv "$TMP/remote-$f"
 done
 
+# ---- the persistent index of a remote container ----
+# Two names for one universe with the same time and size: nginx gives them
+# the same ETag.  Each keeps its own record (the URL is in the key), and a
+# second mount of each lists what the first did.
+cp -p -- "$www/universe.chunks" "$www/twin.chunks"
+rm -rf -- "$XDG_CACHE_HOME/savefs"
+for f in universe.chunks twin.chunks universe.chunks twin.chunks; do
+	M="$TMP/indexed"
+	mount_sv "$base/$f" "$M" || continue
+	ls "$M/celestial" > "$TMP/$f.celestial.now" || fail "$f: cannot list celestial/"
+	if [ -e "$TMP/$f.celestial" ]; then
+		expect_same_text "$f: celestial/ from the kept index" "$TMP/$f.celestial" \
+			"$TMP/$f.celestial.now"
+	else
+		mv -- "$TMP/$f.celestial.now" "$TMP/$f.celestial"
+	fi
+	umount_sv "$M"
+done
+expect_eq "celestial/ names" 3000 "$(wc -l < "$TMP/universe.chunks.celestial")"
+expect_eq "records kept for two URLs of one ETag" 2 \
+	"$(find "$XDG_CACHE_HOME/savefs" -maxdepth 1 -type f -name '????????????????????????????????' | wc -l)"
+
 # ---- the server stopped mid-use, then back ----
 # A 2 MB object read through a 1 MiB cache: the blocks are fetched as read.
 M="$TMP/stop"
