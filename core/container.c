@@ -361,9 +361,15 @@ static int open_common(struct sv_container *c, const char *path,
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);
 	c->cache = opts->cache ? sv_cache_share(opts->cache) : sv_cache_new(opts->cache_cap);
-	/* A remote source keeps the blocks it fetched under the same cap. */
+	/* A remote source keeps the blocks it fetched under the same cap, and
+	 * on disk beside the persistent index (unless -o noindex). */
 	if (c->cache && c->src->ops->remote && !c->src->cache)
 		c->src->cache = sv_cache_share(c->cache);
+	char store[4096];
+	if (c->src->ops->remote && !c->src->store && index_dir(c, store, sizeof store - 8)) {
+		strcat(store, "/blocks");
+		c->src->store = strdup(store); /* none if out of memory: no disk cache */
+	}
 	if (!c->htab || !c->cache || (c->src->ops->remote && !c->src->cache)) {
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		goto fail;

@@ -125,6 +125,9 @@ int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
  * store holds at most cap bytes.  0 or -errno. */
 int sv_index_store(const char *dir, const struct sv_index_key *k, const void *p, size_t n,
 		   uint64_t cap);
+/* (A cap of UINT64_MAX stores without trimming: the caller trims now and
+ * then with sv_index_trim.) */
+void sv_index_trim(const char *dir, uint64_t cap);
 /* The same with the payload in pieces (written in turn, never copied
  * whole). */
 struct iovec;

@@ -309,7 +309,12 @@ int sv_index_storev(const char *dir, const struct sv_index_key *k, const struct 
 	struct record r = {k, iov, niov, n};
 	int rc = sv_write_replace(path, 0, fill_record, &r);
 	free(path);
-	if (!rc)
+	if (!rc && cap != UINT64_MAX)
 		trim_dir(dir, cap);
 	return rc;
+}
+
+void sv_index_trim(const char *dir, uint64_t cap)
+{
+	trim_dir(dir, cap);
 }

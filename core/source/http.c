@@ -43,6 +43,8 @@
 #define HTTP_IDLE 8                  /* easy handles kept with their connections */
 #define HTTP_CONNECT_MS 10000L
 #define HTTP_STALL_S 30L             /* a transfer slower than 1 byte/s this long fails */
+#define HTTP_DISK_CAP (1ull << 30)   /* the disk cache of blocks, every object's */
+#define HTTP_TRIM_EVERY 64           /* blocks stored between two trims of it */
 
 struct http {
 	struct sv_source s;           /* first: freed as one */
@@ -56,6 +58,7 @@ struct http {
 	size_t nidle;
 	uint64_t next;                /* the block after the last fetch */
 	uint32_t window;              /* blocks the next sequential fetch takes */
+	uint32_t stored;              /* blocks put on disk since the last trim */
 	bool changed;                 /* a 412: the object is not the one opened */
 };
 
@@ -330,6 +333,52 @@ static const char *status_text(long status)
 
 /* ---- reads ---------------------------------------------------------------------- */
 
+/* ---- the disk cache ------------------------------------------------------------ */
+
+/* A block's record in the disk cache: the persistent index's store, keyed
+ * by the object's identity (URL, ETag, size) and the block's number; each
+ * record carries the hash of its bytes, checked when read back. */
+static struct sv_index_key disk_key(const struct http *h, uint64_t b, char *what, size_t size)
+{
+	snprintf(what, size, "block %llu", (unsigned long long)b);
+	struct sv_index_key k = {"http-block", 1, what, h->s.st};
+	return k;
+}
+
+static struct sv_blob *disk_get(struct http *h, uint64_t b)
+{
+	if (!h->s.store)
+		return NULL;
+	char what[32];
+	struct sv_index_key k = disk_key(h, b, what, sizeof what);
+	struct sv_blob *blob = NULL;
+	if (sv_index_load(h->s.store, &k, HTTP_BLOCK, &blob))
+		return NULL;
+	uint64_t want = b * HTTP_BLOCK + HTTP_BLOCK > h->size ? h->size - b * HTTP_BLOCK : HTTP_BLOCK;
+	if (blob->len != want) {
+		sv_blob_unref(blob);
+		return NULL;
+	}
+	return blob;
+}
+
+static void disk_put(struct http *h, uint64_t b, const struct sv_blob *blob)
+{
+	if (!h->s.store)
+		return;
+	char what[32];
+	struct sv_index_key k = disk_key(h, b, what, sizeof what);
+	if (sv_index_store(h->s.store, &k, blob->data, blob->len, UINT64_MAX))
+		return; /* a cache: a block not kept is fetched again */
+	pthread_mutex_lock(&h->lock);
+	bool trim = ++h->stored >= HTTP_TRIM_EVERY;
+	if (trim)
+		h->stored = 0;
+	pthread_mutex_unlock(&h->lock);
+	if (trim)
+		sv_index_trim(h->s.store, HTTP_DISK_CAP);
+}
+
 /*
  * Blocks [b, b + k) fetched with one request and handed to the cache
  * (and, for the caller, block `want`'s blob in *out).  0, or -errno with
@@ -388,6 +437,7 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 		}
 		if (h->s.cache)
 			sv_cache_put(h->s.cache, b + i, blob);
+		disk_put(h, b + i, blob);
 		if (b + i == want)
 			*out = sv_blob_ref(blob);
 		sv_blob_unref(blob);
@@ -407,6 +457,11 @@ static int block(struct http *h, uint64_t b, struct sv_blob **out, struct sv_err
 	}
 	if (h->s.cache && (*out = sv_cache_get(h->s.cache, b)))
 		return 0;
+	if ((*out = disk_get(h, b))) {
+		if (h->s.cache)
+			sv_cache_put(h->s.cache, b, *out);
+		return 0;
+	}
 	uint64_t blocks = (h->size + HTTP_BLOCK - 1) / HTTP_BLOCK;
 	pthread_mutex_lock(&h->lock);
 	uint32_t k = 1;

@@ -122,6 +122,7 @@ void sv_source_free(struct sv_source *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	sv_cache_free(s->cache);
+	free(s->store);
 	free(s->path);
 	free(s);
 }

@@ -162,6 +162,8 @@ struct sv_source {
 				     * bytes they brought (atomic) */
 	struct sv_cache *cache;     /* a remote source's blocks (owned handle),
 				     * or NULL */
+	char *store;                /* a remote source's disk cache of blocks
+				     * (a directory), or NULL (-o noindex) */
 	uint64_t failures;          /* reads that failed for the host's sake
 				     * (a server that did not answer), not the
 				     * bytes' (atomic) */

@@ -165,6 +165,39 @@ expect_eq "celestial/ names" 3000 "$(wc -l < "$TMP/universe.chunks.celestial")"
 expect_eq "records kept for two URLs of one ETag" 2 \
 	"$(find "$XDG_CACHE_HOME/savefs" -maxdepth 1 -type f -name '????????????????????????????????' | wc -l)"
 
+# ---- the disk cache: a second mount fetches only the first block ----
+# run.hcrp (1.4 MB) through a 1 MiB cache: every chunk's text read by one
+# mount, then by a second one, which finds the blocks on disk; then a
+# damaged block on disk is fetched again, and only it.
+rm -rf -- "$XDG_CACHE_HOME/savefs"
+M="$TMP/disk"
+for round in first second damaged; do
+	before=$(wc -l < "$TMP/nginx/access.log")
+	mount_sv "$base/run.hcrp" "$M" -o cache=1M || continue
+	cat "$M"/chunks/*.txt > "$TMP/texts.$round" || fail "$round: cannot read the chunks"
+	n=$(source_field "$M" requests)
+	umount_sv "$M"
+	expect_eq "$round mount: requests nginx saw, counted by savefs" \
+		"$(( $(wc -l < "$TMP/nginx/access.log") - before ))" "$n"
+	case $round in
+	first)
+		[ "$n" -gt 1 ] || fail "first mount: $n requests (the fixture is within 256 KB?)"
+		blocks=$(find "$XDG_CACHE_HOME/savefs/blocks" -type f | wc -l)
+		expect_eq "blocks on disk" 5 "$blocks" ;;
+	second)
+		expect_eq "second mount: requests (the first block only)" 1 "$n"
+		# A byte of one block's record flipped, at its end (its bytes).
+		rec=$(find "$XDG_CACHE_HOME/savefs/blocks" -type f | head -n 1)
+		"$PYTHON" -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(-1, 2); b = f.read(1); f.seek(-1, 2); f.write(bytes([b[0] ^ 1]))' "$rec" ;;
+	damaged)
+		expect_eq "a damaged block on disk: requests (the first, and it again)" 2 "$n" ;;
+	esac
+	cmp -s "$TMP/texts.first" "$TMP/texts.$round" || fail "$round mount: other bytes than the first"
+done
+cmp -s "$TMP/texts.first" <(cat "$TMP/local-run.hcrp/chunks/"*.txt 2> /dev/null ||
+	"$SAVEFS" extract "$www/run.hcrp" "$TMP/run.extracted" > /dev/null &&
+	cat "$TMP/run.extracted/chunks/"*.txt) || fail "the chunks' texts are not the local file's"
+
 # ---- the server stopped mid-use, then back ----
 # A 2 MB object read through a 1 MiB cache: the blocks are fetched as read.
 M="$TMP/stop"
