@@ -379,6 +379,13 @@ static void disk_put(struct http *h, uint64_t b, const struct sv_blob *blob)
 		sv_index_trim(h->s.store, HTTP_DISK_CAP);
 }
 
+/* The read of an object that changed on the server since the open. */
+static int changed(const struct http *h, struct sv_err *err)
+{
+	return sv_err_set(err, -EIO, "%s changed on the server since it was opened "
+			  "(412 to If-Match %s)", h->url, h->etag);
+}
+
 /*
  * Blocks [b, b + k) fetched with one request and handed to the cache
  * (and, for the caller, block `want`'s blob in *out).  0, or -errno with
@@ -388,8 +395,7 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 		 struct sv_err *err)
 {
 	if (__atomic_load_n(&h->changed, __ATOMIC_ACQUIRE))
-		return sv_err_set(err, -EIO, "%s changed on the server since it was opened "
-				  "(412 to If-Match %s)", h->url, h->etag);
+		return changed(h, err);
 	uint64_t off = b * HTTP_BLOCK;
 	size_t n = off + (uint64_t)k * HTTP_BLOCK > h->size ? (size_t)(h->size - off)
 							      : (size_t)k * HTTP_BLOCK;
@@ -402,8 +408,7 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 		__atomic_store_n(&h->changed, true, __ATOMIC_RELEASE);
 		sv_source_log(&h->s, "%s changed on the server since it was opened (ETag %s): "
 			      "not read, remount to see the new version", h->url, h->etag);
-		rc = sv_err_set(err, -EIO, "%s changed on the server since it was opened "
-				"(412 to If-Match %s)", h->url, h->etag);
+		rc = changed(h, err);
 	} else if (!rc && r.status != 206 && !(r.status == 200 && off == 0 && n == h->size)) {
 		rc = sv_err_set(err, r.status == 200 ? -EIO : status_errno(r.status),
 				"%s: %ld (%s) to a read of %zu bytes at %llu", h->url, r.status,

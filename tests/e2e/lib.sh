@@ -447,6 +447,19 @@ need_python()
 #   f SIZE SHA256 PATH          a file: SIZE from stat, SHA256 of its bytes
 # sorted by path.  Fails if a file cannot be read.  TREE_PRUNE: a path
 # ("./map") left out besides .savefs.
+# same_trees DESC WANT GOT MIN: the trees under the mounts WANT and GOT
+# list alike (names, sizes, every file's sha256), with more than MIN
+# entries; the listings stay in $TMP/DESC.want and $TMP/DESC.got.
+same_trees()
+{
+	local desc=$1 want=$2 got=$3 min=$4
+	tree_listing "$want" > "$TMP/$desc.want" || fail "$desc: cannot list $want"
+	tree_listing "$got" > "$TMP/$desc.got" || fail "$desc: cannot list $got"
+	[ "$(wc -l < "$TMP/$desc.want")" -gt "$min" ] ||
+		fail "$desc: only $(wc -l < "$TMP/$desc.want") entries listed (the fixture changed?)"
+	expect_same_text "$desc: every name, size and file's bytes" "$TMP/$desc.want" "$TMP/$desc.got"
+}
+
 tree_listing()
 {
 	local dir=$1 rc
