@@ -346,6 +346,25 @@ static int cmp_chunk(const void *a, const void *b)
 	return 0;
 }
 
+/* Where a chunk came from, in the order they were taken in: zip members
+ * in directory order, then inline chunks (whose keys are unique). */
+static int64_t chunk_source(const struct chunk *c)
+{
+	return c->bin >= 0 ? c->bin : c->json >= 0 ? c->json : INT64_MAX;
+}
+
+/* cmp_chunk, then the order taken in: a total order, so that which copy
+ * of a chunk stored twice comes first does not hang on the sort being
+ * stable (an array in a file is sorted by runs and a merge). */
+static int cmp_chunk_taken(const void *a, const void *b)
+{
+	int r = cmp_chunk(a, b);
+	if (r)
+		return r;
+	int64_t x = chunk_source(a), y = chunk_source(b);
+	return x < y ? -1 : x > y;
+}
+
 int sv_dd_cmp_asset(const void *a, const void *b)
 {
 	return strcmp(((const struct asset *)a)->path, ((const struct asset *)b)->path);
@@ -627,7 +646,7 @@ static int collect(struct drawing *d, struct sv_err *err)
 		}
 	}
 	if (d->nchunks)
-		sv_tab_sort(d->chunks, d->nchunks, sizeof *d->chunks, cmp_chunk);
+		sv_tab_sort(d->chunks, d->nchunks, sizeof *d->chunks, cmp_chunk_taken);
 	/* One chunk from its sources: a .bin member before a .json member
 	 * before an inline chunk (the game's preference). */
 	size_t w = 0;
