@@ -1209,6 +1209,64 @@ static void mixed_details(void)
 	sv_buf_fini(&f);
 }
 
+/* Many chunks, every seventh stored twice (the second copy a different
+ * colour, right after the first): the table is sorted in a file, by runs
+ * and a merge, neither stable; the first copy is shown every time. */
+static void twice_in_a_big_table(void)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/tmp/savefs-test-doodle-tab-XXXXXX");
+	if (!mkdtemp(dir))
+		die("mkdtemp");
+	sv_tab_configure(dir, 64 << 10, false); /* runs of 3,640 chunks */
+	enum { N = 9000, EVERY = 7 };
+	struct sv_buf out;
+	sv_buf_init(&out);
+	struct sv_zip_writer w;
+	sv_zip_writer_init(&w, -1, &out);
+	static const uint8_t first[] = {1, 1, 16}, second[] = {1, 2, 16};
+	for (int i = 0; i < N; i++) {
+		char name[64];
+		/* x from a stride so that the members are not in table order */
+		snprintf(name, sizeof name, "chunks/0/%d,%d.bin", (i * 7919) % N, i % 3);
+		zadd(&w, name, first, sizeof first, false);
+		if (i % EVERY == 0)
+			zadd(&w, name, second, sizeof second, false);
+	}
+	json_t *r = view_root(&s_v4);
+	char *t = dump(r, JSON_COMPACT);
+	zadd(&w, "level.json", t, strlen(t), false);
+	free(t);
+	json_decref(r);
+	struct sv_err err;
+	need(sv_zip_finish(&w, NULL, 0, &err), "sv_zip_finish");
+	sv_zip_writer_fini(&w);
+	struct sv_container *c = open_mem(&out);
+	size_t wrong = 0, seen = 0;
+	for (int i = 0; i < N; i += EVERY) {
+		char path[64];
+		snprintf(path, sizeof path, "chunks/0/%d,%d.bin", (i * 7919) % N, i % 3);
+		struct sv_blob *b = content(c, path);
+		seen += b != NULL;
+		if (!b || b->len != sizeof first || memcmp(b->data, first, sizeof first))
+			wrong++;
+		sv_blob_unref(b);
+	}
+	T_UINT((N + EVERY - 1) / EVERY, seen);
+	T_UINT(0, wrong);
+	json_t *info = json_of(c, ".savefs/info");
+	json_t *warn = json_object_get(info, "warnings");
+	char *wt = dump(warn, 0);
+	T_HAS(wt, "chunk 0,0 of layer 0 is stored twice (chunks/0/0,0.bin): the second copy "
+		  "is kept, not shown");
+	free(wt);
+	json_decref(info);
+	sv_container_free(c);
+	sv_buf_fini(&out);
+	sv_tab_configure(NULL, SV_TAB_SPILL, true);
+	rmdir(dir);
+}
+
 /* ---- levelpacks --------------------------------------------------------------------- */
 
 static struct sv_buf build_pack(void)
@@ -3155,6 +3213,7 @@ int main(void)
 	fixture_init();
 	read_all_kinds();
 	mixed_details();
+	twice_in_a_big_table();
 	levelpack();
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/savefs-test-doodle-XXXXXX");
 	if (!mkdtemp(tmpdir))
