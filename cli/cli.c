@@ -609,10 +609,21 @@ int sv_cli_main(int argc, char **argv)
 			argi += 2;
 			continue;
 		}
+		if (sv_s3_option(kv, k)) {
+			struct sv_err err;
+			sv_err_clear(&err);
+			if (sv_s3_option_set(kv, &err)) {
+				free(format_opts);
+				return usage_error(err.msg);
+			}
+			argi += 2;
+			continue;
+		}
 		if (kv[k] != '=' || !sv_format_option(kv, k)) {
 			free(format_opts);
 			return usage_error("the commands take only the formats' options "
-					   "(-o events=NAME) and -o noindex");
+					   "(-o events=NAME), the S3 options (-o s3_endpoint=URL...) "
+					   "and -o noindex");
 		}
 		if (sv_format_opts_add(&format_opts, kv)) {
 			free(format_opts);

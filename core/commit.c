@@ -75,6 +75,9 @@ static int write_new(struct sv_container *c, struct sv_err *err)
 	if (rc)
 		return rc;
 	rc = sv_guard_check(c, "since it was read", err);
+	/* The format copies what it keeps from the old container's file. */
+	if (!rc && c->src->fd < 0 && c->src->ops->localize)
+		rc = c->src->ops->localize(c->src, err);
 	if (!rc)
 		rc = c->src->ops->rewrite(c->src, write_cb, check_cb, c, err);
 	if (!rc) {

@@ -358,6 +358,16 @@ static int open_common(struct sv_container *c, const char *path,
 	assert(c->commit != SV_COMMIT_APPEND || c->fmt->write);
 	if (c->commit == SV_COMMIT_NONE)
 		c->read_only = true;
+	if (!c->read_only && c->src->ops->whole_only && c->commit != SV_COMMIT_REWRITE) {
+		static const char *const how[] = {
+			[SV_COMMIT_IN_PLACE] = "changed in place",
+			[SV_COMMIT_APPEND] = "grown by appending",
+			[SV_COMMIT_MEMBERS] = "changed member by member",
+		};
+		sv_warn(c, "%s: an %s is written only whole, and a %s container is %s: mounted "
+			"read-only", c->path, c->src->ops->kind, c->fmt->name, how[c->commit]);
+		c->read_only = c->src->read_only = true;
+	}
 	c->hsize = 64;
 	c->htab = malloc(c->hsize * sizeof *c->htab);
 	c->cache = opts->cache ? sv_cache_share(opts->cache) : sv_cache_new(opts->cache_cap);

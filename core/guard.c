@@ -202,10 +202,10 @@ void sv_guard_fingerprint(struct sv_container *c, bool later)
 	c->fp_fd = -1;
 	c->fp_valid = false;
 	c->fp_st = c->src->st;
-	if (sv_container_is_dir(c) || c->src->fd < 0 ||
+	if (sv_container_is_dir(c) || c->src->fd < 0 || c->src->ops->remote ||
 	    (c->fp_fd = fcntl(c->src->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 		/* The format checks a directory's members itself; or no
-		 * descriptor. */
+		 * descriptor; or a remote object, whose ETag proves it. */
 		if (c->fp_drop >= 0)
 			close(c->fp_drop);
 		c->fp_drop = -1;

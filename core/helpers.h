@@ -155,7 +155,10 @@ bool sv_zlib_like(const uint8_t *p, size_t n);
 /* Appends the zlib stream of p[0..n) at level (-1: default). */
 int sv_deflate(const uint8_t *p, size_t n, int level, struct sv_buf *out);
 /* A named step of a commit: a test names one in SAVEFS_TEST_KILL_AT and the
- * process is killed (SIGKILL) there, to check what a crash leaves. */
+ * process is killed (SIGKILL) there, to check what a crash leaves; or in
+ * SAVEFS_TEST_WAIT_AT, and the step creates "$SAVEFS_TEST_WAIT_FILE.at"
+ * and waits (at most 10 minutes) until SAVEFS_TEST_WAIT_FILE exists, so
+ * that a test can act at that moment (another writer). */
 void sv_test_step(const char *step);
 /* The shortest decimal that reads back as d (as a float when is_float):
  * positional from 1e-4 up to 1e16 ("64", "0.25", "-1.5"), else with an

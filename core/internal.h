@@ -12,7 +12,8 @@
  *             codec/ (PNG, base64, gzip, zip)
  *   sources   source/: source.c (opening, identity, the calls formats make
  *             for bytes and members), file.c, dir.c, and for an object on
- *             an HTTP server http.c
+ *             an HTTP server or in an S3 store http.c (requests) and s3.c
+ *             (where, and with what credentials)
  *   log.c     the container's log and warnings
  *   guard.c   identity checks, the commit's lock, the fingerprint
  *   nodes.c   the node table: add, find by (parent, name), names made

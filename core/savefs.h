@@ -91,6 +91,12 @@ bool sv_format_option(const char *key, size_t len);
 /* Appends "key=value" to *opts (a comma-separated list the caller owns,
  * freed with free()).  0 or -ENOMEM. */
 int sv_format_opts_add(char **opts, const char *kv);
+/* True if `key` is an option of S3 locations (s3_endpoint, s3_region,
+ * s3_profile, s3_path_style, s3_part_size); sv_s3_option_set takes one
+ * "key=value" for every later open in the process (0, or -EINVAL with the
+ * reason).  Set before any container opens. */
+bool sv_s3_option(const char *key, size_t len);
+int sv_s3_option_set(const char *kv, struct sv_err *err);
 
 /*
  * Opens the container at path: sniffs the format (unless opts->format),

@@ -327,6 +327,17 @@ void sv_test_step(const char *step)
 	const char *at = getenv("SAVEFS_TEST_KILL_AT");
 	if (at && !strcmp(at, step))
 		kill(getpid(), SIGKILL);
+	at = getenv("SAVEFS_TEST_WAIT_AT");
+	const char *go = getenv("SAVEFS_TEST_WAIT_FILE");
+	if (!at || strcmp(at, step) || !go)
+		return;
+	char here[4096];
+	snprintf(here, sizeof here, "%s.at", go);
+	int fd = open(here, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 60000 && access(go, F_OK); i++)
+		usleep(10000);
 }
 
 int sv_write_all(int fd, const void *p, size_t n)

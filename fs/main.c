@@ -48,6 +48,10 @@ static const struct fuse_opt savefs_opts[] = {
 	FUSE_OPT_END,
 };
 
+/* libfuse's own messages, kept to be said in savefs's words (and an
+ * option's refusal, said the same way). */
+static char fuse_said[1024];
+
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct cmdline *cl = data;
@@ -65,6 +69,16 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		size_t k = strcspn(arg, "=");
 		if (arg[k] == '=' && sv_format_option(arg, k))
 			return sv_format_opts_add(&cl->format_opts, arg) ? -1 : 0;
+		if (sv_s3_option(arg, k)) {
+			/* Where S3 locations are, and how they are asked. */
+			struct sv_err err;
+			sv_err_clear(&err);
+			if (sv_s3_option_set(arg, &err)) {
+				snprintf(fuse_said, sizeof fuse_said, "%s", err.msg);
+				return -1;
+			}
+			return 0;
+		}
 		return 1;
 	}
 	if (key == FUSE_OPT_KEY_NONOPT) {
@@ -93,8 +107,6 @@ static int parse_size_opt(const char *name, const char *val, uint64_t *out)
 	return 0;
 }
 
-/* libfuse's own messages, kept to be said in savefs's words. */
-static char fuse_said[1024];
 
 static void fuse_log_keep(enum fuse_log_level level, const char *fmt, va_list ap)
 {

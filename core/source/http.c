@@ -31,11 +31,13 @@
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #define HTTP_BLOCK (256u << 10)
@@ -60,6 +62,8 @@ struct http {
 	uint32_t window;              /* blocks the next sequential fetch takes */
 	uint32_t stored;              /* blocks put on disk since the last trim */
 	bool changed;                 /* a 412: the object is not the one opened */
+	bool s3;                      /* an object in an S3 store: */
+	struct sv_s3_place place;     /* where, and the credentials */
 };
 
 /*
@@ -129,17 +133,27 @@ struct reply {
 	uint64_t length;             /* Content-Length, or UINT64_MAX */
 	char etag[256];
 	char modified[256];
-	uint8_t *body;               /* room for cap bytes */
+	char date[256];
+	uint8_t *body;               /* room for cap bytes (NULL: the body is text) */
 	size_t cap, got;
 	bool overflow;
+	struct sv_buf text;          /* an error page, or a body without room: its
+				      * start (HTTP_TEXT_MAX) */
 };
+
+#define HTTP_TEXT_MAX (8u << 20)
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct reply *r = arg;
 	size_t k = size * n;
-	if (r->status && r->status != 200 && r->status != 206)
-		return k; /* an error page: not kept */
+	if (!r->body || (r->status && r->status != 200 && r->status != 206)) {
+		/* An error page, or an answer in XML: kept as text. */
+		size_t room = HTTP_TEXT_MAX - r->text.len;
+		if (sv_buf_add(&r->text, p, k < room ? k : room))
+			return 0;
+		return k;
+	}
 	if (k > r->cap - r->got) {
 		r->overflow = true;
 		return 0; /* more than asked for: the transfer stops */
@@ -148,7 +162,6 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	r->got += k;
 	return k;
 }
-
 /* The value of header `name` in line p[0..n), copied into out (trimmed),
  * or false if the line is another header. */
 static bool header_value(const char *p, size_t n, const char *name, char *out, size_t cap)
@@ -180,7 +193,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
 		r->ranged = false;
 		r->length = UINT64_MAX;
-		r->etag[0] = r->modified[0] = '\0';
+		r->etag[0] = r->modified[0] = r->date[0] = '\0';
+		r->text.len = 0;
 	} else if (header_value(p, k, "Content-Range", v, sizeof v)) {
 		unsigned long long a, b, t;
 		char star[2];
@@ -206,6 +220,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		snprintf(r->etag, sizeof r->etag, "%s", v);
 	} else if (header_value(p, k, "Last-Modified", v, sizeof v)) {
 		snprintf(r->modified, sizeof r->modified, "%s", v);
+	} else if (header_value(p, k, "Date", v, sizeof v)) {
+		snprintf(r->date, sizeof r->date, "%s", v);
 	}
 	return k;
 }
@@ -247,39 +263,108 @@ static int status_errno(long status)
 	}
 }
 
+/* A request's body: bytes [off, off + left) of fd, or p[0..left). */
+struct upload {
+	int fd;
+	const uint8_t *p;
+	uint64_t off, left;
+	int error;
+};
+
+static size_t on_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct upload *u = arg;
+	size_t k = size * n < u->left ? size * n : (size_t)u->left;
+	if (!k)
+		return 0;
+	if (u->p) {
+		memcpy(buf, u->p + u->off, k);
+	} else {
+		ssize_t got = pread(u->fd, buf, k, (off_t)u->off);
+		if (got <= 0) {
+			u->error = got < 0 ? errno : EIO;
+			return CURL_READFUNC_ABORT;
+		}
+		k = (size_t)got;
+	}
+	u->off += k;
+	u->left -= k;
+	return k;
+}
+
+/* One exchange with the server. */
+struct call {
+	const char *method;        /* "GET" (NULL), "HEAD", "PUT", "POST", "DELETE" */
+	const char *url;           /* NULL: the object's */
+	uint64_t off;              /* a GET's range, [off, off + n) (n 0: none) */
+	size_t n;
+	const char *header;        /* one more header line, or NULL */
+	struct upload *up;         /* a PUT's or POST's body, or NULL */
+};
+
 /*
- * One request for the object: a GET of [off, off + n) (n 0: HEAD), with
- * If-Match when the ETag is known, its body into body[0..cap).  0 and *r
- * filled (a status other than 200/206 is the caller's to judge), or
- * -EIO with the reason when the server could not be asked.
+ * Makes the call: its answer into *r (a body into body[0..cap), or as
+ * text without one).  0 and *r filled (a status other than 2xx is the
+ * caller's to judge), or -EIO with the reason when the server could not
+ * be asked.  An object in an S3 store: the request is signed (SigV4, the
+ * payload unsigned) with the credentials it has, if any.
  */
-static int request(struct http *h, uint64_t off, size_t n, bool if_match, uint8_t *body,
-		   size_t cap, struct reply *r, struct sv_err *err)
+static int exchange(struct http *h, const struct call *k, uint8_t *body, size_t cap,
+		    struct reply *r, struct sv_err *err)
 {
 	memset(r, 0, sizeof *r);
+	sv_buf_init(&r->text);
 	r->length = UINT64_MAX;
 	r->body = body;
 	r->cap = cap;
 	CURL *e = take(h);
 	if (!e)
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	char range[64], match[300], why[CURL_ERROR_SIZE] = "";
+	const char *method = k->method ? k->method : "GET";
+	char range[64], token[2100], why[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
-	if (if_match && h->etag[0]) {
-		snprintf(match, sizeof match, "If-Match: %s", h->etag);
-		hdrs = lib.slist_append(hdrs, match);
-	} else if (if_match && h->modified[0]) {
-		/* No ETag: the time it was last changed is the proof. */
-		snprintf(match, sizeof match, "If-Unmodified-Since: %s", h->modified);
-		hdrs = lib.slist_append(hdrs, match);
-	}
+	if (k->header)
+		hdrs = lib.slist_append(hdrs, k->header);
 	lib.easy_reset(e);
-	lib.easy_setopt(e, CURLOPT_URL, h->url);
+	if (h->s3) {
+		hdrs = lib.slist_append(hdrs, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+		if (h->place.token) {
+			snprintf(token, sizeof token, "x-amz-security-token: %s", h->place.token);
+			hdrs = lib.slist_append(hdrs, token);
+		}
+		if (h->place.user) {
+			lib.easy_setopt(e, CURLOPT_AWS_SIGV4, h->place.sigv4);
+			lib.easy_setopt(e, CURLOPT_USERNAME, h->place.user);
+			lib.easy_setopt(e, CURLOPT_PASSWORD, h->place.secret);
+		}
+	}
+	if (k->up) {
+		/* (curl's "Expect: 100-continue" is kept: taking it off with
+		 * an empty "Expect:" breaks its SigV4 signature.) */
+		lib.easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+		lib.easy_setopt(e, CURLOPT_READDATA, k->up);
+		if (!strcmp(method, "PUT")) {
+			lib.easy_setopt(e, CURLOPT_UPLOAD, 1L);
+			lib.easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)k->up->left);
+		} else {
+			lib.easy_setopt(e, CURLOPT_POST, 1L);
+			lib.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)k->up->left);
+		}
+	} else if (!strcmp(method, "HEAD")) {
+		lib.easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else if (!strcmp(method, "POST")) {
+		lib.easy_setopt(e, CURLOPT_POST, 1L);
+		lib.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+		lib.easy_setopt(e, CURLOPT_POSTFIELDS, "");
+	} else if (strcmp(method, "GET")) {
+		lib.easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	}
+	lib.easy_setopt(e, CURLOPT_URL, k->url ? k->url : h->url);
 	lib.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	lib.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_MS);
 	lib.easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	lib.easy_setopt(e, CURLOPT_LOW_SPEED_TIME, HTTP_STALL_S);
-	lib.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	lib.easy_setopt(e, CURLOPT_FOLLOWLOCATION, h->s3 ? 0L : 1L);
 	lib.easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
 	lib.easy_setopt(e, CURLOPT_ERRORBUFFER, why);
 	lib.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -287,12 +372,10 @@ static int request(struct http *h, uint64_t off, size_t n, bool if_match, uint8_
 	lib.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	lib.easy_setopt(e, CURLOPT_WRITEDATA, r);
 	lib.easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-	if (n) {
-		snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
-			 (unsigned long long)(off + n - 1));
+	if (k->n) {
+		snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)k->off,
+			 (unsigned long long)(k->off + k->n - 1));
 		lib.easy_setopt(e, CURLOPT_RANGE, range);
-	} else {
-		lib.easy_setopt(e, CURLOPT_NOBODY, 1L);
 	}
 	CURLcode rc = lib.easy_perform(e);
 	lib.slist_free_all(hdrs);
@@ -304,17 +387,43 @@ static int request(struct http *h, uint64_t off, size_t n, bool if_match, uint8_
 		lib.easy_cleanup(e); /* its connection is mid-body */
 		if (r->status == 206)
 			return sv_err_set(err, -EIO, "%s: the server sent more than the %zu bytes "
-					  "asked for at %llu", h->url, cap, (unsigned long long)off);
+					  "asked for at %llu", h->s.path, cap,
+					  (unsigned long long)k->off);
 		return 0;
 	}
 	if (rc != CURLE_OK || r->status >= 500)
 		__atomic_add_fetch(&h->s.failures, 1, __ATOMIC_RELEASE);
 	if (rc != CURLE_OK) {
 		lib.easy_cleanup(e);
-		return sv_err_set(err, -EIO, "%s: %s", h->url, why[0] ? why : lib.easy_strerror(rc));
+		sv_buf_fini(&r->text);
+		if (k->up && k->up->error)
+			return sv_err_set(err, -k->up->error, "%s: reading the new object: %s",
+					  h->s.path, strerror(k->up->error));
+		return sv_err_set(err, -EIO, "%s: %s", h->s.path,
+				  why[0] ? why : lib.easy_strerror(rc));
 	}
 	give_back(h, e);
 	return 0;
+}
+
+/*
+ * A GET of [off, off + n) of the object (n 0: a HEAD), with If-Match when
+ * if_match and the ETag is known (If-Unmodified-Since without one).
+ */
+static int request(struct http *h, uint64_t off, size_t n, bool if_match, uint8_t *body,
+		   size_t cap, struct reply *r, struct sv_err *err)
+{
+	char match[300];
+	struct call k = {n ? "GET" : "HEAD", NULL, off, n, NULL, NULL};
+	if (if_match && h->etag[0]) {
+		snprintf(match, sizeof match, "If-Match: %s", h->etag);
+		k.header = match;
+	} else if (if_match && h->modified[0]) {
+		/* No ETag: the time it was last changed is the proof. */
+		snprintf(match, sizeof match, "If-Unmodified-Since: %s", h->modified);
+		k.header = match;
+	}
+	return exchange(h, &k, body, cap, r, err);
 }
 
 /* The reason for a status, for messages. */
@@ -329,6 +438,17 @@ static const char *status_text(long status)
 	case 416: return "range not satisfiable";
 	default: return status >= 500 ? "server error" : "unexpected answer";
 	}
+}
+
+/* "404 (not found)", or an S3 store's own words: "404 (NoSuchBucket: The
+ * specified bucket does not exist)". */
+static const char *answer(const struct reply *r, char *buf, size_t cap)
+{
+	char said[512] = "";
+	if (r->text.len)
+		sv_s3_error_text((const char *)r->text.p, r->text.len, said, sizeof said);
+	snprintf(buf, cap, "%ld (%s)", r->status, said[0] ? said : status_text(r->status));
+	return buf;
 }
 
 /* ---- reads ---------------------------------------------------------------------- */
@@ -383,7 +503,7 @@ static void disk_put(struct http *h, uint64_t b, const struct sv_blob *blob)
 static int changed(const struct http *h, struct sv_err *err)
 {
 	return sv_err_set(err, -EIO, "%s changed on the server since it was opened "
-			  "(412 to If-Match %s)", h->url, h->etag);
+			  "(412 to If-Match %s)", h->s.path, h->etag);
 }
 
 /*
@@ -404,31 +524,33 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	struct reply r;
 	int rc = request(h, off, n, true, buf, n, &r, err);
+	sv_buf_fini(&r.text);
 	if (!rc && r.status == 412) {
 		__atomic_store_n(&h->changed, true, __ATOMIC_RELEASE);
 		sv_source_log(&h->s, "%s changed on the server since it was opened (ETag %s): "
-			      "not read, remount to see the new version", h->url, h->etag);
+			      "not read, remount to see the new version", h->s.path, h->etag);
 		rc = changed(h, err);
 	} else if (!rc && r.status != 206 && !(r.status == 200 && off == 0 && n == h->size)) {
+		char a[600];
 		rc = sv_err_set(err, r.status == 200 ? -EIO : status_errno(r.status),
-				"%s: %ld (%s) to a read of %zu bytes at %llu", h->url, r.status,
-				r.status == 200 ? "the whole object instead of a range"
-						: status_text(r.status),
+				"%s: %s to a read of %zu bytes at %llu", h->s.path,
+				r.status == 200 ? "200 (the whole object instead of a range)"
+						: answer(&r, a, sizeof a),
 				n, (unsigned long long)off);
 	} else if (!rc && r.status == 206 &&
 		   (!r.ranged || r.first != off || r.last != off + n - 1 ||
 		    (r.total != UINT64_MAX && r.total != h->size))) {
 		rc = sv_err_set(err, -EIO, "%s: asked for bytes %llu-%llu of %llu, the server sent "
 				"%llu-%llu of %llu: the object changed, or the server ignored If-Match",
-				h->url, (unsigned long long)off, (unsigned long long)(off + n - 1),
+				h->s.path, (unsigned long long)off, (unsigned long long)(off + n - 1),
 				(unsigned long long)h->size, (unsigned long long)r.first,
 				(unsigned long long)r.last, (unsigned long long)r.total);
 	} else if (!rc && r.got != n) {
-		rc = sv_err_set(err, -EIO, "%s: %zu of %zu bytes at %llu arrived", h->url, r.got, n,
+		rc = sv_err_set(err, -EIO, "%s: %zu of %zu bytes at %llu arrived", h->s.path, r.got, n,
 				(unsigned long long)off);
 	} else if (!rc && h->etag[0] && r.etag[0] && strcmp(r.etag, h->etag)) {
 		rc = sv_err_set(err, -EIO, "%s: ETag %s answered for %s: the object changed",
-				h->url, r.etag, h->etag);
+				h->s.path, r.etag, h->etag);
 	}
 	for (uint32_t i = 0; !rc && i < k; i++) {
 		size_t at = (size_t)i * HTTP_BLOCK;
@@ -483,7 +605,7 @@ static int block(struct http *h, uint64_t b, struct sv_blob **out, struct sv_err
 	pthread_mutex_unlock(&h->lock);
 	int rc = fetch(h, b, k, b, out, err);
 	if (!rc && !*out)
-		rc = sv_err_set(err, -EIO, "%s: block %llu not fetched", h->url,
+		rc = sv_err_set(err, -EIO, "%s: block %llu not fetched", h->s.path,
 				(unsigned long long)b);
 	return rc;
 }
@@ -492,9 +614,11 @@ static int http_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 		      struct sv_err *err)
 {
 	struct http *h = (struct http *)s;
+	if (s->fd >= 0)
+		return sv_source_read_fd(s->fd, h->size, off, buf, n, s->path, err);
 	if (off > h->size || n > h->size - off)
 		return sv_err_set(err, -EBADMSG, "range %llu+%zu lies past the end of %s (%llu bytes)",
-				  (unsigned long long)off, n, h->url, (unsigned long long)h->size);
+				  (unsigned long long)off, n, h->s.path, (unsigned long long)h->size);
 	uint8_t *p = buf;
 	while (n) {
 		uint64_t b = off / HTTP_BLOCK;
@@ -505,7 +629,7 @@ static int http_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 			return rc;
 		if (at >= blob->len) {
 			sv_blob_unref(blob);
-			return sv_err_set(err, -EIO, "%s: block %llu is short", h->url,
+			return sv_err_set(err, -EIO, "%s: block %llu is short", h->s.path,
 					  (unsigned long long)b);
 		}
 		size_t k = blob->len - at < n ? blob->len - at : n;
@@ -548,6 +672,7 @@ static int http_look(struct sv_source *s, struct stat *now)
 	struct sv_err err;
 	if (request(h, 0, 0, false, NULL, 0, &r, &err))
 		return -EIO;
+	sv_buf_fini(&r.text);
 	if (r.status != 200)
 		return status_errno(r.status);
 	identity(now, h->url, r.length == UINT64_MAX ? 0 : r.length, r.etag, r.modified);
@@ -565,6 +690,7 @@ static void http_close(struct sv_source *s)
 	pthread_mutex_destroy(&h->lock);
 	free(h->url);
 	h->url = NULL;
+	sv_s3_place_fini(&h->place);
 }
 
 const struct sv_source_ops sv_source_http_ops = {
@@ -576,34 +702,347 @@ const struct sv_source_ops sv_source_http_ops = {
 	.close = http_close,
 };
 
+/* ---- writing an object in an S3 store --------------------------------------------- */
+
+/* An unlinked file in $TMPDIR (or /tmp): its descriptor, or -errno and
+ * the reason. */
+static int temp_file(struct sv_err *err)
+{
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sv_err_set(err, -errno, "cannot make a file in %s for the object: %s", dir,
+				  strerror(errno));
+	return fd;
+}
+
+/*
+ * The whole object fetched into a local file, which later reads read (a
+ * commit copies the parts it keeps from it).  Its blocks come as any
+ * read's: from the cache or the disk, the rest in widening requests, each
+ * with If-Match, so the file is the version opened.
+ */
+static int s3_localize(struct sv_source *s, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	int fd = temp_file(err);
+	if (fd < 0)
+		return fd;
+	size_t step = HTTP_WINDOW_MAX;
+	uint8_t *buf = malloc(step);
+	int rc = buf ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+	for (uint64_t off = 0; !rc && off < h->size; off += step) {
+		size_t n = h->size - off < step ? (size_t)(h->size - off) : step;
+		rc = http_pread(s, off, buf, n, err);
+		int w = rc ? 0 : sv_write_all(fd, buf, n);
+		if (w)
+			rc = sv_err_set(err, w, "writing a local copy of %s: %s", s->path,
+					strerror(-w));
+	}
+	free(buf);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	s->fd = fd;
+	return 0;
+}
+
+/* The object's URL with a query (already encoded), into out. */
+static int url_with(const struct http *h, const char *query, char *out, size_t cap,
+		    struct sv_err *err)
+{
+	if ((size_t)snprintf(out, cap, "%s?%s", h->url, query) >= cap)
+		return sv_err_set(err, -ENAMETOOLONG, "%s: the URL is too long", h->s.path);
+	return 0;
+}
+
+/* The ETag as If-Match takes it on an upload: without its quotes (RADOS
+ * Gateway refuses the quoted form; AWS takes both). */
+static void bare_etag(const char *etag, char *out, size_t cap)
+{
+	size_t n = strlen(etag);
+	if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"')
+		snprintf(out, cap, "%.*s", (int)(n - 2), etag + 1);
+	else
+		snprintf(out, cap, "%s", etag);
+}
+
+/* The refusal of an upload the store answered 412. */
+static int refused(const struct http *h, struct sv_err *err)
+{
+	return sv_err_set(err, -EBUSY, "%s was changed by another writer since it was read "
+			  "(412 to If-Match %s): not overwritten, the edit is dropped (remount to "
+			  "see the object as it is now)", h->s.path, h->etag);
+}
+
+/* An answer other than 200 to a step of an upload: -errno with it. */
+static int upload_failed(const struct http *h, const struct reply *r, const char *step,
+			 struct sv_err *err)
+{
+	if (r->status == 412)
+		return refused(h, err);
+	char a[600];
+	return sv_err_set(err, r->status == 403 ? -EACCES : -EIO, "%s: %s to %s: not "
+			  "overwritten, the edit is dropped", h->s.path, answer(r, a, sizeof a),
+			  step);
+}
+
+/* One PUT of the whole new object, If-Match on the ETag read. */
+static int put_whole(struct http *h, int fd, uint64_t size, char *etag, size_t cap,
+		     struct sv_err *err)
+{
+	char match[300], bare[256];
+	bare_etag(h->etag, bare, sizeof bare);
+	snprintf(match, sizeof match, "If-Match: %s", bare);
+	struct upload up = {fd, NULL, 0, size, 0};
+	struct call k = {"PUT", NULL, 0, 0, match, &up};
+	struct reply r;
+	int rc = exchange(h, &k, NULL, 0, &r, err);
+	if (!rc && r.status != 200)
+		rc = upload_failed(h, &r, "the upload", err);
+	if (!rc)
+		snprintf(etag, cap, "%s", r.etag);
+	sv_buf_fini(&r.text);
+	return rc;
+}
+
+/* Abandons a multipart upload (its parts are freed on the store). */
+static void abort_parts(struct http *h, const char *id)
+{
+	char url[4096], q[1200];
+	struct sv_buf enc;
+	sv_buf_init(&enc);
+	struct sv_err e;
+	if (sv_s3_encode(&enc, id, false) || sv_buf_add(&enc, "", 1) ||
+	    (size_t)snprintf(q, sizeof q, "uploadId=%s", (const char *)enc.p) >= sizeof q ||
+	    url_with(h, q, url, sizeof url, &e)) {
+		sv_buf_fini(&enc);
+		return;
+	}
+	sv_buf_fini(&enc);
+	struct call k = {"DELETE", url, 0, 0, NULL, NULL};
+	struct reply r;
+	if (!exchange(h, &k, NULL, 0, &r, &e))
+		sv_buf_fini(&r.text);
+}
+
+/*
+ * The new object in parts of h->place.part bytes: begun, each part put,
+ * the store's word that the object is still the one read (check, a HEAD),
+ * then completed with If-Match on its ETag; abandoned on any failure.
+ */
+static int put_parts(struct http *h, int fd, uint64_t size,
+		     int (*check)(void *arg, struct sv_err *err), void *arg, char *etag,
+		     size_t cap, struct sv_err *err)
+{
+	char url[4096], q[1400], id[1024] = "";
+	struct sv_buf enc, done;
+	sv_buf_init(&enc);
+	sv_buf_init(&done);
+	struct reply r;
+	int rc = url_with(h, "uploads=", url, sizeof url, err);
+	if (!rc) {
+		struct call k = {"POST", url, 0, 0, NULL, NULL};
+		rc = exchange(h, &k, NULL, 0, &r, err);
+		if (!rc && r.status != 200)
+			rc = upload_failed(h, &r, "the start of a multipart upload", err);
+		if (!rc)
+			sv_s3_xml_text((const char *)r.text.p, r.text.len, "UploadId", id, sizeof id);
+		if (!rc && !id[0])
+			rc = sv_err_set(err, -EIO, "%s: no UploadId in the answer to the start of a "
+					"multipart upload: not overwritten", h->s.path);
+		sv_buf_fini(&r.text);
+	}
+	if (!rc && (sv_s3_encode(&enc, id, false) || sv_buf_add(&enc, "", 1)))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (!rc && sv_buf_printf(&done, "<CompleteMultipartUpload>"))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	uint64_t parts = (size + h->place.part - 1) / h->place.part;
+	for (uint64_t i = 0; !rc && i < parts; i++) {
+		uint64_t off = i * h->place.part;
+		uint64_t len = size - off < h->place.part ? size - off : h->place.part;
+		snprintf(q, sizeof q, "partNumber=%llu&uploadId=%s", (unsigned long long)i + 1,
+			 (const char *)enc.p);
+		rc = url_with(h, q, url, sizeof url, err);
+		if (rc)
+			break;
+		struct upload up = {fd, NULL, off, len, 0};
+		struct call k = {"PUT", url, 0, 0, NULL, &up};
+		rc = exchange(h, &k, NULL, 0, &r, err);
+		if (!rc && r.status != 200)
+			rc = upload_failed(h, &r, "a part of a multipart upload", err);
+		if (!rc && !r.etag[0])
+			rc = sv_err_set(err, -EIO, "%s: no ETag for part %llu of a multipart upload: "
+					"not overwritten", h->s.path, (unsigned long long)i + 1);
+		if (!rc && sv_buf_printf(&done, "<Part><PartNumber>%llu</PartNumber><ETag>%s</ETag>"
+					 "</Part>", (unsigned long long)i + 1, r.etag))
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+		sv_buf_fini(&r.text);
+	}
+	if (!rc && sv_buf_printf(&done, "</CompleteMultipartUpload>"))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	/* The parts are up; the object is still the one read, or nothing is
+	 * completed. */
+	if (!rc)
+		rc = check(arg, err);
+	if (!rc) {
+		char match[300], bare[256];
+		bare_etag(h->etag, bare, sizeof bare);
+		snprintf(match, sizeof match, "If-Match: %s", bare);
+		snprintf(q, sizeof q, "uploadId=%s", (const char *)enc.p);
+		rc = url_with(h, q, url, sizeof url, err);
+		struct upload up = {-1, done.p, 0, done.len, 0};
+		struct call k = {"POST", url, 0, 0, match, &up};
+		if (!rc)
+			rc = exchange(h, &k, NULL, 0, &r, err);
+		if (!rc) {
+			/* A failure may come as a 200 whose body is an <Error>. */
+			bool error = r.text.len && memmem(r.text.p, r.text.len, "<Error>", 7);
+			if (r.status != 200 || error) {
+				if (r.status == 200)
+					r.status = 500;
+				rc = upload_failed(h, &r, "the completion of a multipart upload", err);
+			} else {
+				char t[256];
+				sv_s3_xml_text((const char *)r.text.p, r.text.len, "ETag", t, sizeof t);
+				/* Its quotes come as &quot; in XML. */
+				char *qq;
+				while ((qq = strstr(t, "&quot;")))
+					memmove(qq + 1, qq + 6, strlen(qq + 6) + 1), *qq = '"';
+				snprintf(etag, cap, "%s", r.etag[0] ? r.etag : t);
+			}
+			sv_buf_fini(&r.text);
+		}
+	}
+	if (rc && id[0])
+		abort_parts(h, id);
+	sv_buf_fini(&enc);
+	sv_buf_fini(&done);
+	return rc;
+}
+
+/*
+ * SV_COMMIT_REWRITE on a store: the new container is written to a
+ * temporary file, checked once more (a HEAD), and uploaded with If-Match
+ * on the ETag read (one PUT, or parts above the part size), so another
+ * writer's object is never overwritten.  The uploaded bytes stay on disk
+ * (an unlinked file, the source's fd) and are what later reads read.
+ */
+static int s3_rewrite(struct sv_source *s, int (*write)(void *arg, int fd, struct sv_err *err),
+		      int (*check)(void *arg, struct sv_err *err), void *arg,
+		      struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	int fd = temp_file(err);
+	if (fd < 0)
+		return fd;
+	int rc = write(arg, fd, err);
+	struct stat st;
+	if (!rc && fstat(fd, &st))
+		rc = sv_err_set(err, -errno, "fstat: %s", strerror(errno));
+	if (!rc)
+		rc = check(arg, err);
+	sv_test_step("upload-checked");
+	char etag[256] = "";
+	uint64_t size = rc ? 0 : (uint64_t)st.st_size;
+	if (!rc && size > h->place.part)
+		rc = put_parts(h, fd, size, check, arg, etag, sizeof etag, err);
+	else if (!rc)
+		rc = put_whole(h, fd, size, etag, sizeof etag, err);
+	if (rc) {
+		if (rc == -EBUSY)
+			sv_source_log(s, "%s", err->msg);
+		close(fd);
+		return rc;
+	}
+	/* The new identity: the store's own (its Last-Modified) when a look
+	 * finds the ETag uploaded; else another writer came right after, and
+	 * the next commit's check finds it.  A store that gave no ETag for
+	 * the upload (RADOS Gateway 16 after parts): the one the look finds. */
+	struct reply r;
+	struct sv_err e;
+	bool seen = !request(h, 0, 0, false, NULL, 0, &r, &e);
+	if (seen)
+		sv_buf_fini(&r.text);
+	seen = seen && r.status == 200 && r.etag[0] && (!etag[0] || !strcmp(r.etag, etag));
+	if (seen && !etag[0])
+		snprintf(etag, sizeof etag, "%s", r.etag);
+	if (!etag[0])
+		sv_source_log(s, "%s: the store gave no ETag for the new object, nor a look "
+			      "after it: the next commit is refused", s->path);
+	snprintf(h->etag, sizeof h->etag, "%s", etag);
+	snprintf(h->modified, sizeof h->modified, "%s", seen ? r.modified : "");
+	h->size = size;
+	identity(&s->st, h->url, size, etag, h->modified);
+	if (!seen && r.date[0]) {
+		time_t t = lib.getdate(r.date, NULL);
+		s->st.st_mtim.tv_sec = t < 0 ? 0 : t;
+	}
+	s->st.st_mode = S_IFREG | 0644;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = fd;
+	__atomic_store_n(&h->changed, false, __ATOMIC_RELEASE);
+	return 0;
+}
+
+const struct sv_source_ops sv_source_s3_ops = {
+	.kind = "S3 object",
+	.remote = true,
+	.whole_only = true,
+	.look = http_look,
+	.pread = http_pread,
+	.localize = s3_localize,
+	.rewrite = s3_rewrite,
+	.close = http_close,
+};
+
 /* ---- opening ------------------------------------------------------------------------- */
 
-int sv_source_open_http(const char *url, bool read_only, struct sv_source **out, int *why,
-			struct sv_err *err)
+/*
+ * The object at url (named `path` in messages): its first block read,
+ * which tells its size and identity.  place: an S3 object's (taken), or
+ * NULL for a plain HTTP server's.
+ */
+static int open_remote(const char *path, const char *url, struct sv_s3_place *place,
+		       bool read_only, struct sv_source **out, struct sv_err *err)
 {
 	*out = NULL;
-	*why = read_only ? 0 : EROFS;
 	pthread_once(&curl_once, curl_init);
-	if (curl_why[0])
-		return sv_err_set(err, -EIO, "%s: %s", url, curl_why);
+	if (curl_why[0]) {
+		if (place)
+			sv_s3_place_fini(place);
+		return sv_err_set(err, -EIO, "%s: %s", path, curl_why);
+	}
 	struct http *h = calloc(1, sizeof *h);
-	char *path = strdup(url), *u = strdup(url);
+	char *p = strdup(path), *u = strdup(url);
 	uint8_t *buf = malloc(HTTP_BLOCK);
-	if (!h || !path || !u || !buf) {
+	if (!h || !p || !u || !buf) {
 		free(h);
-		free(path);
+		free(p);
 		free(u);
 		free(buf);
+		if (place)
+			sv_s3_place_fini(place);
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
-	h->s.ops = &sv_source_http_ops;
-	h->s.path = path;
+	h->s.ops = place ? &sv_source_s3_ops : &sv_source_http_ops;
+	h->s.path = p;
 	h->s.fd = -1;
-	h->s.read_only = true;
+	h->s.read_only = place ? read_only : true;
 	h->url = u;
 	h->window = 2;
+	if (place) {
+		h->s3 = true;
+		h->place = *place;
+		memset(place, 0, sizeof *place);
+	}
 	pthread_mutex_init(&h->lock, NULL);
 	struct reply r;
+	char a[600];
 	int rc = request(h, 0, HTTP_BLOCK, false, buf, HTTP_BLOCK, &r, err);
 	if (!rc && r.status == 416 && r.total == 0) {
 		/* An empty object. */
@@ -615,18 +1054,18 @@ int sv_source_open_http(const char *url, bool read_only, struct sv_source **out,
 		r.total = r.got;
 	} else if (!rc && r.status == 200) {
 		rc = sv_err_set(err, -EOPNOTSUPP, "%s: the server does not answer ranged reads "
-				"(200 to a Range request, for an object larger than %u bytes)", url,
+				"(200 to a Range request, for an object larger than %u bytes)", path,
 				HTTP_BLOCK);
 	} else if (!rc && r.status != 206) {
-		rc = sv_err_set(err, status_errno(r.status),
-				"%s: %ld (%s)", url, r.status, status_text(r.status));
+		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(&r, a, sizeof a));
 	} else if (!rc && (!r.ranged || r.first != 0 || r.total == UINT64_MAX ||
 			   r.got != r.last + 1)) {
 		rc = sv_err_set(err, -EIO, "%s: a ranged read from 0 answered bytes %llu-%llu of "
-				"%s, %zu bytes received", url, (unsigned long long)r.first,
+				"%s, %zu bytes received", path, (unsigned long long)r.first,
 				(unsigned long long)r.last, r.total == UINT64_MAX ? "an unknown size" : "the object",
 				r.got);
 	}
+	sv_buf_fini(&r.text);
 	if (rc) {
 		free(buf);
 		sv_source_free(&h->s);
@@ -636,6 +1075,8 @@ int sv_source_open_http(const char *url, bool read_only, struct sv_source **out,
 	snprintf(h->etag, sizeof h->etag, "%s", r.etag);
 	snprintf(h->modified, sizeof h->modified, "%s", r.modified);
 	identity(&h->s.st, url, h->size, r.etag, r.modified);
+	if (place)
+		h->s.st.st_mode = S_IFREG | 0644;
 	h->head = sv_blob_dup(buf, r.got);
 	free(buf);
 	if (!h->head) {
@@ -644,4 +1085,28 @@ int sv_source_open_http(const char *url, bool read_only, struct sv_source **out,
 	}
 	*out = &h->s;
 	return 0;
+}
+
+int sv_source_open_http(const char *url, bool read_only, struct sv_source **out, int *why,
+			struct sv_err *err)
+{
+	*why = read_only ? 0 : EROFS;
+	return open_remote(url, url, NULL, true, out, err);
+}
+
+int sv_source_open_s3(const char *location, bool read_only, struct sv_source **out, int *why,
+		      struct sv_err *err)
+{
+	*out = NULL;
+	*why = 0;
+	struct sv_s3_place place;
+	int rc = sv_s3_place(location, &place, err);
+	if (rc)
+		return rc;
+	if (!place.key[0] || place.key[strlen(place.key) - 1] == '/') {
+		sv_s3_place_fini(&place);
+		return sv_err_set(err, -EISDIR, "%s: a prefix, not an object (s3://BUCKET/KEY)",
+				  location);
+	}
+	return open_remote(location, place.url, &place, read_only, out, err);
 }

@@ -42,6 +42,8 @@ int sv_source_open(const char *path, bool read_only, struct sv_source **out, int
 	*why = 0;
 	if (sv_source_is_url(path))
 		return sv_source_open_http(path, read_only, out, why, err);
+	if (sv_source_is_s3(path))
+		return sv_source_open_s3(path, read_only, out, why, err);
 	char *real = realpath(path, NULL);
 	if (!real)
 		return sv_err_set(err, -errno, "%s: %s", path, strerror(errno));

@@ -106,6 +106,10 @@ struct sv_source_ops {
 	/* Its reads cost a request each (an object on a server): the
 	 * container gives it a handle on its cache for what it fetched. */
 	bool remote;
+	/* It is written only whole (SV_COMMIT_REWRITE): a container its
+	 * format commits otherwise (in place, by appending, member by
+	 * member) is read-only there. */
+	bool whole_only;
 	/* Why it is never written (NULL: it may be), for the warning at an
 	 * open that asked to write. */
 	const char *read_only_why;
@@ -129,6 +133,9 @@ struct sv_source_ops {
 	/* Before a read-write use: 0, or -errno when nothing new can be made
 	 * there (the container is then read-only). */
 	int (*prepare)(struct sv_source *s);
+	/* Before a commit copies from it: its bytes made local, in a file
+	 * at `fd` (a remote object fetched whole; NULL: they are). */
+	int (*localize)(struct sv_source *s, struct sv_err *err);
 	/* SV_COMMIT_REWRITE: write(arg, fd) fills a new, empty file; then
 	 * check(arg) (0 or -EBUSY with the reason) once it is synced; then
 	 * the new file takes the old one's place.  On success the source
@@ -155,7 +162,8 @@ struct sv_source_ops {
 struct sv_source {
 	const struct sv_source_ops *ops;
 	char *path;          /* owned: where it is, for messages */
-	int fd;              /* its open handle (a file, a directory), or -1 */
+	int fd;              /* its open handle (a file, a directory), or -1
+			      * (a remote object not localized) */
 	struct stat st;      /* its identity as last read */
 	uint64_t reads, read_bytes; /* through sv_container_pread (atomic) */
 	uint64_t requests, fetched; /* a remote source's requests and the
@@ -191,6 +199,39 @@ bool sv_source_is_url(const char *path);
  * (*why EROFS unless read_only was asked). */
 int sv_source_open_http(const char *url, bool read_only, struct sv_source **out, int *why,
 			struct sv_err *err);
+/* An object in an S3 store, s3://BUCKET/KEY (http.c): read by range,
+ * written whole with If-Match. */
+int sv_source_open_s3(const char *location, bool read_only, struct sv_source **out, int *why,
+		      struct sv_err *err);
+
+/* Where an S3 object is, and with what credentials (s3.c). */
+#define SV_S3_PART (16ull << 20) /* an upload's part; larger objects go in parts */
+struct sv_s3_place {
+	char *bucket, *key;      /* as given */
+	char *bucket_url;        /* the bucket's URL, ending in '/' */
+	char *url;               /* the object's (its key encoded) */
+	char *user, *secret;     /* the access key and secret, or NULL: anonymous */
+	char *token;             /* a session token, or NULL */
+	char region[64];
+	char sigv4[96];          /* libcurl's CURLOPT_AWS_SIGV4: "aws:amz:REGION:s3" */
+	uint64_t part;           /* the multipart upload's part size */
+};
+/* Whether path is an S3 location (s3://). */
+bool sv_source_is_s3(const char *path);
+/* The place of location s3://BUCKET/KEY: the -o s3_* options, then the
+ * environment (AWS_ENDPOINT_URL[_S3], AWS_REGION, AWS_DEFAULT_REGION,
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+ * AWS_PROFILE), then ~/.aws/credentials and ~/.aws/config. */
+int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err);
+void sv_s3_place_fini(struct sv_s3_place *p);
+/* Appends s percent-encoded as S3 signs it (all but the unreserved bytes,
+ * and '/' if slash). */
+int sv_s3_encode(struct sv_buf *b, const char *s, bool slash);
+/* "Code: Message" of an S3 error body ("" if it is not one). */
+void sv_s3_error_text(const char *body, size_t n, char *out, size_t cap);
+/* The text of the first <tag> in an XML body ("" if none). */
+void sv_s3_xml_text(const char *body, size_t n, const char *tag, char *out, size_t cap);
+
 /* A read-only file source holding a copy of p[0..n) (memory). */
 int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err);
 void sv_source_free(struct sv_source *s);
@@ -215,6 +256,7 @@ int sv_source_flock_lock(struct sv_source *s, struct sv_err *err);
 void sv_source_flock_unlock(struct sv_source *s);
 int sv_source_look_path(struct sv_source *s, struct stat *now);
 int sv_source_held_fd(struct sv_source *s, struct stat *now);
-extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops, sv_source_http_ops;
+extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops, sv_source_http_ops,
+	sv_source_s3_ops;
 
 #endif

@@ -1,0 +1,241 @@
+#!/bin/bash
+# s3.sh - containers in an S3 store: Ceph's RADOS Gateway on a one-node
+# cluster, started here on loopback ports (rgw.sh).  Containers made by the
+# project's writers are put in a bucket; each, mounted from its s3:// place,
+# shows the tree its local file shows, byte for byte.  A level edited
+# through the mount is uploaded whole with If-Match (in parts above the
+# part size) and the store then holds what the edit made; a world and a
+# NetHack log are read-only there, and the mount says why.  Another writer
+# between the last check and the upload gets a 412: the commit is refused,
+# its object kept.  Credentials from the environment, from
+# ~/.aws/credentials by profile, and a wrong secret, a missing bucket or
+# key and an unreachable store: a message and an exit code.
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/e2e/rgw.sh
+. "$(dirname "$0")/rgw.sh"
+
+need_fuse
+need_python
+rgw_need
+for t in "$MKDATAFILE" "$MKSBDB" "$MKRECORDING" "$MKDOODLE" "$MKNHGAME"; do
+	[ -x "$t" ] || die "$t is not an executable (build first)"
+done
+
+trap 'rgw_stop; _sv_cleanup' EXIT
+rgw_start "$TMP/rgw"
+
+# The user's credentials, as the usual variables give them.
+export AWS_ACCESS_KEY_ID=$RGW_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET
+export AWS_ENDPOINT_URL=$RGW_ENDPOINT
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_REGION AWS_DEFAULT_REGION
+export HOME="$TMP/home"
+mkdir -p "$HOME"
+
+expect_eq "a bucket made" 200 "$(s3curl -o /dev/null -w '%{http_code}' -X PUT "$RGW_ENDPOINT/saves")"
+
+src="$TMP/src"
+mkdir -p "$src"
+"$MKDATAFILE" gen "$src/arena.map" --data 6 --payload 30K --items 4 --seed 5 > /dev/null ||
+	die "mkdatafile failed"
+"$MKDOODLE" level "$src/castle.level" --container zip --chunks rle --count 3000 --seed 1 \
+	> /dev/null || die "mkdoodle failed"
+"$MKSBDB" world "$src/world.world" > /dev/null || die "mksbdb world failed"
+"$MKNHGAME" "$src/game.nhgame" --turns 2000 --seed 1 > /dev/null || die "mknhgame failed"
+"$MKRECORDING" compacted "$src/run.hcrp" -n 40000 -k 20 -e 1 -z 3 --quiet ||
+	die "mkrecording failed"
+for f in arena.map castle.level world.world game.nhgame run.hcrp; do
+	expect_eq "$f put in the bucket" 200 \
+		"$(s3curl -o /dev/null -w '%{http_code}' -T "$src/$f" "$RGW_ENDPOINT/saves/$f")"
+done
+
+# source_field MNT KEY: /.savefs/info's source.KEY.
+source_field()
+{
+	"$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["source"][sys.argv[2]])' \
+		"$1/.savefs/info" "$2"
+}
+
+# ---- each format: the same tree as its local file ----
+for f in arena.map castle.level world.world game.nhgame run.hcrp; do
+	mount_sv "s3://saves/$f" "$TMP/remote-$f" -o noindex || continue
+	mount_sv "$src/$f" "$TMP/local-$f" -o ro,noindex || { umount_sv "$TMP/remote-$f"; continue; }
+	M="$TMP/remote-$f"
+	expect_eq "$f: the source" "S3 object" "$(source_field "$M" kind)"
+	case $f in
+	world.world)
+		expect_eq "$f: read-only" True "$(json_field "$M/.savefs/info" read_only)"
+		log_has "$f: why read-only" "s3://saves/$f: an S3 object is written only whole, and a btreedb5 container is changed in place: mounted read-only" ;;
+	game.nhgame)
+		expect_eq "$f: read-only" True "$(json_field "$M/.savefs/info" read_only)"
+		log_has "$f: why read-only" "s3://saves/$f: an S3 object is written only whole, and a nethack container is grown by appending: mounted read-only" ;;
+	*)
+		expect_eq "$f: writable" False "$(json_field "$M/.savefs/info" read_only)" ;;
+	esac
+	same_trees "$f" "$TMP/local-$f" "$M" 5
+	umount_sv "$TMP/local-$f"
+	umount_sv "$TMP/remote-$f"
+done
+
+# The command line reads the same place.
+cmp -s <("$SAVEFS" cat s3://saves/castle.level chunks/0/0,0.txt) \
+	<("$SAVEFS" cat "$src/castle.level" chunks/0/0,0.txt) ||
+	fail "savefs cat of s3://saves/castle.level: other bytes than the local file's"
+
+# ---- write-back: one PUT with If-Match ----
+# edit_chunk MNT: the first pixel of chunks/0/0,0.txt's first row set to
+# colour 1, with sed -i (a new file renamed over the old one).
+edit_chunk()
+{
+	local t="$1/chunks/0/0,0.txt" l
+	l=$(grep -c '^#' "$t")
+	sed -i "$((l + 1))s/^./$2/" "$t"
+}
+M="$TMP/edit"
+mount_sv "s3://saves/castle.level" "$M" -o noindex || die "cannot mount castle.level"
+CHECKS=$((CHECKS + 1))
+edit_chunk "$M" 1 || fail "the edit of castle.level failed: $(tail -n 2 "$M/.savefs/log")"
+log_has "the commit" "committed s3://saves/castle.level"
+cp -- "$M/chunks/0/0,0.txt" "$TMP/edited.txt"
+umount_sv "$M"
+s3curl -o "$TMP/castle.after" "$RGW_ENDPOINT/saves/castle.level" || fail "cannot get castle.level"
+cmp -s "$TMP/edited.txt" <("$SAVEFS" cat "$TMP/castle.after" chunks/0/0,0.txt) ||
+	fail "castle.level in the store: not the edited chunk"
+"$PYTHON" -c 'import sys, zipfile; sys.exit(zipfile.ZipFile(sys.argv[1]).testzip() is not None)' \
+	"$TMP/castle.after" || fail "castle.level in the store: not a sound zip"
+cmp -s "$TMP/castle.after" "$src/castle.level" && fail "castle.level in the store: unchanged"
+# The other chunks are as they were.
+"$SAVEFS" extract "$TMP/castle.after" "$TMP/after.x" > /dev/null || fail "extract after"
+"$SAVEFS" extract "$src/castle.level" "$TMP/before.x" > /dev/null || fail "extract before"
+expect_eq "chunks that differ after the edit" "chunks/0/0,0.bin chunks/0/0,0.png chunks/0/0,0.txt" \
+	"$(cd "$TMP" && diff -rq before.x after.x | sed 's|^Files before.x/\([^ ]*\) and .*|\1|' |
+		grep '^chunks/' | sort | tr '\n' ' ' | sed 's/ $//')"
+
+# ---- write-back in parts ----
+"$MKDOODLE" level "$src/big.level" --container zip --chunks rle --count 70000 --seed 3 \
+	> /dev/null || die "mkdoodle failed"
+expect_eq "big.level put" 200 \
+	"$(s3curl -o /dev/null -w '%{http_code}' -T "$src/big.level" "$RGW_ENDPOINT/saves/big.level")"
+M="$TMP/big"
+mount_sv "s3://saves/big.level" "$M" -o noindex,s3_part_size=5M || die "cannot mount big.level"
+CHECKS=$((CHECKS + 1))
+edit_chunk "$M" 2 || fail "the edit of big.level failed: $(tail -n 2 "$M/.savefs/log")"
+cp -- "$M/chunks/0/0,0.txt" "$TMP/big-edited.txt"
+# A second edit: the object the first left is the one If-Match names.
+CHECKS=$((CHECKS + 1))
+edit_chunk "$M" 3 || fail "the second edit of big.level failed: $(tail -n 2 "$M/.savefs/log")"
+umount_sv "$M"
+size=$(stat -c %s "$src/big.level")
+parts=$(( (size + 5242879) / 5242880 ))
+[ "$parts" -ge 2 ] || die "big.level is $size bytes: not above one part"
+expect_eq "big.level's ETag: a multipart upload's of $parts parts" "-$parts" \
+	"$(s3curl -I "$RGW_ENDPOINT/saves/big.level" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: "[0-9a-f]*\(-[0-9]*\)"$/\1/p')"
+s3curl -o "$TMP/big.after" "$RGW_ENDPOINT/saves/big.level" || fail "cannot get big.level"
+expect_eq "big.level's edited row" 3 \
+	"$("$SAVEFS" cat "$TMP/big.after" chunks/0/0,0.txt | sed -n "$(( $(grep -c '^#' "$TMP/big-edited.txt") + 1 ))p" | cut -c1)"
+
+# ---- another writer ----
+# Before the commit: its check (a look) finds another object, and the
+# edit is refused.
+M="$TMP/race"
+mount_sv "s3://saves/castle.level" "$M" -o noindex || die "cannot mount castle.level"
+l=$(grep -c '^#' "$M/chunks/0/0,0.txt")
+sed "$((l + 1))s/^./4/" "$M/chunks/0/0,0.txt" > "$TMP/mine.txt"
+"$MKDOODLE" level "$TMP/other.level" --container zip --chunks rle --count 3000 --seed 9 \
+	> /dev/null || die "mkdoodle failed"
+s3curl -o /dev/null -T "$TMP/other.level" "$RGW_ENDPOINT/saves/castle.level"
+write_fails "an edit after another writer" "Device or resource busy" \
+	cp -- "$TMP/mine.txt" "$M/chunks/0/0,0.txt"
+log_has "another writer: the reason" "s3://saves/castle.level was replaced by another file since it was read"
+umount_sv "$M"
+s3curl -o "$TMP/store.now" "$RGW_ENDPOINT/saves/castle.level"
+cmp -s "$TMP/store.now" "$TMP/other.level" || fail "another writer: its object was not kept"
+
+# Between the check and the upload (the commit held there): the upload's
+# If-Match gets a 412, and the other writer's object is kept.
+M="$TMP/race2"
+rm -f -- "$TMP/go" "$TMP/go.at"
+SAVEFS_TEST_WAIT_AT=upload-checked SAVEFS_TEST_WAIT_FILE="$TMP/go" \
+	mount_sv "s3://saves/castle.level" "$M" -o noindex || die "cannot mount castle.level"
+cp -- "$TMP/mine.txt" "$M/chunks/0/0,0.txt" 2> "$TMP/cp.err" &
+cp_pid=$!
+wait_for "the commit at its upload" test -e "$TMP/go.at"
+"$MKDOODLE" level "$TMP/third.level" --container zip --chunks rle --count 3000 --seed 10 \
+	> /dev/null || die "mkdoodle failed"
+s3curl -o /dev/null -T "$TMP/third.level" "$RGW_ENDPOINT/saves/castle.level"
+touch -- "$TMP/go"
+CHECKS=$((CHECKS + 1))
+if wait "$cp_pid"; then
+	fail "an upload over another writer's object succeeded"
+fi
+grep -q "Device or resource busy" "$TMP/cp.err" || fail "412: cp's error: $(cat "$TMP/cp.err")"
+log_has "412: the reason" "s3://saves/castle.level was changed by another writer since it was read (412 to If-Match "
+umount_sv "$M"
+s3curl -o "$TMP/store.now" "$RGW_ENDPOINT/saves/castle.level"
+cmp -s "$TMP/store.now" "$TMP/third.level" || fail "412: the other writer's object was not kept"
+
+# ---- the store gone mid-use, and back ----
+M="$TMP/gone"
+mount_sv "s3://saves/run.hcrp" "$M" -o noindex,cache=1M || die "cannot mount run.hcrp"
+ls "$M/chunks" > "$TMP/chunks" || fail "cannot list chunks/"
+last=$(tail -n 1 "$TMP/chunks")
+rgw_gateway_stop
+CHECKS=$((CHECKS + 1))
+if timeout 120 cat "$M/chunks/$last" > /dev/null 2> "$TMP/err"; then
+	fail "chunks/$last read with the store stopped"
+elif [ $? -eq 124 ]; then
+	fail "a read with the store stopped hung"
+else
+	grep -q "Input/output error" "$TMP/err" || fail "store stopped: not EIO: $(cat "$TMP/err")"
+fi
+log_has "store stopped: the reason" "s3://saves/run.hcrp: Failed to connect to 127.0.0.1 port ${RGW_ENDPOINT##*:}"
+rgw_gateway_start
+cmp -s <(cat "$M/chunks/$last") <("$SAVEFS" cat "$src/run.hcrp" "chunks/$last") ||
+	fail "chunks/$last: the store back, a wrong read"
+umount_sv "$M"
+
+# ---- credentials from a profile, and errors ----
+mkdir -p "$HOME/.aws"
+printf '[default]\naws_access_key_id = nobody\naws_secret_access_key = x\n\n[tester]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
+	"$RGW_KEY" "$RGW_SECRET" > "$HOME/.aws/credentials"
+(
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	AWS_PROFILE=tester "$SAVEFS" cat s3://saves/arena.map .savefs/info > /dev/null 2> "$TMP/err"
+	echo "$?" > "$TMP/rc.profile"
+	"$SAVEFS" ls -o s3_profile=tester s3://saves/arena.map > /dev/null 2>> "$TMP/err"
+	echo "$?" >> "$TMP/rc.profile"
+	"$SAVEFS" ls s3://saves/arena.map > /dev/null 2> "$TMP/err.default"
+	echo "$?" >> "$TMP/rc.profile"
+	AWS_PROFILE=nosuch "$SAVEFS" ls s3://saves/arena.map > /dev/null 2> "$TMP/err.nosuch"
+	echo "$?" >> "$TMP/rc.profile"
+)
+expect_eq "AWS_PROFILE=tester, -o s3_profile=tester, default, a profile not there: exit codes" \
+	"0 0 3 3" "$(tr '\n' ' ' < "$TMP/rc.profile" | sed 's/ $//')"
+expect_eq "the default profile's unknown key" \
+	"savefs: s3://saves/arena.map: 403 (InvalidAccessKeyId: the store knows no such access key)" \
+	"$(cat "$TMP/err.default")"
+expect_eq "a profile not there" \
+	"savefs: s3://saves/arena.map: no profile nosuch in ~/.aws/credentials or ~/.aws/config" \
+	"$(cat "$TMP/err.nosuch")"
+AWS_SECRET_ACCESS_KEY=wrong expect_exit "a wrong secret" 3 \
+	"savefs: s3://saves/arena.map: 403 (SignatureDoesNotMatch: the request's signature does not match: a wrong secret key)" \
+	"$SAVEFS" s3://saves/arena.map "$TMP/mnt-none"
+expect_exit "a bucket that does not exist" 3 \
+	"savefs: s3://nosuchbucket/arena.map: 404 (NoSuchBucket: no such bucket)" \
+	"$SAVEFS" s3://nosuchbucket/arena.map "$TMP/mnt-none"
+expect_exit "a key that does not exist" 3 \
+	"savefs: s3://saves/nothing.map: 404 (NoSuchKey: no such key in the bucket)" \
+	"$SAVEFS" s3://saves/nothing.map "$TMP/mnt-none"
+expect_exit "not a bucket's name" 3 \
+	"savefs: s3://no/: a prefix, not an object (s3://BUCKET/KEY)" \
+	"$SAVEFS" s3://no/ "$TMP/mnt-none"
+expect_exit "a part size below S3's least" 2 \
+	"savefs: -o s3_part_size=1M: a size from 5M to 5G (an S3 multipart upload's part) (see savefs --help)" \
+	"$SAVEFS" -o s3_part_size=1M s3://saves/arena.map "$TMP/mnt-none"
+rgw_gateway_stop
+expect_exit "an unreachable store" 3 - "$SAVEFS" s3://saves/arena.map "$TMP/mnt-none"
+grep -q "^savefs: s3://saves/arena.map: Failed to connect to 127.0.0.1 port ${RGW_ENDPOINT##*:} after [0-9]* ms: Couldn't connect to server\$" "$TMP/err" ||
+	fail "an unreachable store: the message: $(cat "$TMP/err")"
+
+finish
