@@ -103,7 +103,7 @@ static int write_in_place(struct sv_container *c, struct sv_err *err)
 		rc = c->fmt->commit_in_place(c, c->src->fd, err);
 	if (!rc) {
 		c->rebuild = true;
-		int e = c->src->ops->held(c->src, &c->src->st);
+		int e = c->src->ops->held ? c->src->ops->held(c->src, &c->src->st) : 0;
 		if (e)
 			rc = sv_err_set(err, -EIO, "fstat: %s", strerror(-e));
 		sv_guard_fingerprint(c, true);
@@ -124,7 +124,8 @@ static void read_again(struct sv_container *c, struct changed_list *changed, boo
 {
 	struct stat now;
 	if (c->src->ops->look(c->src, &now) || now.st_dev != c->src->st.st_dev ||
-	    now.st_ino != c->src->st.st_ino || c->src->ops->held(c->src, &c->src->st))
+	    now.st_ino != c->src->st.st_ino ||
+	    (c->src->ops->held && c->src->ops->held(c->src, &c->src->st)))
 		return;
 	struct sv_err e;
 	sv_err_clear(&e);
@@ -661,7 +662,8 @@ int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc,
 	struct changed_list changed = {0};
 	if (rc < 0)
 		return rc;
-	c->src->ops->held(c->src, &c->src->st);
+	if (c->src->ops->held)
+		c->src->ops->held(c->src, &c->src->st);
 	if (rc == 1) {
 		rc = sv_reindex(c, &changed, err);
 		if (rc) {

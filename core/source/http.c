@@ -1000,6 +1000,422 @@ const struct sv_source_ops sv_source_s3_ops = {
 	.close = http_close,
 };
 
+/* ---- a prefix in an S3 store: a directory of member objects ---------------------------- */
+
+/*
+ * s3://BUCKET/PREFIX/ as a directory source (a recording being written:
+ * a preamble and segments, each an object under the prefix).  A member is
+ * asked for when it is wanted: a HEAD for its stat (its identity is its
+ * ETag's, as an object's), a ranged GET for a read, checked against the
+ * size asked; a member replaced is PUT with If-Match on the ETag of the
+ * member as read (If-None-Match: * for a new one), so that another
+ * writer's member is never overwritten.  The prefix itself has no bytes,
+ * and its identity is its location's.
+ */
+
+static int member_url(const struct http *h, const char *name, char *out, size_t cap,
+		      struct sv_err *err)
+{
+	if (!sv_name_ok(name) || strchr(name, '/'))
+		return sv_err_set(err, -EINVAL, "\"%s\" cannot name a member", name);
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int rc = sv_buf_printf(&b, "%s", h->url) || sv_s3_encode(&b, name, false) ||
+		 sv_buf_add(&b, "", 1);
+	if (!rc && b.len > cap)
+		rc = sv_err_set(err, -ENAMETOOLONG, "%s%s: the URL is too long", h->s.path, name);
+	else if (rc)
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (!rc)
+		memcpy(out, b.p, b.len);
+	sv_buf_fini(&b);
+	return rc;
+}
+
+/* A member's answer other than the one wanted: -errno and the reason. */
+static int member_failed(const struct http *h, const char *name, const struct reply *r,
+			 struct sv_err *err)
+{
+	char a[600];
+	return sv_err_set(err, status_errno(r->status), "%s%s: %s", h->s.path, name,
+			  answer(r, a, sizeof a));
+}
+
+/* A member's stat and ETag (a HEAD). */
+static int member_head(struct sv_source *s, const char *name, struct stat *st, char *etag,
+		       size_t cap, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	char url[4096];
+	int rc = member_url(h, name, url, sizeof url, err);
+	if (rc)
+		return rc;
+	struct call k = {"HEAD", url, 0, 0, NULL, NULL};
+	struct reply r;
+	rc = exchange(h, &k, NULL, 0, &r, err);
+	if (!rc && r.status != 200)
+		rc = member_failed(h, name, &r, err);
+	sv_buf_fini(&r.text);
+	if (rc)
+		return rc;
+	identity(st, url, r.length == UINT64_MAX ? 0 : r.length, r.etag, r.modified);
+	st->st_mode = S_IFREG | 0644;
+	if (etag)
+		snprintf(etag, cap, "%s", r.etag);
+	return 0;
+}
+
+static int prefix_member_stat(struct sv_source *s, const char *name, struct stat *st,
+			      struct sv_err *err)
+{
+	struct sv_err local;
+	return member_head(s, name, st, NULL, 0, err ? err : &local);
+}
+
+/* A GET of member bytes [off, off + n) (n 0: the whole member, at most
+ * max bytes) into out. */
+static int member_get(struct sv_source *s, const char *name, uint64_t off, size_t n,
+		      uint64_t max, struct sv_buf *out, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	char url[4096];
+	int rc = member_url(h, name, url, sizeof url, err);
+	if (rc)
+		return rc;
+	if (n && sv_buf_reserve(out, n))
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	struct call k = {"GET", url, off, n, NULL, NULL};
+	struct reply r;
+	if (n) {
+		rc = exchange(h, &k, out->p + out->len, n, &r, err);
+	} else {
+		/* The whole member, as text (its length is checked below). */
+		rc = exchange(h, &k, NULL, 0, &r, err);
+	}
+	if (!rc && r.status != (n ? 206 : 200) && !(n && r.status == 200 && off == 0 &&
+						    r.got == n && r.length == n))
+		rc = r.status == 416 ? sv_err_set(err, -EBADMSG, "%s%s: bytes %llu+%zu lie past "
+						  "its end", h->s.path, name,
+						  (unsigned long long)off, n)
+				     : member_failed(h, name, &r, err);
+	if (!rc && n && (r.got != n || (r.status == 206 && (r.first != off ||
+							     r.last != off + n - 1))))
+		rc = sv_err_set(err, r.got < n ? -EBADMSG : -EIO, "%s%s: %zu of %zu bytes at %llu "
+				"arrived", h->s.path, name, r.got, n, (unsigned long long)off);
+	if (!rc && !n) {
+		if (r.length != UINT64_MAX && r.length > max)
+			rc = sv_err_set(err, -EFBIG, "%s%s: %llu bytes, more than the %llu allowed",
+					h->s.path, name, (unsigned long long)r.length,
+					(unsigned long long)max);
+		else if (r.text.len >= HTTP_TEXT_MAX && HTTP_TEXT_MAX <= max)
+			rc = sv_err_set(err, -EFBIG, "%s%s: more than %u bytes", h->s.path, name,
+					HTTP_TEXT_MAX);
+		else if (r.length != UINT64_MAX && r.text.len != r.length)
+			rc = sv_err_set(err, -EIO, "%s%s: %zu of %llu bytes arrived", h->s.path,
+					name, r.text.len, (unsigned long long)r.length);
+		else if (sv_buf_add(out, r.text.p, r.text.len))
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+		if (!rc)
+			__atomic_add_fetch(&h->s.fetched, r.text.len, __ATOMIC_RELAXED);
+	} else if (!rc) {
+		out->len += n;
+	}
+	sv_buf_fini(&r.text);
+	return rc;
+}
+
+/*
+ * A member's bytes: the whole member is fetched at its first read (a
+ * segment is written once, and read chunk after chunk) and kept in the
+ * container's cache under its name's hash; one larger than
+ * HTTP_MEMBER_WHOLE is read by range, each read a request.
+ */
+#define HTTP_MEMBER_WHOLE (8u << 20)
+
+static int prefix_member_pread(struct sv_source *s, const char *name, uint64_t off, void *buf,
+			       size_t n, struct sv_err *err)
+{
+	if (!n)
+		return 0;
+	uint64_t key = XXH3_64bits(name, strlen(name)) | (1ull << 63);
+	struct sv_blob *whole = s->cache ? sv_cache_get(s->cache, key) : NULL;
+	int rc = 0;
+	if (!whole && s->cache) {
+		struct sv_buf b;
+		sv_buf_init(&b);
+		struct sv_err e;
+		sv_err_clear(&e);
+		rc = member_get(s, name, 0, 0, HTTP_MEMBER_WHOLE, &b, &e);
+		if (!rc && (whole = sv_blob_dup(b.p, b.len)))
+			sv_cache_put(s->cache, key, whole);
+		sv_buf_fini(&b);
+		if (rc && rc != -EFBIG) {
+			*err = e;
+			return rc;
+		}
+		rc = 0;
+	}
+	if (whole) {
+		if (off > whole->len || n > whole->len - off)
+			rc = sv_err_set(err, -EBADMSG, "%s%s: bytes %llu+%zu lie past its end "
+					"(%zu bytes)", s->path, name, (unsigned long long)off, n,
+					whole->len);
+		else
+			memcpy(buf, whole->data + off, n);
+		sv_blob_unref(whole);
+		return rc;
+	}
+	struct sv_buf b;
+	sv_buf_init(&b);
+	rc = member_get(s, name, off, n, 0, &b, err);
+	if (!rc)
+		memcpy(buf, b.p, n);
+	sv_buf_fini(&b);
+	return rc;
+}
+
+static int prefix_member_read_all(struct sv_source *s, const char *name, uint64_t max,
+				  struct sv_buf *out, struct sv_err *err)
+{
+	return member_get(s, name, 0, 0, max, out, err);
+}
+
+/* XML's five entities in place. */
+static void xml_unescape(char *t)
+{
+	static const struct { const char *e; char c; } ents[] = {
+		{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''},
+	};
+	char *w = t;
+	for (const char *p = t; *p;) {
+		size_t i;
+		for (i = 0; i < sizeof ents / sizeof *ents; i++)
+			if (!strncmp(p, ents[i].e, strlen(ents[i].e)))
+				break;
+		if (i < sizeof ents / sizeof *ents) {
+			*w++ = ents[i].c;
+			p += strlen(ents[i].e);
+		} else {
+			*w++ = *p++;
+		}
+	}
+	*w = '\0';
+}
+
+/* Every object directly under the prefix, a page of ListObjectsV2 at a
+ * time. */
+static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
+			      void *arg, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	struct sv_buf pre, tok, q;
+	sv_buf_init(&pre);
+	sv_buf_init(&tok);
+	sv_buf_init(&q);
+	size_t plen = strlen(h->place.key);
+	int rc = sv_s3_encode(&pre, h->place.key, false) || sv_buf_add(&pre, "", 1)
+			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	bool more = true;
+	for (unsigned page = 0; !rc && more; page++) {
+		char url[8192];
+		q.len = 0;
+		/* The query's keys in order: SigV4 signs them sorted. */
+		if ((tok.len && sv_buf_printf(&q, "continuation-token=%s&", (const char *)tok.p)) ||
+		    sv_buf_printf(&q, "delimiter=%%2F&list-type=2&prefix=%s", (const char *)pre.p)) {
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		if ((size_t)snprintf(url, sizeof url, "%s?%.*s", h->place.bucket_url, (int)q.len,
+				     (const char *)q.p) >= sizeof url) {
+			rc = sv_err_set(err, -ENAMETOOLONG, "%s: the URL is too long", s->path);
+			break;
+		}
+		struct call k = {"GET", url, 0, 0, NULL, NULL};
+		struct reply r;
+		rc = exchange(h, &k, NULL, 0, &r, err);
+		if (!rc && r.status != 200) {
+			char a[600];
+			rc = sv_err_set(err, status_errno(r.status), "cannot list %s: %s", s->path,
+					answer(&r, a, sizeof a));
+		}
+		if (!rc && r.text.len >= HTTP_TEXT_MAX)
+			rc = sv_err_set(err, -EIO, "cannot list %s: a page of more than %u bytes",
+					s->path, HTTP_TEXT_MAX);
+		const char *t = (const char *)r.text.p, *end = t + r.text.len;
+		while (!rc && t && t < end) {
+			const char *c = memmem(t, (size_t)(end - t), "<Key>", 5);
+			if (!c)
+				break;
+			c += 5;
+			const char *ce = memmem(c, (size_t)(end - c), "</Key>", 6);
+			if (!ce)
+				break;
+			char name[1100];
+			if ((size_t)(ce - c) < sizeof name) {
+				memcpy(name, c, (size_t)(ce - c));
+				name[ce - c] = '\0';
+				xml_unescape(name);
+				if (!strncmp(name, h->place.key, plen) && name[plen] &&
+				    !strchr(name + plen, '/'))
+					rc = fn(arg, name + plen);
+			}
+			t = ce + 6;
+		}
+		char v[1100] = "";
+		if (!rc)
+			sv_s3_xml_text((const char *)r.text.p, r.text.len, "IsTruncated", v, sizeof v);
+		more = !rc && !strcmp(v, "true");
+		if (more) {
+			sv_s3_xml_text((const char *)r.text.p, r.text.len, "NextContinuationToken", v,
+				       sizeof v);
+			xml_unescape(v);
+			tok.len = 0;
+			if (!v[0] || page > 1000000)
+				rc = sv_err_set(err, -EIO, "cannot list %s: a truncated page without "
+						"a continuation", s->path);
+			else if (sv_s3_encode(&tok, v, false) || sv_buf_add(&tok, "", 1))
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+		}
+		sv_buf_fini(&r.text);
+	}
+	sv_buf_fini(&pre);
+	sv_buf_fini(&tok);
+	sv_buf_fini(&q);
+	return rc;
+}
+
+/* A member put whole: If-Match on the ETag of the member as `expect`
+ * was read (a HEAD proves it is still that one; the PUT's condition holds
+ * it so), If-None-Match: * for a new one. */
+static int prefix_member_replace(struct sv_source *s, const char *name, const char *tmp_prefix,
+				 const void *p, size_t n, const struct stat *expect,
+				 struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	(void)tmp_prefix;
+	char url[4096], cond[300] = "If-None-Match: *", etag[256], bare[256];
+	int rc = member_url(h, name, url, sizeof url, err);
+	if (rc)
+		return rc;
+	if (expect) {
+		struct stat now;
+		rc = member_head(s, name, &now, etag, sizeof etag, err);
+		if (rc == -ENOENT || (!rc && (now.st_ino != expect->st_ino ||
+					      now.st_size != expect->st_size)))
+			return sv_err_set(err, -EBUSY, "%s%s was replaced by another writer since "
+					  "it was read: the edit is not applied", s->path, name);
+		if (rc)
+			return rc;
+		bare_etag(etag, bare, sizeof bare);
+		snprintf(cond, sizeof cond, "If-Match: %s", bare);
+	}
+	struct upload up = {-1, p, 0, n, 0};
+	struct call k = {"PUT", url, 0, 0, cond, &up};
+	struct reply r;
+	rc = exchange(h, &k, NULL, 0, &r, err);
+	if (!rc && r.status == 412)
+		rc = sv_err_set(err, -EBUSY, "%s%s was replaced by another writer since it was "
+				"read (412 to %s): the edit is not applied", s->path, name, cond);
+	else if (!rc && r.status != 200)
+		rc = member_failed(h, name, &r, err);
+	sv_buf_fini(&r.text);
+	return rc;
+}
+
+/* The prefix's identity: its location's, never changing (its members are
+ * the format's to check). */
+static void prefix_identity(const struct http *h, struct stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->st_mode = S_IFDIR | 0755;
+	st->st_nlink = 2;
+	st->st_dev = 0x5a5a;
+	st->st_ino = (ino_t)(XXH3_64bits(h->url, strlen(h->url)) | 1);
+}
+
+static int prefix_look(struct sv_source *s, struct stat *now)
+{
+	prefix_identity((struct http *)s, now);
+	return 0;
+}
+
+const struct sv_source_ops sv_source_s3_prefix_ops = {
+	.kind = "S3 prefix",
+	.remote = true,
+	.look = prefix_look,
+	.member_stat = prefix_member_stat,
+	.member_pread = prefix_member_pread,
+	.member_read_all = prefix_member_read_all,
+	.member_list = prefix_member_list,
+	.member_replace = prefix_member_replace,
+	.close = http_close,
+};
+
+/* A prefix: a first page of its listing tells that it is there. */
+static int open_prefix(const char *location, struct sv_s3_place *place, bool read_only,
+		       struct sv_source **out, struct sv_err *err)
+{
+	pthread_once(&curl_once, curl_init);
+	if (curl_why[0]) {
+		sv_s3_place_fini(place);
+		return sv_err_set(err, -EIO, "%s: %s", location, curl_why);
+	}
+	struct http *h = calloc(1, sizeof *h);
+	char *p = strdup(location);
+	struct sv_buf u;
+	sv_buf_init(&u);
+	if (!h || !p || sv_buf_printf(&u, "%s", place->bucket_url) ||
+	    sv_s3_encode(&u, place->key, true) || sv_buf_add(&u, "", 1)) {
+		free(h);
+		free(p);
+		sv_buf_fini(&u);
+		sv_s3_place_fini(place);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	h->s.ops = &sv_source_s3_prefix_ops;
+	h->s.path = p;
+	h->s.fd = -1;
+	h->s.read_only = read_only;
+	h->url = (char *)u.p;
+	h->s3 = true;
+	h->place = *place;
+	memset(place, 0, sizeof *place);
+	pthread_mutex_init(&h->lock, NULL);
+	prefix_identity(h, &h->s.st);
+	/* One key of the listing: the bucket is there, the credentials are
+	 * good, and something is under the prefix. */
+	struct sv_buf q;
+	sv_buf_init(&q);
+	char url[8192];
+	int rc = sv_buf_printf(&q, "delimiter=%%2F&list-type=2&max-keys=1&prefix=") ||
+			 sv_s3_encode(&q, h->place.key, false) || sv_buf_add(&q, "", 1)
+			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	if (!rc && (size_t)snprintf(url, sizeof url, "%s?%s", h->place.bucket_url,
+				    (const char *)q.p) >= sizeof url)
+		rc = sv_err_set(err, -ENAMETOOLONG, "%s: the URL is too long", location);
+	struct reply r;
+	struct call k = {"GET", url, 0, 0, NULL, NULL};
+	if (!rc)
+		rc = exchange(h, &k, NULL, 0, &r, err);
+	if (!rc) {
+		char a[600];
+		if (r.status != 200)
+			rc = sv_err_set(err, status_errno(r.status), "%s: %s", location,
+					answer(&r, a, sizeof a));
+		else if (!memmem(r.text.p, r.text.len, "<Key>", 5) &&
+			 !memmem(r.text.p, r.text.len, "<CommonPrefixes>", 16))
+			rc = sv_err_set(err, -ENOENT, "%s: no object under this prefix", location);
+		sv_buf_fini(&r.text);
+	}
+	sv_buf_fini(&q);
+	if (rc) {
+		sv_source_free(&h->s);
+		return rc;
+	}
+	*out = &h->s;
+	return 0;
+}
+
 /* ---- opening ------------------------------------------------------------------------- */
 
 /*
@@ -1103,10 +1519,7 @@ int sv_source_open_s3(const char *location, bool read_only, struct sv_source **o
 	int rc = sv_s3_place(location, &place, err);
 	if (rc)
 		return rc;
-	if (!place.key[0] || place.key[strlen(place.key) - 1] == '/') {
-		sv_s3_place_fini(&place);
-		return sv_err_set(err, -EISDIR, "%s: a prefix, not an object (s3://BUCKET/KEY)",
-				  location);
-	}
+	if (!place.key[0] || place.key[strlen(place.key) - 1] == '/')
+		return open_prefix(location, &place, read_only, out, err);
 	return open_remote(location, place.url, &place, read_only, out, err);
 }

@@ -200,7 +200,8 @@ bool sv_source_is_url(const char *path);
 int sv_source_open_http(const char *url, bool read_only, struct sv_source **out, int *why,
 			struct sv_err *err);
 /* An object in an S3 store, s3://BUCKET/KEY (http.c): read by range,
- * written whole with If-Match. */
+ * written whole with If-Match; or a prefix, s3://BUCKET/PREFIX/ (or the
+ * bucket, s3://BUCKET/): a directory of member objects. */
 int sv_source_open_s3(const char *location, bool read_only, struct sv_source **out, int *why,
 		      struct sv_err *err);
 
@@ -257,6 +258,6 @@ void sv_source_flock_unlock(struct sv_source *s);
 int sv_source_look_path(struct sv_source *s, struct stat *now);
 int sv_source_held_fd(struct sv_source *s, struct stat *now);
 extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops, sv_source_http_ops,
-	sv_source_s3_ops;
+	sv_source_s3_ops, sv_source_s3_prefix_ops;
 
 #endif

@@ -78,6 +78,37 @@ for f in arena.map castle.level world.world game.nhgame run.hcrp; do
 	umount_sv "$TMP/remote-$f"
 done
 
+# ---- a segmented recording under a prefix ----
+"$MKRECORDING" segmented "$src/seg" -n 20000 -k 20 -e 1 -z 3 --quiet || die "mkrecording failed"
+for f in "$src/seg"/*; do
+	s3curl -o /dev/null -T "$f" "$RGW_ENDPOINT/saves/runs/seg/${f##*/}" || die "cannot put $f"
+done
+M="$TMP/remote-seg"
+mount_sv "s3://saves/runs/seg/" "$M" -o noindex || die "cannot mount the prefix"
+mount_sv "$src/seg" "$TMP/local-seg" -o ro,noindex || die "cannot mount the local recording"
+expect_eq "the prefix: the source" "S3 prefix" "$(source_field "$M" kind)"
+expect_eq "the prefix: writable" False "$(json_field "$M/.savefs/info" read_only)"
+same_trees "segmented recording" "$TMP/local-seg" "$M" 5
+umount_sv "$TMP/local-seg"
+# Its metadata edited: the preamble object replaced (If-Match), the
+# segments untouched.
+s3curl -o "$TMP/seg.before" "$RGW_ENDPOINT/saves/runs/seg/segment-000.dat"
+check "sed -i on the prefix's metadata.snbt" \
+	sed -i 's/"mkrecording"/"the long way round"/' "$M/metadata.snbt"
+expect_eq "metadata.snbt after the edit" "$(printf '{\n    map: "the long way round"\n}')" \
+	"$(cat "$M/metadata.snbt")"
+umount_sv "$M"
+s3curl -o "$TMP/pre.after" "$RGW_ENDPOINT/saves/runs/seg/preamble.dat"
+grep -q "the long way round" "$TMP/pre.after" || fail "the preamble in the store: not the edited one"
+s3curl -o "$TMP/seg.after" "$RGW_ENDPOINT/saves/runs/seg/segment-000.dat"
+cmp -s "$TMP/seg.before" "$TMP/seg.after" || fail "a segment changed by the metadata's edit"
+expect_exit "a prefix with nothing under it" 3 \
+	"savefs: s3://saves/nothing/: no object under this prefix" \
+	"$SAVEFS" s3://saves/nothing/ "$TMP/mnt-none"
+expect_exit "a prefix in a bucket that does not exist" 3 \
+	"savefs: s3://nosuchbucket/runs/: 404 (NoSuchBucket: no such bucket)" \
+	"$SAVEFS" s3://nosuchbucket/runs/ "$TMP/mnt-none"
+
 # The command line reads the same place.
 cmp -s <("$SAVEFS" cat s3://saves/castle.level chunks/0/0,0.txt) \
 	<("$SAVEFS" cat "$src/castle.level" chunks/0/0,0.txt) ||
@@ -227,9 +258,9 @@ expect_exit "a bucket that does not exist" 3 \
 expect_exit "a key that does not exist" 3 \
 	"savefs: s3://saves/nothing.map: 404 (NoSuchKey: no such key in the bucket)" \
 	"$SAVEFS" s3://saves/nothing.map "$TMP/mnt-none"
-expect_exit "not a bucket's name" 3 \
-	"savefs: s3://no/: a prefix, not an object (s3://BUCKET/KEY)" \
-	"$SAVEFS" s3://no/ "$TMP/mnt-none"
+expect_exit "not a bucket's name" 2 \
+	"savefs: s3://no_such!/x: not s3://BUCKET/KEY (a bucket's name is 1 to 63 letters, digits, '-', '.' and '_')" \
+	"$SAVEFS" 's3://no_such!/x' "$TMP/mnt-none"
 expect_exit "a part size below S3's least" 2 \
 	"savefs: -o s3_part_size=1M: a size from 5M to 5G (an S3 multipart upload's part) (see savefs --help)" \
 	"$SAVEFS" -o s3_part_size=1M s3://saves/arena.map "$TMP/mnt-none"
