@@ -12,7 +12,7 @@ page = open(man).read().replace('\\-', '-').replace('\\ ', ' ')
 page = re.sub(r'\\f[BIRP]', '', page)
 # Options: "-f", "--formats", "-o cache=SIZE" -> "cache=", "-o upgrade" -> "upgrade".
 opts = set(re.findall(r'(?<![\w-])(--?[a-zA-Z][\w-]*)', help_text.split('exit codes:')[0]))
-opts |= {m.group(1) for m in re.finditer(r'-o ([a-z_]+=?)', help_text)}
+opts |= {m.group(1) for m in re.finditer(r'-o ([a-z0-9_]+=?)', help_text)}
 opts.discard('-o')
 missing = sorted(o for o in opts if o.lstrip('-') and
                  not re.search(r'(?<![\w-])' + re.escape(o), page))
