@@ -63,7 +63,7 @@ rgw_gateway_stop()
 {
 	[ -n "$RGW_GW_PID" ] || return 0
 	kill "$RGW_GW_PID" 2> /dev/null
-	wait "$RGW_GW_PID" 2> /dev/null
+	wait "$RGW_GW_PID" 2> /dev/null || true
 	RGW_GW_PID=
 }
 
@@ -147,7 +147,7 @@ rgw_stop()
 	local pid
 	for pid in "${RGW_PIDS[@]}"; do
 		kill "$pid" 2> /dev/null
-		wait "$pid" 2> /dev/null
+		wait "$pid" 2> /dev/null || true
 	done
 	RGW_PIDS=()
 }
