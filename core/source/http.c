@@ -42,6 +42,8 @@
 
 #define HTTP_BLOCK (256u << 10)
 #define HTTP_WINDOW_MAX (8u << 20)
+#define HTTP_WHOLE_MAX (32u << 20)  /* an object fetched whole at its first miss */
+#define HTTP_IN_FLIGHT 4             /* requests at once for it */
 #define HTTP_IDLE 8                  /* easy handles kept with their connections */
 #define HTTP_CONNECT_MS 10000L
 #define HTTP_STALL_S 30L             /* a transfer slower than 1 byte/s this long fails */
@@ -62,6 +64,7 @@ struct http {
 	uint32_t window;              /* blocks the next sequential fetch takes */
 	uint32_t stored;              /* blocks put on disk since the last trim */
 	bool changed;                 /* a 412: the object is not the one opened */
+	bool whole_tried;             /* a small object's whole fetch was made */
 	bool s3;                      /* an object in an S3 store: */
 	struct sv_s3_place place;     /* where, and the credentials */
 };
@@ -573,8 +576,81 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 	return rc;
 }
 
+/* One run of blocks fetched by a thread of fetch_rest(). */
+struct run {
+	struct http *h;
+	uint64_t b;
+	uint32_t k;
+	int rc;
+	struct sv_err err;
+	pthread_t thread;
+	bool started;
+};
+
+static void *run_main(void *arg)
+{
+	struct run *r = arg;
+	struct sv_blob *unused = NULL;
+	r->rc = fetch(r->h, r->b, r->k, UINT64_MAX, &unused, &r->err);
+	return NULL;
+}
+
+/*
+ * A small object (HTTP_WHOLE_MAX, and half the cache at most) is fetched
+ * whole at its first miss: every block not yet held, in runs of up to
+ * HTTP_WINDOW_MAX, HTTP_IN_FLIGHT requests at a time.  A reader going
+ * through an index at random (a recording's ticks) then costs a few
+ * requests in all, not one per block.  0, or the first run's failure.
+ */
+static int fetch_rest(struct http *h, struct sv_err *err)
+{
+	uint64_t blocks = (h->size + HTTP_BLOCK - 1) / HTTP_BLOCK;
+	struct run runs[HTTP_IN_FLIGHT];
+	int rc = 0;
+	uint64_t b = h->head ? 1 : 0;
+	while (!rc && b < blocks) {
+		size_t n = 0;
+		while (n < HTTP_IN_FLIGHT && b < blocks) {
+			/* Skip what is held; a run of what is not. */
+			struct sv_blob *have = h->s.cache ? sv_cache_get(h->s.cache, b) : NULL;
+			if (have) {
+				sv_blob_unref(have);
+				b++;
+				continue;
+			}
+			uint32_t k = 1;
+			while (b + k < blocks && k < HTTP_WINDOW_MAX / HTTP_BLOCK)
+				k++;
+			struct run *r = &runs[n++];
+			memset(r, 0, sizeof *r);
+			r->h = h;
+			r->b = b;
+			r->k = k;
+			sv_err_clear(&r->err);
+			b += k;
+		}
+		for (size_t i = 0; i < n; i++)
+			runs[i].started = i > 0 && !pthread_create(&runs[i].thread, NULL, run_main,
+								   &runs[i]);
+		run_main(&runs[0]);
+		for (size_t i = 1; i < n; i++) {
+			if (runs[i].started)
+				pthread_join(runs[i].thread, NULL);
+			else
+				run_main(&runs[i]);
+		}
+		for (size_t i = 0; i < n && !rc; i++)
+			if (runs[i].rc) {
+				rc = runs[i].rc;
+				*err = runs[i].err;
+			}
+	}
+	return rc;
+}
+
 /* Block b's bytes: the head, the cache, or a fetch (of a run of blocks
- * when the reader goes on where the last fetch ended). */
+ * when the reader goes on where the last fetch ended; of the whole object
+ * when it is small). */
 static int block(struct http *h, uint64_t b, struct sv_blob **out, struct sv_err *err)
 {
 	*out = NULL;
@@ -590,6 +666,22 @@ static int block(struct http *h, uint64_t b, struct sv_blob **out, struct sv_err
 		return 0;
 	}
 	uint64_t blocks = (h->size + HTTP_BLOCK - 1) / HTTP_BLOCK;
+	pthread_mutex_lock(&h->lock);
+	struct sv_cache_stats cs = {0};
+	if (h->s.cache && !h->whole_tried)
+		sv_cache_stats(h->s.cache, &cs);
+	bool whole = h->s.cache && !h->whole_tried && h->size <= HTTP_WHOLE_MAX &&
+		     h->size <= cs.cap / 2;
+	h->whole_tried = true;
+	pthread_mutex_unlock(&h->lock);
+	if (whole) {
+		int rc = fetch_rest(h, err);
+		if (!rc && (*out = sv_cache_get(h->s.cache, b)))
+			return 0;
+		if (rc)
+			return rc;
+		/* Evicted meanwhile: fetched again below. */
+	}
 	pthread_mutex_lock(&h->lock);
 	uint32_t k = 1;
 	if (h->s.cache && b == h->next) {

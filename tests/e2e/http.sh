@@ -193,6 +193,24 @@ cmp -s "$TMP/texts.first" <(cat "$TMP/local-run.hcrp/chunks/"*.txt 2> /dev/null 
 	"$SAVEFS" extract "$www/run.hcrp" "$TMP/run.extracted" > /dev/null &&
 	cat "$TMP/run.extracted/chunks/"*.txt) || fail "the chunks' texts are not the local file's"
 
+# ---- a small object is fetched whole at its first miss ----
+# run.hcrp (1.4 MB, within half the default 64 MiB cache): the first read
+# past the first block fetches the rest in one request (runs of 8 MiB, a
+# few at once), so every chunk's text costs two requests in all.
+M="$TMP/whole"
+before=$(wc -l < "$TMP/nginx/access.log")
+mount_sv "$base/run.hcrp" "$M" -o noindex || die "cannot mount run.hcrp"
+cat "$M"/chunks/*.txt > "$TMP/texts.whole" || fail "whole: cannot read the chunks"
+expect_eq "a small object read through: requests" 2 "$(source_field "$M" requests)"
+umount_sv "$M"
+expect_eq "a small object read through: requests nginx saw" 2 \
+	"$(( $(wc -l < "$TMP/nginx/access.log") - before ))"
+size=$(stat -c %s "$www/run.hcrp")
+expect_eq "the second request: the rest of the object" \
+	"GET 206 \"bytes=262144-$((size - 1))\"" \
+	"$(tail -n 1 "$TMP/nginx/access.log" | cut -d' ' -f1-3)"
+cmp -s "$TMP/texts.first" "$TMP/texts.whole" || fail "whole: other bytes than block by block"
+
 # ---- the server stopped mid-use, then back ----
 # A 2 MB object read through a 1 MiB cache: the blocks are fetched as read.
 M="$TMP/stop"
