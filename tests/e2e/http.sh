@@ -9,7 +9,8 @@
 # an object replaced on the server is never mixed with the old one (412
 # to If-Match: EIO, the reason in the log); a missing object, an
 # unreachable server and a server that does not answer ranges fail the
-# mount with a message and exit code 3 or 5.
+# mount with a message and exit code 3 or 5; a slow server (half a second
+# of round trip) is slow, never failed.
 
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -234,6 +235,30 @@ cmp <(cat "$M/chunks/$last") <(cat "$TMP/local-run.hcrp/chunks/$last" 2> /dev/nu
 	"$SAVEFS" cat "$www/run.hcrp" "chunks/$last") ||
 	fail "chunks/$last: the server back, a wrong read"
 umount_sv "$M"
+
+# ---- a slow server ----
+# Half a second of round trip added to every connection (the bench's delay
+# proxy): the mount and its reads are slow, never failed.
+pport=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$PYTHON" "$SRC_ROOT/bench/delayproxy.py" "$pport" "$port" 500 "$TMP/proxy.count" &
+proxy_pid=$!
+wait_for "the delay proxy listening" "$PYTHON" -c \
+	'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$pport"
+M="$TMP/slow"
+mount_sv "http://127.0.0.1:$pport/castle.level" "$M" -o noindex,cache=1M ||
+	die "cannot mount castle.level through the delay proxy"
+ls "$M/chunks/0" | grep '\.txt$' | head -n 3 > "$TMP/slow.txts"
+while read -r t; do
+	cmp -s "$M/chunks/0/$t" <("$SAVEFS" cat "$www/castle.level" "chunks/0/$t") ||
+		fail "a slow server: chunks/0/$t read wrong"
+done < "$TMP/slow.txts"
+expect_eq "a slow server: failed reads" 0 "$(grep -c 'EIO\|failed' "$M/.savefs/log")"
+n=$(source_field "$M" requests)
+umount_sv "$M"
+expect_eq "a slow server: the requests through the proxy, as savefs counted" "$n" \
+	"$(cat "$TMP/proxy.count")"
+kill "$proxy_pid"
+wait "$proxy_pid" 2> /dev/null
 
 # ---- an object replaced on the server between two reads ----
 M="$TMP/replaced"
