@@ -1272,28 +1272,6 @@ static int prefix_member_read_all(struct sv_source *s, const char *name, uint64_
 	return member_get(s, name, 0, 0, max, out, err);
 }
 
-/* XML's five entities in place. */
-static void xml_unescape(char *t)
-{
-	static const struct { const char *e; char c; } ents[] = {
-		{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''},
-	};
-	char *w = t;
-	for (const char *p = t; *p;) {
-		size_t i;
-		for (i = 0; i < sizeof ents / sizeof *ents; i++)
-			if (!strncmp(p, ents[i].e, strlen(ents[i].e)))
-				break;
-		if (i < sizeof ents / sizeof *ents) {
-			*w++ = ents[i].c;
-			p += strlen(ents[i].e);
-		} else {
-			*w++ = *p++;
-		}
-	}
-	*w = '\0';
-}
-
 /* Every object directly under the prefix, a page of ListObjectsV2 at a
  * time. */
 static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
@@ -1304,11 +1282,11 @@ static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const ch
 	sv_buf_init(&pre);
 	sv_buf_init(&tok);
 	sv_buf_init(&q);
-	size_t plen = strlen(h->place.key);
 	int rc = sv_s3_encode(&pre, h->place.key, false) || sv_buf_add(&pre, "", 1)
 			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 	bool more = true;
 	for (unsigned page = 0; !rc && more; page++) {
+		more = false;
 		char url[8192];
 		q.len = 0;
 		/* The query's keys in order: SigV4 signs them sorted. */
@@ -1333,39 +1311,20 @@ static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const ch
 		if (!rc && r.text.len >= HTTP_TEXT_MAX)
 			rc = sv_err_set(err, -EIO, "cannot list %s: a page of more than %u bytes",
 					s->path, HTTP_TEXT_MAX);
-		const char *t = (const char *)r.text.p, *end = t + r.text.len;
-		while (!rc && t && t < end) {
-			const char *c = memmem(t, (size_t)(end - t), "<Key>", 5);
-			if (!c)
-				break;
-			c += 5;
-			const char *ce = memmem(c, (size_t)(end - c), "</Key>", 6);
-			if (!ce)
-				break;
-			char name[1100];
-			if ((size_t)(ce - c) < sizeof name) {
-				memcpy(name, c, (size_t)(ce - c));
-				name[ce - c] = '\0';
-				xml_unescape(name);
-				if (!strncmp(name, h->place.key, plen) && name[plen] &&
-				    !strchr(name + plen, '/'))
-					rc = fn(arg, name + plen);
-			}
-			t = ce + 6;
-		}
-		char v[1100] = "";
+		char next[1100] = "";
+		const char *why = NULL;
 		if (!rc)
-			sv_s3_xml_text((const char *)r.text.p, r.text.len, "IsTruncated", v, sizeof v);
-		more = !rc && !strcmp(v, "true");
+			rc = sv_s3_list_page((const char *)r.text.p, r.text.len, h->place.key, fn, arg,
+					     &more, next, sizeof next, &why);
+		if (!rc && why)
+			rc = sv_err_set(err, -EIO, "cannot list %s: %s", s->path, why);
+		more = more && !rc;
 		if (more) {
-			sv_s3_xml_text((const char *)r.text.p, r.text.len, "NextContinuationToken", v,
-				       sizeof v);
-			xml_unescape(v);
 			tok.len = 0;
-			if (!v[0] || page > 1000000)
-				rc = sv_err_set(err, -EIO, "cannot list %s: a truncated page without "
-						"a continuation", s->path);
-			else if (sv_s3_encode(&tok, v, false) || sv_buf_add(&tok, "", 1))
+			if (page > 1000000)
+				rc = sv_err_set(err, -EIO, "cannot list %s: more than a million pages",
+						s->path);
+			else if (sv_s3_encode(&tok, next, false) || sv_buf_add(&tok, "", 1))
 				rc = sv_err_set(err, -ENOMEM, "out of memory");
 		}
 		sv_buf_fini(&r.text);

@@ -387,3 +387,70 @@ void sv_s3_xml_text(const char *body, size_t n, const char *tag, char *out, size
 {
 	xml_text(body, n, tag, out, cap);
 }
+
+/* XML's five entities in place. */
+static void xml_unescape(char *t)
+{
+	static const struct { const char *e; char c; } ents[] = {
+		{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''},
+	};
+	char *w = t;
+	for (const char *p = t; *p;) {
+		size_t i;
+		for (i = 0; i < sizeof ents / sizeof *ents; i++)
+			if (!strncmp(p, ents[i].e, strlen(ents[i].e)))
+				break;
+		if (i < sizeof ents / sizeof *ents) {
+			*w++ = ents[i].c;
+			p += strlen(ents[i].e);
+		} else {
+			*w++ = *p++;
+		}
+	}
+	*w = '\0';
+}
+
+int sv_s3_list_page(const char *body, size_t n, const char *prefix,
+		    int (*fn)(void *arg, const char *name), void *arg, bool *more, char *next,
+		    size_t cap, const char **why)
+{
+	*more = false;
+	*why = NULL;
+	size_t plen = strlen(prefix);
+	const char *t = body, *end = body + n;
+	int rc = 0;
+	while (!rc && t < end) {
+		const char *c = memmem(t, (size_t)(end - t), "<Key>", 5);
+		if (!c)
+			break;
+		c += 5;
+		const char *ce = memmem(c, (size_t)(end - c), "</Key>", 6);
+		if (!ce)
+			break;
+		char name[1100];
+		if ((size_t)(ce - c) < sizeof name && !memchr(c, '\0', (size_t)(ce - c))) {
+			memcpy(name, c, (size_t)(ce - c));
+			name[ce - c] = '\0';
+			xml_unescape(name);
+			if (!strncmp(name, prefix, plen) && name[plen] && !strchr(name + plen, '/'))
+				rc = fn(arg, name + plen);
+		}
+		t = ce + 6;
+	}
+	if (rc)
+		return rc;
+	char v[1100];
+	xml_text(body, n, "IsTruncated", v, sizeof v);
+	if (strcmp(v, "true"))
+		return 0;
+	xml_text(body, n, "NextContinuationToken", v, sizeof v);
+	xml_unescape(v);
+	if (!v[0] || strlen(v) >= cap) {
+		*why = v[0] ? "a continuation token too long" : "a truncated page without a "
+								  "continuation";
+		return 0;
+	}
+	memcpy(next, v, strlen(v) + 1);
+	*more = true;
+	return 0;
+}

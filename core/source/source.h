@@ -232,6 +232,14 @@ int sv_s3_encode(struct sv_buf *b, const char *s, bool slash);
 void sv_s3_error_text(const char *body, size_t n, char *out, size_t cap);
 /* The text of the first <tag> in an XML body ("" if none). */
 void sv_s3_xml_text(const char *body, size_t n, const char *tag, char *out, size_t cap);
+/* One page of a ListObjectsV2 answer: fn(arg, name) for each key directly
+ * under prefix (the name after it, no '/' in it), in the page's order,
+ * until fn returns non-zero (returned).  *more and next (the continuation
+ * token, unescaped) when the listing goes on; *why says what is wrong
+ * with a page that cannot go on (NULL if nothing). */
+int sv_s3_list_page(const char *body, size_t n, const char *prefix,
+		    int (*fn)(void *arg, const char *name), void *arg, bool *more, char *next,
+		    size_t cap, const char **why);
 
 /* A read-only file source holding a copy of p[0..n) (memory). */
 int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err);

@@ -89,6 +89,9 @@ mount_sv "$src/seg" "$TMP/local-seg" -o ro,noindex || die "cannot mount the loca
 expect_eq "the prefix: the source" "S3 prefix" "$(source_field "$M" kind)"
 expect_eq "the prefix: writable" False "$(json_field "$M/.savefs/info" read_only)"
 same_trees "segmented recording" "$TMP/local-seg" "$M" 5
+# Its size: the members the listing names (ListObjectsV2), each stat'ed.
+expect_eq "the prefix: its members' size" "$(json_field "$TMP/local-seg/.savefs/info" container_size)" \
+	"$(json_field "$M/.savefs/info" container_size)"
 umount_sv "$TMP/local-seg"
 # Its metadata edited: the preamble object replaced (If-Match), the
 # segments untouched.

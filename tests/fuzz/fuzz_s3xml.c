@@ -1,0 +1,104 @@
+/*
+ * fuzz_s3xml.c - libFuzzer target for what savefs reads of an S3 store's
+ * answers (core/source/s3.c): an error body's code and message, a tag's
+ * text, and a page of a ListObjectsV2 listing.
+ *
+ * The first byte picks the prefix the listing is read under ("", "a/",
+ * "runs/seg/", or the next bytes up to a NUL); the rest is the body.  For
+ * what reads (abort() otherwise: real invariants):
+ *   - every text out is NUL-terminated within its buffer, and printable
+ *     (an error's code and message are said in messages);
+ *   - a name listed is not empty and has no '/';
+ *   - a page that goes on gives a token, one that cannot gives a reason;
+ *     a callback's non-zero return stops the page and is returned.
+ *
+ * Built by tests/fuzz/run.sh with -fsanitize=fuzzer, and with the plain
+ * driver replay.c for `meson test` (fuzz-replay-s3xml).
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "fuzz_s3xml: %s\n", what);
+	abort();
+}
+
+static void check_text(const char *t, size_t cap)
+{
+	size_t n = strnlen(t, cap);
+	if (n == cap)
+		fail("a text without its NUL");
+	for (size_t i = 0; i < n; i++)
+		if (!isprint((unsigned char)t[i]) && t[i] != '\t' && t[i] != '\n' && t[i] != '\r')
+			if ((unsigned char)t[i] < 0x80)
+				fail("a control byte in an error's text");
+}
+
+struct seen {
+	unsigned n, stop_at;
+};
+
+static int on_name(void *arg, const char *name)
+{
+	struct seen *s = arg;
+	if (!name[0] || strchr(name, '/'))
+		fail("a listed name empty or with '/'");
+	return ++s->n == s->stop_at ? 7 : 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	static const char *const prefixes[] = {"", "a/", "runs/seg/"};
+	char prefix[64];
+	size_t at = 1;
+	if (data[0] < 3) {
+		snprintf(prefix, sizeof prefix, "%s", prefixes[data[0]]);
+	} else {
+		size_t k = 0;
+		while (at < size && data[at] && k < sizeof prefix - 1)
+			prefix[k++] = (char)data[at++];
+		prefix[k] = '\0';
+		if (at < size)
+			at++;
+	}
+	const char *body = (const char *)data + at;
+	size_t n = size - at;
+	char out[300];
+	sv_s3_error_text(body, n, out, sizeof out);
+	check_text(out, sizeof out);
+	static const char *const tags[] = {"UploadId", "ETag", "Code", "IsTruncated", ""};
+	for (size_t i = 0; i < sizeof tags / sizeof *tags; i++) {
+		char small[8];
+		sv_s3_xml_text(body, n, tags[i], out, sizeof out);
+		if (strnlen(out, sizeof out) == sizeof out)
+			fail("a tag's text without its NUL");
+		sv_s3_xml_text(body, n, tags[i], small, sizeof small);
+		if (strnlen(small, sizeof small) == sizeof small || strncmp(small, out, strlen(small)))
+			fail("a tag's text cut short is not the start of the whole");
+	}
+	for (unsigned stop = 0; stop < 3; stop++) {
+		struct seen s = {0, stop};
+		bool more = true;
+		char next[64] = "x";
+		const char *why = (const char *)1;
+		int rc = sv_s3_list_page(body, n, prefix, on_name, &s, &more, next, sizeof next, &why);
+		if (rc && (rc != 7 || s.n != stop))
+			fail("a callback's stop not returned as given");
+		if (!rc && more && (why || !next[0] || strnlen(next, sizeof next) == sizeof next))
+			fail("a page going on without a token");
+		if (!rc && !more && why == (const char *)1)
+			fail("why left unset");
+		if (rc && more)
+			fail("a stopped page going on");
+	}
+	return 0;
+}
