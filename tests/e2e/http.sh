@@ -221,14 +221,7 @@ first=$(head -n 1 "$TMP/chunks")
 last=$(tail -n 1 "$TMP/chunks")
 cat "$M/chunks/$first" > /dev/null || fail "cannot read chunks/$first"
 nginx_stop
-CHECKS=$((CHECKS + 1))
-if timeout 120 cat "$M/chunks/$last" > /dev/null 2> "$TMP/err"; then
-	fail "chunks/$last read with the server stopped"
-elif [ $? -eq 124 ]; then
-	fail "a read with the server stopped hung"
-else
-	grep -q "Input/output error" "$TMP/err" || fail "server stopped: not EIO: $(cat "$TMP/err")"
-fi
+read_fails_eio "the server stopped" "$M/chunks/$last"
 log_has "server stopped: the reason" "$base/run.hcrp: Failed to connect to 127.0.0.1 port $port"
 nginx_start
 cmp <(cat "$M/chunks/$last") <(cat "$TMP/local-run.hcrp/chunks/$last" 2> /dev/null ||

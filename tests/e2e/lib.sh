@@ -241,6 +241,20 @@ write_fails()
 
 # log_has DESC TEXT: the log of the mount at $M holds a line with TEXT
 # ($LABEL, when set, prefixes the message).
+# read_fails_eio DESC FILE: reading FILE fails with EIO, within 120 s (a
+# read of a remote container whose server is gone: no hang).
+read_fails_eio()
+{
+	CHECKS=$((CHECKS + 1))
+	if timeout 120 cat "$2" > /dev/null 2> "$TMP/err"; then
+		fail "$1: $2 read"
+	elif [ $? -eq 124 ]; then
+		fail "$1: a read of $2 hung"
+	else
+		grep -q "Input/output error" "$TMP/err" || fail "$1: not EIO: $(cat "$TMP/err")"
+	fi
+}
+
 log_has()
 {
 	CHECKS=$((CHECKS + 1))

@@ -215,14 +215,7 @@ mount_sv "s3://saves/run.hcrp" "$M" -o noindex,cache=1M || die "cannot mount run
 ls "$M/chunks" > "$TMP/chunks" || fail "cannot list chunks/"
 last=$(tail -n 1 "$TMP/chunks")
 rgw_gateway_stop
-CHECKS=$((CHECKS + 1))
-if timeout 120 cat "$M/chunks/$last" > /dev/null 2> "$TMP/err"; then
-	fail "chunks/$last read with the store stopped"
-elif [ $? -eq 124 ]; then
-	fail "a read with the store stopped hung"
-else
-	grep -q "Input/output error" "$TMP/err" || fail "store stopped: not EIO: $(cat "$TMP/err")"
-fi
+read_fails_eio "the store stopped" "$M/chunks/$last"
 log_has "store stopped: the reason" "s3://saves/run.hcrp: Failed to connect to 127.0.0.1 port ${RGW_ENDPOINT##*:}"
 rgw_gateway_start
 cmp -s <(cat "$M/chunks/$last") <("$SAVEFS" cat "$src/run.hcrp" "chunks/$last") ||
