@@ -851,15 +851,15 @@ static int url_with(const struct http *h, const char *query, char *out, size_t c
 	return 0;
 }
 
-/* The ETag as If-Match takes it on an upload: without its quotes (RADOS
+/* The If-Match line of an upload: the ETag without its quotes (RADOS
  * Gateway refuses the quoted form; AWS takes both). */
-static void bare_etag(const char *etag, char *out, size_t cap)
+static void upload_if_match(const char *etag, char *out, size_t cap)
 {
 	size_t n = strlen(etag);
 	if (n >= 2 && etag[0] == '"' && etag[n - 1] == '"')
-		snprintf(out, cap, "%.*s", (int)(n - 2), etag + 1);
+		snprintf(out, cap, "If-Match: %.*s", (int)(n - 2), etag + 1);
 	else
-		snprintf(out, cap, "%s", etag);
+		snprintf(out, cap, "If-Match: %s", etag);
 }
 
 /* The refusal of an upload the store answered 412. */
@@ -886,9 +886,8 @@ static int upload_failed(const struct http *h, const struct reply *r, const char
 static int put_whole(struct http *h, int fd, uint64_t size, char *etag, size_t cap,
 		     struct sv_err *err)
 {
-	char match[300], bare[256];
-	bare_etag(h->etag, bare, sizeof bare);
-	snprintf(match, sizeof match, "If-Match: %s", bare);
+	char match[300];
+	upload_if_match(h->etag, match, sizeof match);
 	struct upload up = {fd, NULL, 0, size, 0};
 	struct call k = {"PUT", NULL, 0, 0, match, &up};
 	struct reply r;
@@ -981,9 +980,8 @@ static int put_parts(struct http *h, int fd, uint64_t size,
 	if (!rc)
 		rc = check(arg, err);
 	if (!rc) {
-		char match[300], bare[256];
-		bare_etag(h->etag, bare, sizeof bare);
-		snprintf(match, sizeof match, "If-Match: %s", bare);
+		char match[300];
+		upload_if_match(h->etag, match, sizeof match);
 		snprintf(q, sizeof q, "uploadId=%s", (const char *)enc.p);
 		rc = url_with(h, q, url, sizeof url, err);
 		struct upload up = {-1, done.p, 0, done.len, 0};
@@ -1344,7 +1342,7 @@ static int prefix_member_replace(struct sv_source *s, const char *name, const ch
 {
 	struct http *h = (struct http *)s;
 	(void)tmp_prefix;
-	char url[4096], cond[300] = "If-None-Match: *", etag[256], bare[256];
+	char url[4096], cond[300] = "If-None-Match: *", etag[256];
 	int rc = member_url(h, name, url, sizeof url, err);
 	if (rc)
 		return rc;
@@ -1357,8 +1355,7 @@ static int prefix_member_replace(struct sv_source *s, const char *name, const ch
 					  "it was read: the edit is not applied", s->path, name);
 		if (rc)
 			return rc;
-		bare_etag(etag, bare, sizeof bare);
-		snprintf(cond, sizeof cond, "If-Match: %s", bare);
+		upload_if_match(etag, cond, sizeof cond);
 	}
 	struct upload up = {-1, p, 0, n, 0};
 	struct call k = {"PUT", url, 0, 0, cond, &up};
@@ -1412,14 +1409,11 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 		return sv_err_set(err, -EIO, "%s: %s", location, curl_why);
 	}
 	struct http *h = calloc(1, sizeof *h);
-	char *p = strdup(location);
-	struct sv_buf u;
-	sv_buf_init(&u);
-	if (!h || !p || sv_buf_printf(&u, "%s", place->bucket_url) ||
-	    sv_s3_encode(&u, place->key, true) || sv_buf_add(&u, "", 1)) {
+	char *p = strdup(location), *u = strdup(place->url); /* the prefix's, ending in '/' */
+	if (!h || !p || !u) {
 		free(h);
 		free(p);
-		sv_buf_fini(&u);
+		free(u);
 		sv_s3_place_fini(place);
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -1427,7 +1421,7 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 	h->s.path = p;
 	h->s.fd = -1;
 	h->s.read_only = read_only;
-	h->url = (char *)u.p;
+	h->url = u;
 	h->s3 = true;
 	h->place = *place;
 	memset(place, 0, sizeof *place);
