@@ -1270,34 +1270,45 @@ static int prefix_member_read_all(struct sv_source *s, const char *name, uint64_
 	return member_get(s, name, 0, 0, max, out, err);
 }
 
+/* The URL of a page of the prefix's listing (ListObjectsV2): after the
+ * continuation token tok (an encoded one, or NULL), of `max` keys at most
+ * (0: the store's page).  The query's keys in order: SigV4 signs them
+ * sorted. */
+static int list_url(const struct http *h, const char *tok, unsigned max, char *url, size_t cap,
+		    struct sv_err *err)
+{
+	struct sv_buf q;
+	sv_buf_init(&q);
+	char mk[32] = "";
+	if (max)
+		snprintf(mk, sizeof mk, "max-keys=%u&", max);
+	int rc = (tok && sv_buf_printf(&q, "continuation-token=%s&", tok)) ||
+			 sv_buf_printf(&q, "delimiter=%%2F&list-type=2&%sprefix=", mk) ||
+			 sv_s3_encode(&q, h->place.key, false) || sv_buf_add(&q, "", 1)
+			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	if (!rc && (size_t)snprintf(url, cap, "%s?%s", h->place.bucket_url,
+				    (const char *)q.p) >= cap)
+		rc = sv_err_set(err, -ENAMETOOLONG, "%s: the URL is too long", h->s.path);
+	sv_buf_fini(&q);
+	return rc;
+}
+
 /* Every object directly under the prefix, a page of ListObjectsV2 at a
  * time. */
 static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
 			      void *arg, struct sv_err *err)
 {
 	struct http *h = (struct http *)s;
-	struct sv_buf pre, tok, q;
-	sv_buf_init(&pre);
+	struct sv_buf tok;
 	sv_buf_init(&tok);
-	sv_buf_init(&q);
-	int rc = sv_s3_encode(&pre, h->place.key, false) || sv_buf_add(&pre, "", 1)
-			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	int rc = 0;
 	bool more = true;
 	for (unsigned page = 0; !rc && more; page++) {
 		more = false;
 		char url[8192];
-		q.len = 0;
-		/* The query's keys in order: SigV4 signs them sorted. */
-		if ((tok.len && sv_buf_printf(&q, "continuation-token=%s&", (const char *)tok.p)) ||
-		    sv_buf_printf(&q, "delimiter=%%2F&list-type=2&prefix=%s", (const char *)pre.p)) {
-			rc = sv_err_set(err, -ENOMEM, "out of memory");
+		rc = list_url(h, tok.len ? (const char *)tok.p : NULL, 0, url, sizeof url, err);
+		if (rc)
 			break;
-		}
-		if ((size_t)snprintf(url, sizeof url, "%s?%.*s", h->place.bucket_url, (int)q.len,
-				     (const char *)q.p) >= sizeof url) {
-			rc = sv_err_set(err, -ENAMETOOLONG, "%s: the URL is too long", s->path);
-			break;
-		}
 		struct call k = {"GET", url, 0, 0, NULL, NULL};
 		struct reply r;
 		rc = exchange(h, &k, NULL, 0, &r, err);
@@ -1327,9 +1338,7 @@ static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const ch
 		}
 		sv_buf_fini(&r.text);
 	}
-	sv_buf_fini(&pre);
 	sv_buf_fini(&tok);
-	sv_buf_fini(&q);
 	return rc;
 }
 
@@ -1429,15 +1438,8 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 	prefix_identity(h, &h->s.st);
 	/* One key of the listing: the bucket is there, the credentials are
 	 * good, and something is under the prefix. */
-	struct sv_buf q;
-	sv_buf_init(&q);
 	char url[8192];
-	int rc = sv_buf_printf(&q, "delimiter=%%2F&list-type=2&max-keys=1&prefix=") ||
-			 sv_s3_encode(&q, h->place.key, false) || sv_buf_add(&q, "", 1)
-			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
-	if (!rc && (size_t)snprintf(url, sizeof url, "%s?%s", h->place.bucket_url,
-				    (const char *)q.p) >= sizeof url)
-		rc = sv_err_set(err, -ENAMETOOLONG, "%s: the URL is too long", location);
+	int rc = list_url(h, NULL, 1, url, sizeof url, err);
 	struct reply r;
 	struct call k = {"GET", url, 0, 0, NULL, NULL};
 	if (!rc)
@@ -1452,7 +1454,6 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 			rc = sv_err_set(err, -ENOENT, "%s: no object under this prefix", location);
 		sv_buf_fini(&r.text);
 	}
-	sv_buf_fini(&q);
 	if (rc) {
 		sv_source_free(&h->s);
 		return rc;
