@@ -171,14 +171,9 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	return c;
 }
 
-const struct sv_format *sv_sniff(const char *path, int *why)
+const struct sv_format *sv_sniff_source(struct sv_source *src)
 {
-	struct sv_source *src = NULL;
 	struct sv_err err;
-	int ro = 0;
-	*why = sv_source_open(path, true, &src, &ro, &err);
-	if (*why)
-		return NULL;
 	/* Only the source is filled in: a probe reads bytes and members. */
 	struct sv_container probe;
 	memset(&probe, 0, sizeof probe);
@@ -197,6 +192,18 @@ const struct sv_format *sv_sniff(const char *path, int *why)
 				if (sv_formats[i]->probe(head, k))
 					fmt = sv_formats[i];
 	}
+	return fmt;
+}
+
+const struct sv_format *sv_sniff(const char *path, int *why)
+{
+	struct sv_source *src = NULL;
+	struct sv_err err;
+	int ro = 0;
+	*why = sv_source_open(path, true, &src, &ro, &err);
+	if (*why)
+		return NULL;
+	const struct sv_format *fmt = sv_sniff_source(src);
 	sv_source_free(src);
 	return fmt;
 }
@@ -230,21 +237,13 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 	return sv_container_open_as(path, NULL, opts, out, err);
 }
 
-int sv_container_open_as(const char *path, const struct sv_format *fmt,
-			 const struct sv_opts *opts, struct sv_container **out,
-			 struct sv_err *err)
+/* The container of a source opened (taken: freed on failure); why: the
+ * errno that made a read-write open read-only, or 0. */
+static int open_source(struct sv_container *c, const char *path, int why,
+		       const struct sv_opts *opts, struct sv_container **out, struct sv_err *err)
 {
-	*out = NULL;
-	struct sv_container *c = alloc_container(opts);
-	if (!c)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	c->fmt = fmt;
-	int why = 0; /* why a read-write open was refused */
-	int rc = sv_source_open(path, opts->read_only, &c->src, &why, err);
-	if (rc)
-		goto fail;
 	c->read_only = c->src->read_only;
-	rc = open_common(c, path, opts, err);
+	int rc = open_common(c, path, opts, err);
 	if (rc)
 		goto fail;
 	if (why && c->src->ops->read_only_why)
@@ -272,6 +271,41 @@ int sv_container_open_as(const char *path, const struct sv_format *fmt,
 fail:
 	sv_container_free(c);
 	return rc;
+}
+
+int sv_container_open_as(const char *path, const struct sv_format *fmt,
+			 const struct sv_opts *opts, struct sv_container **out,
+			 struct sv_err *err)
+{
+	*out = NULL;
+	struct sv_container *c = alloc_container(opts);
+	if (!c)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	c->fmt = fmt;
+	int why = 0; /* why a read-write open was refused */
+	int rc = sv_source_open(path, opts->read_only, &c->src, &why, err);
+	if (rc) {
+		sv_container_free(c);
+		return rc;
+	}
+	return open_source(c, path, why, opts, out, err);
+}
+
+int sv_container_open_src(struct sv_source *src, const struct sv_format *fmt,
+			  const struct sv_opts *opts, struct sv_container **out,
+			  struct sv_err *err)
+{
+	*out = NULL;
+	struct sv_container *c = alloc_container(opts);
+	if (!c) {
+		sv_source_free(src);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	c->fmt = fmt;
+	c->src = src;
+	if (opts->read_only)
+		src->read_only = true;
+	return open_source(c, src->path, 0, opts, out, err);
 }
 
 int sv_container_open_mem(const void *p, size_t n, const struct sv_opts *opts,

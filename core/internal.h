@@ -385,6 +385,14 @@ void sv_pf_stop(struct sv_container *c);
  * bytes, a directory's members), opening nothing but its source; NULL if
  * none (then *why is 0, or the -errno that kept it from being looked at). */
 const struct sv_format *sv_sniff(const char *path, int *why);
+/* The same of a source opened (kept open). */
+const struct sv_format *sv_sniff_source(struct sv_source *src);
+/* The container of a source already opened (taken, freed on failure)
+ * with fmt, or the format that claims it (NULL); read-only if opts says
+ * so or the source was opened so.  As sv_container_open otherwise. */
+int sv_container_open_src(struct sv_source *src, const struct sv_format *fmt,
+			  const struct sv_opts *opts, struct sv_container **out,
+			  struct sv_err *err);
 /* True if no file of c is open and no edit pending (it may be closed). */
 bool sv_container_idle(struct sv_container *c);
 

@@ -179,6 +179,72 @@ static int dir_member_replace(struct sv_source *s, const char *name, const char 
 	return 0;
 }
 
+/* ---- the directory as a save folder ------------------------------------------- */
+
+static int dir_place_stat(struct sv_source *s, const char *rel, struct stat *st,
+			  struct sv_err *err)
+{
+	if (!fstatat(s->fd, *rel ? rel : ".", st, 0))
+		return 0;
+	int e = errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
+	return sv_err_set(err, -e, "%s/%s: %s", s->path, rel, strerror(e));
+}
+
+static int dir_place_list(struct sv_source *s, const char *rel,
+			  int (*fn)(void *arg, const char *name), void *arg, struct sv_err *err)
+{
+	int fd = openat(s->fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return sv_err_set(err, -e, "cannot list %s/%s: %s", s->path, rel, strerror(e));
+	}
+	int rc = 0;
+	struct dirent *e;
+	while (!rc && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			rc = fn(arg, e->d_name);
+	closedir(d);
+	return rc;
+}
+
+static int dir_place_read(struct sv_source *s, const char *rel, uint64_t off, void *buf,
+			  size_t n, size_t *got, struct sv_err *err)
+{
+	*got = 0;
+	int fd = openat(s->fd, rel, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sv_err_set(err, errno == ENOENT ? -ENOENT : -EIO, "%s: %s", rel,
+				  strerror(errno));
+	int rc = 0;
+	while (*got < n) {
+		ssize_t k = pread(fd, (uint8_t *)buf + *got, n - *got, (off_t)(off + *got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			rc = sv_err_set(err, -EIO, "%s: %s", rel, strerror(errno));
+			break;
+		}
+		if (!k)
+			break;
+		*got += (size_t)k;
+	}
+	close(fd);
+	return rc;
+}
+
+static char *dir_place_location(struct sv_source *s, const char *rel, bool dir)
+{
+	(void)dir;
+	size_t n = strlen(s->path) + strlen(rel) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s%s%s", s->path, *rel ? "/" : "", rel);
+	return p;
+}
+
 const struct sv_source_ops sv_source_dir_ops = {
 	.kind = "directory",
 	.look = sv_source_look_path,
@@ -191,4 +257,8 @@ const struct sv_source_ops sv_source_dir_ops = {
 	.member_read_all = dir_member_read_all,
 	.member_list = dir_member_list,
 	.member_replace = dir_member_replace,
+	.place_stat = dir_place_stat,
+	.place_list = dir_place_list,
+	.place_read = dir_place_read,
+	.place_location = dir_place_location,
 };

@@ -49,6 +49,8 @@
 #define HTTP_STALL_S 30L             /* a transfer slower than 1 byte/s this long fails */
 #define HTTP_DISK_CAP (1ull << 30)   /* the disk cache of blocks, every object's */
 #define HTTP_TRIM_EVERY 64           /* blocks stored between two trims of it */
+#define HTTP_LISTINGS 64             /* a prefix's directory listings held */
+#define HTTP_LIST_HOLD_NS 2000000000LL /* and trusted this long after they are read */
 
 struct http {
 	struct sv_source s;           /* first: freed as one */
@@ -67,7 +69,31 @@ struct http {
 	bool whole_tried;             /* a small object's whole fetch was made */
 	bool s3;                      /* an object in an S3 store: */
 	struct sv_s3_place place;     /* where, and the credentials */
+	struct listing *lists;        /* a prefix's listings held (HTTP_LISTINGS), by
+				       * h->lock */
 };
+
+/* A directory of a prefix as listed (a prefix as a folder, below). */
+struct item {
+	char *name;
+	struct stat st;
+};
+
+struct listing {
+	char *rel;           /* the directory ("" the prefix), NULL if unused */
+	int64_t at;          /* when it was read (monotonic ns) */
+	struct item *v;      /* sorted by name */
+	size_t n, cap;
+};
+
+static void listing_free(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	free(l->rel);
+	memset(l, 0, sizeof *l);
+}
 
 /*
  * libcurl is loaded at the first URL, not linked: it brings some thirty
@@ -737,11 +763,13 @@ static int http_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 /* ---- identity --------------------------------------------------------------------- */
 
 /* st from what the server said: a read-only regular file of `size` bytes
- * whose inode is the hash of its URL and ETag (else Last-Modified) and
- * size, and whose times are Last-Modified.  (The persistent index keys
- * its records by it: two objects, or two versions of one, never share.) */
-static void identity(struct stat *st, const char *url, uint64_t size, const char *etag,
-		     const char *modified)
+ * whose inode is the hash of its location (`where`, as named: a listing
+ * of a prefix names its objects the same way) and ETag (else its time)
+ * and size, and whose times are `t` (its Last-Modified).  (The persistent
+ * index keys its records by it: two objects, or two versions of one,
+ * never share.) */
+static void identity(struct stat *st, const char *where, uint64_t size, const char *etag,
+		     time_t t)
 {
 	memset(st, 0, sizeof *st);
 	st->st_mode = S_IFREG | 0444;
@@ -749,12 +777,19 @@ static void identity(struct stat *st, const char *url, uint64_t size, const char
 	st->st_size = (off_t)size;
 	st->st_dev = 0x5a5a; /* no device: the same for every remote object */
 	char key[600];
-	snprintf(key, sizeof key, "%s|%s|%llu", etag, etag[0] ? "" : modified,
+	snprintf(key, sizeof key, "%s|%lld|%llu", etag, etag[0] ? 0LL : (long long)t,
 		 (unsigned long long)size);
-	st->st_ino = (ino_t)((XXH3_64bits(key, strlen(key)) ^ XXH3_64bits(url, strlen(url))) | 1);
-	time_t t = modified[0] ? lib.getdate(modified, NULL) : -1;
+	st->st_ino = (ino_t)((XXH3_64bits(key, strlen(key)) ^ XXH3_64bits(where, strlen(where))) |
+			     1);
 	st->st_mtim.tv_sec = t < 0 ? 0 : t;
 	st->st_ctim = st->st_atim = st->st_mtim;
+}
+
+/* An HTTP date (Last-Modified): seconds, or 0 if none. */
+static time_t http_time(const char *date)
+{
+	time_t t = date[0] ? lib.getdate(date, NULL) : -1;
+	return t < 0 ? 0 : t;
 }
 
 static int http_look(struct sv_source *s, struct stat *now)
@@ -767,7 +802,7 @@ static int http_look(struct sv_source *s, struct stat *now)
 	sv_buf_fini(&r.text);
 	if (r.status != 200)
 		return status_errno(r.status);
-	identity(now, h->url, r.length == UINT64_MAX ? 0 : r.length, r.etag, r.modified);
+	identity(now, s->path, r.length == UINT64_MAX ? 0 : r.length, r.etag, http_time(r.modified));
 	return 0;
 }
 
@@ -779,6 +814,10 @@ static void http_close(struct sv_source *s)
 	h->nidle = 0;
 	sv_blob_unref(h->head);
 	h->head = NULL;
+	for (size_t i = 0; h->lists && i < HTTP_LISTINGS; i++)
+		listing_free(&h->lists[i]);
+	free(h->lists);
+	h->lists = NULL;
 	pthread_mutex_destroy(&h->lock);
 	free(h->url);
 	h->url = NULL;
@@ -1066,7 +1105,7 @@ static int s3_rewrite(struct sv_source *s, int (*write)(void *arg, int fd, struc
 	snprintf(h->etag, sizeof h->etag, "%s", etag);
 	snprintf(h->modified, sizeof h->modified, "%s", seen ? r.modified : "");
 	h->size = size;
-	identity(&s->st, h->url, size, etag, h->modified);
+	identity(&s->st, s->path, size, etag, http_time(h->modified));
 	if (!seen && r.date[0]) {
 		time_t t = lib.getdate(r.date, NULL);
 		s->st.st_mtim.tv_sec = t < 0 ? 0 : t;
@@ -1148,7 +1187,9 @@ static int member_head(struct sv_source *s, const char *name, struct stat *st, c
 	sv_buf_fini(&r.text);
 	if (rc)
 		return rc;
-	identity(st, url, r.length == UINT64_MAX ? 0 : r.length, r.etag, r.modified);
+	char where[4096];
+	snprintf(where, sizeof where, "%s%s", s->path, name);
+	identity(st, where, r.length == UINT64_MAX ? 0 : r.length, r.etag, http_time(r.modified));
 	st->st_mode = S_IFREG | 0644;
 	if (etag)
 		snprintf(etag, cap, "%s", r.etag);
@@ -1274,8 +1315,8 @@ static int prefix_member_read_all(struct sv_source *s, const char *name, uint64_
  * continuation token tok (an encoded one, or NULL), of `max` keys at most
  * (0: the store's page).  The query's keys in order: SigV4 signs them
  * sorted. */
-static int list_url(const struct http *h, const char *tok, unsigned max, char *url, size_t cap,
-		    struct sv_err *err)
+static int list_url(const struct http *h, const char *key, const char *tok, unsigned max,
+		    char *url, size_t cap, struct sv_err *err)
 {
 	struct sv_buf q;
 	sv_buf_init(&q);
@@ -1284,7 +1325,7 @@ static int list_url(const struct http *h, const char *tok, unsigned max, char *u
 		snprintf(mk, sizeof mk, "max-keys=%u&", max);
 	int rc = (tok && sv_buf_printf(&q, "continuation-token=%s&", tok)) ||
 			 sv_buf_printf(&q, "delimiter=%%2F&list-type=2&%sprefix=", mk) ||
-			 sv_s3_encode(&q, h->place.key, false) || sv_buf_add(&q, "", 1)
+			 sv_s3_encode(&q, key, false) || sv_buf_add(&q, "", 1)
 			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 	if (!rc && (size_t)snprintf(url, cap, "%s?%s", h->place.bucket_url,
 				    (const char *)q.p) >= cap)
@@ -1293,12 +1334,13 @@ static int list_url(const struct http *h, const char *tok, unsigned max, char *u
 	return rc;
 }
 
-/* Every object directly under the prefix, a page of ListObjectsV2 at a
+/* Every object directly under key (a prefix ending in '/', or ""), and
+ * every prefix under it: fn(arg, entry), a page of ListObjectsV2 at a
  * time. */
-static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
-			      void *arg, struct sv_err *err)
+static int list_key(struct http *h, const char *key,
+		    int (*fn)(void *arg, const struct sv_s3_entry *e), void *arg,
+		    struct sv_err *err)
 {
-	struct http *h = (struct http *)s;
 	struct sv_buf tok;
 	sv_buf_init(&tok);
 	int rc = 0;
@@ -1306,7 +1348,7 @@ static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const ch
 	for (unsigned page = 0; !rc && more; page++) {
 		more = false;
 		char url[8192];
-		rc = list_url(h, tok.len ? (const char *)tok.p : NULL, 0, url, sizeof url, err);
+		rc = list_url(h, key, tok.len ? (const char *)tok.p : NULL, 0, url, sizeof url, err);
 		if (rc)
 			break;
 		struct call k = {"GET", url, 0, 0, NULL, NULL};
@@ -1314,25 +1356,25 @@ static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const ch
 		rc = exchange(h, &k, NULL, 0, &r, err);
 		if (!rc && r.status != 200) {
 			char a[600];
-			rc = sv_err_set(err, status_errno(r.status), "cannot list %s: %s", s->path,
+			rc = sv_err_set(err, status_errno(r.status), "cannot list %s: %s", h->s.path,
 					answer(&r, a, sizeof a));
 		}
 		if (!rc && r.text.len >= HTTP_TEXT_MAX)
 			rc = sv_err_set(err, -EIO, "cannot list %s: a page of more than %u bytes",
-					s->path, HTTP_TEXT_MAX);
+					h->s.path, HTTP_TEXT_MAX);
 		char next[1100] = "";
 		const char *why = NULL;
 		if (!rc)
-			rc = sv_s3_list_page((const char *)r.text.p, r.text.len, h->place.key, fn, arg,
-					     &more, next, sizeof next, &why);
+			rc = sv_s3_list_page((const char *)r.text.p, r.text.len, key, fn, arg, &more,
+					     next, sizeof next, &why);
 		if (!rc && why)
-			rc = sv_err_set(err, -EIO, "cannot list %s: %s", s->path, why);
+			rc = sv_err_set(err, -EIO, "cannot list %s: %s", h->s.path, why);
 		more = more && !rc;
 		if (more) {
 			tok.len = 0;
 			if (page > 1000000)
 				rc = sv_err_set(err, -EIO, "cannot list %s: more than a million pages",
-						s->path);
+						h->s.path);
 			else if (sv_s3_encode(&tok, next, false) || sv_buf_add(&tok, "", 1))
 				rc = sv_err_set(err, -ENOMEM, "out of memory");
 		}
@@ -1340,6 +1382,26 @@ static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const ch
 	}
 	sv_buf_fini(&tok);
 	return rc;
+}
+
+struct names {
+	int (*fn)(void *arg, const char *name);
+	void *arg;
+};
+
+static int object_name(void *arg, const struct sv_s3_entry *e)
+{
+	struct names *n = arg;
+	return e->dir ? 0 : n->fn(n->arg, e->name);
+}
+
+/* Every object directly under the prefix. */
+static int prefix_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
+			      void *arg, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	struct names n = {fn, arg};
+	return list_key(h, h->place.key, object_name, &n, err);
 }
 
 /* A member put whole: If-Match on the ETag of the member as `expect`
@@ -1379,15 +1441,325 @@ static int prefix_member_replace(struct sv_source *s, const char *name, const ch
 	return rc;
 }
 
-/* The prefix's identity: its location's, never changing (its members are
- * the format's to check). */
-static void prefix_identity(const struct http *h, struct stat *st)
+/* ---- a prefix as a folder of containers --------------------------------------------- */
+
+/*
+ * A prefix is also a save folder's place: rel, a path under it, names an
+ * object (a file) or a prefix under it (a directory).  A directory's
+ * listing (ListObjectsV2 with a delimiter, every page) is held for
+ * HTTP_LIST_HOLD_NS and answers what is in it meanwhile: a lookup of
+ * every entry of a listed directory costs no request.  Listing it again
+ * (a readdir) reads it afresh.  An object's stat is its identity as the
+ * listing tells it (location, ETag, size, LastModified), the one its own
+ * source finds at its open; a prefix's is its location's.
+ */
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The location of rel under the prefix (a directory's ends in '/'). */
+static char *place_location(struct sv_source *s, const char *rel, bool dir)
+{
+	size_t n = strlen(s->path) + strlen(rel) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s%s%s", s->path, rel, dir && *rel ? "/" : "");
+	return p;
+}
+
+/* A directory under a prefix, or a prefix: its location's identity, and
+ * its time the first open of a store's prefix in this process (a store
+ * has no directories, nor times for them). */
+static time_t dirs_time;
+static pthread_mutex_t dirs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void dir_identity(const char *where, struct stat *st)
 {
 	memset(st, 0, sizeof *st);
 	st->st_mode = S_IFDIR | 0755;
 	st->st_nlink = 2;
 	st->st_dev = 0x5a5a;
-	st->st_ino = (ino_t)(XXH3_64bits(h->url, strlen(h->url)) | 1);
+	st->st_ino = (ino_t)(XXH3_64bits(where, strlen(where)) | 1);
+	st->st_mtim.tv_sec = dirs_time;
+	st->st_ctim = st->st_atim = st->st_mtim;
+}
+
+struct gather {
+	struct http *h;
+	const char *rel;
+	struct listing l;
+	int rc;
+};
+
+static int gather_one(void *arg, const struct sv_s3_entry *e)
+{
+	struct gather *g = arg;
+	struct listing *l = &g->l;
+	if (!sv_name_ok(e->name))
+		return 0; /* not a name savefs shows */
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct item *v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return g->rc = -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	struct item *it = &l->v[l->n];
+	size_t n = strlen(g->rel) + strlen(e->name) + 2;
+	char *rel = malloc(n);
+	char *where = NULL;
+	if (rel) {
+		snprintf(rel, n, "%s%s%s", g->rel, *g->rel ? "/" : "", e->name);
+		where = place_location(&g->h->s, rel, false);
+	}
+	it->name = strdup(e->name);
+	if (!rel || !where || !it->name) {
+		free(rel);
+		free(where);
+		free(it->name);
+		return g->rc = -ENOMEM;
+	}
+	if (e->dir) {
+		dir_identity(where, &it->st);
+	} else {
+		identity(&it->st, where, e->size, e->etag, (time_t)e->mtime);
+		it->st.st_mode = S_IFREG | 0644;
+	}
+	free(rel);
+	free(where);
+	l->n++;
+	return 0;
+}
+
+static int by_item_name(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->name, ((const struct item *)b)->name);
+}
+
+/* Directory rel listed afresh, and held (replacing the oldest held). */
+static int list_dir(struct http *h, const char *rel, struct sv_err *err)
+{
+	size_t n = strlen(h->place.key) + strlen(rel) + 2;
+	char *key = malloc(n);
+	if (!key)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	snprintf(key, n, "%s%s%s", h->place.key, rel, *rel ? "/" : "");
+	struct gather g = {h, rel, {0}, 0};
+	int rc = list_key(h, key, gather_one, &g, err);
+	free(key);
+	if (rc == -ENOMEM || g.rc)
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (!rc && !(g.l.rel = strdup(rel)))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (rc) {
+		listing_free(&g.l);
+		return rc;
+	}
+	/* An object and a prefix of one name: the object is shown. */
+	if (g.l.n > 1)
+		qsort(g.l.v, g.l.n, sizeof *g.l.v, by_item_name);
+	size_t w = 0;
+	for (size_t i = 0; i < g.l.n; i++) {
+		if (w && !strcmp(g.l.v[w - 1].name, g.l.v[i].name)) {
+			if (S_ISDIR(g.l.v[w - 1].st.st_mode)) {
+				free(g.l.v[w - 1].name);
+				g.l.v[w - 1] = g.l.v[i];
+			} else {
+				free(g.l.v[i].name);
+			}
+			continue;
+		}
+		g.l.v[w++] = g.l.v[i];
+	}
+	g.l.n = w;
+	g.l.at = now_ns();
+	pthread_mutex_lock(&h->lock);
+	size_t slot = 0;
+	for (size_t i = 0; i < HTTP_LISTINGS; i++) {
+		if (h->lists[i].rel && !strcmp(h->lists[i].rel, rel)) {
+			slot = i;
+			break;
+		}
+		if (!h->lists[i].rel || h->lists[i].at < h->lists[slot].at)
+			slot = i;
+		if (!h->lists[slot].rel)
+			break;
+	}
+	listing_free(&h->lists[slot]);
+	h->lists[slot] = g.l;
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+/* Whether rel is a path savefs shows ("" or names joined by '/'). */
+static bool rel_ok(const char *rel)
+{
+	for (const char *p = rel; *p;) {
+		size_t k = strcspn(p, "/");
+		char part[256];
+		if (!k || k >= sizeof part)
+			return false;
+		memcpy(part, p, k);
+		part[k] = '\0';
+		if (!sv_name_ok(part))
+			return false;
+		p += k + (p[k] == '/');
+	}
+	return true;
+}
+
+/* Entry name of held listing dir: 0 and *st, -ENOENT if it is not
+ * there, 1 if the listing is not held (or held too long). */
+static int held_entry(struct http *h, const char *dir, const char *name, struct stat *st)
+{
+	int64_t now = now_ns();
+	int rc = 1;
+	pthread_mutex_lock(&h->lock);
+	for (size_t i = 0; i < HTTP_LISTINGS && rc == 1; i++) {
+		struct listing *l = &h->lists[i];
+		if (!l->rel || strcmp(l->rel, dir) || now - l->at > HTTP_LIST_HOLD_NS)
+			continue;
+		struct item key = {(char *)name, {0}};
+		struct item *it = l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_item_name) : NULL;
+		rc = it ? 0 : -ENOENT;
+		if (it)
+			*st = it->st;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+static int prefix_place_stat(struct sv_source *s, const char *rel, struct stat *st,
+			     struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	if (!*rel) {
+		*st = s->st;
+		return 0;
+	}
+	if (!rel_ok(rel))
+		return sv_err_set(err, -ENOENT, "%s%s: not a name savefs shows", s->path, rel);
+	const char *slash = strrchr(rel, '/');
+	char dir[4096];
+	size_t dn = slash ? (size_t)(slash - rel) : 0;
+	if (dn >= sizeof dir)
+		return sv_err_set(err, -ENAMETOOLONG, "%s%s: too long", s->path, rel);
+	memcpy(dir, rel, dn);
+	dir[dn] = '\0';
+	const char *name = slash ? slash + 1 : rel;
+	int rc = held_entry(h, dir, name, st);
+	if (rc == 1) {
+		rc = list_dir(h, dir, err);
+		if (!rc)
+			rc = held_entry(h, dir, name, st);
+		if (rc == 1)
+			rc = sv_err_set(err, -EIO, "%s%s: its listing was not held", s->path, dir);
+	}
+	if (rc == -ENOENT)
+		sv_err_set(err, -ENOENT, "%s%s: no such object", s->path, rel);
+	return rc;
+}
+
+static int prefix_place_list(struct sv_source *s, const char *rel,
+			     int (*fn)(void *arg, const char *name), void *arg,
+			     struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	if (!rel_ok(rel))
+		return sv_err_set(err, -ENOENT, "%s%s: not a name savefs shows", s->path, rel);
+	int rc = list_dir(h, rel, err);
+	if (rc)
+		return rc;
+	/* The names as listed (another listing may replace them meanwhile). */
+	char **names = NULL;
+	size_t n = 0;
+	pthread_mutex_lock(&h->lock);
+	for (size_t i = 0; i < HTTP_LISTINGS; i++) {
+		struct listing *l = &h->lists[i];
+		if (!l->rel || strcmp(l->rel, rel))
+			continue;
+		names = calloc(l->n ? l->n : 1, sizeof *names);
+		for (size_t k = 0; names && k < l->n; k++)
+			if ((names[n] = strdup(l->v[k].name)))
+				n++;
+		if (names && n < l->n)
+			rc = -ENOMEM;
+		break;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!names)
+		rc = -ENOMEM;
+	for (size_t k = 0; !rc && k < n; k++)
+		rc = fn(arg, names[k]);
+	for (size_t k = 0; k < n; k++)
+		free(names[k]);
+	free(names);
+	return rc == -ENOMEM ? sv_err_set(err, rc, "out of memory") : rc;
+}
+
+static int prefix_place_read(struct sv_source *s, const char *rel, uint64_t off, void *buf,
+			     size_t n, size_t *got, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	*got = 0;
+	struct stat st;
+	int rc = prefix_place_stat(s, rel, &st, err);
+	if (rc)
+		return rc;
+	if (S_ISDIR(st.st_mode))
+		return sv_err_set(err, -EISDIR, "%s%s: a prefix", s->path, rel);
+	if (off >= (uint64_t)st.st_size || !n)
+		return 0;
+	if (n > (uint64_t)st.st_size - off)
+		n = (size_t)((uint64_t)st.st_size - off);
+	struct sv_buf b;
+	sv_buf_init(&b);
+	int e = sv_buf_add(&b, h->url, strlen(h->url)) || sv_s3_encode(&b, rel, true) ||
+		sv_buf_add(&b, "", 1);
+	if (e) {
+		sv_buf_fini(&b);
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	}
+	struct call k = {"GET", (const char *)b.p, off, n, NULL, NULL};
+	struct reply r;
+	char a[600];
+	rc = exchange(h, &k, buf, n, &r, err);
+	sv_buf_fini(&b);
+	if (!rc && r.status != 206 && !(r.status == 200 && off == 0 && r.got == n))
+		rc = sv_err_set(err, r.status == 412 || r.status == 416 ? -EIO
+								      : status_errno(r.status),
+				"%s%s: %s", s->path, rel, answer(&r, a, sizeof a));
+	if (!rc && r.got != n)
+		rc = sv_err_set(err, -EIO, "%s%s: %zu of %zu bytes at %llu arrived", s->path, rel,
+				r.got, n, (unsigned long long)off);
+	if (!rc && r.etag[0]) {
+		/* The object listed, not another one put since. */
+		struct stat now;
+		char *where = place_location(s, rel, false);
+		if (where)
+			identity(&now, where, r.status == 206 && r.total != UINT64_MAX ? r.total : r.got,
+				 r.etag, http_time(r.modified));
+		if (where && now.st_ino != st.st_ino)
+			rc = sv_err_set(err, -EIO, "%s%s changed on the server since it was listed",
+					s->path, rel);
+		free(where);
+	}
+	sv_buf_fini(&r.text);
+	if (!rc)
+		*got = n;
+	return rc;
+}
+
+/* The prefix's identity: its location's, never changing (its members are
+ * the format's to check). */
+static void prefix_identity(const struct http *h, struct stat *st)
+{
+	dir_identity(h->s.path, st);
 }
 
 static int prefix_look(struct sv_source *s, struct stat *now)
@@ -1405,6 +1777,10 @@ const struct sv_source_ops sv_source_s3_prefix_ops = {
 	.member_read_all = prefix_member_read_all,
 	.member_list = prefix_member_list,
 	.member_replace = prefix_member_replace,
+	.place_stat = prefix_place_stat,
+	.place_list = prefix_place_list,
+	.place_read = prefix_place_read,
+	.place_location = place_location,
 	.close = http_close,
 };
 
@@ -1418,8 +1794,13 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 		return sv_err_set(err, -EIO, "%s: %s", location, curl_why);
 	}
 	struct http *h = calloc(1, sizeof *h);
-	char *p = strdup(location), *u = strdup(place->url); /* the prefix's, ending in '/' */
-	if (!h || !p || !u) {
+	struct listing *lists = calloc(HTTP_LISTINGS, sizeof *lists);
+	size_t ln = strlen(location);
+	char *p = malloc(ln + 2), *u = strdup(place->url); /* the prefix's, ending in '/' */
+	if (p) /* its location, ending in '/' too */
+		snprintf(p, ln + 2, "%s%s", location, ln && location[ln - 1] == '/' ? "" : "/");
+	if (!h || !p || !u || !lists) {
+		free(lists);
 		free(h);
 		free(p);
 		free(u);
@@ -1433,13 +1814,18 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 	h->url = u;
 	h->s3 = true;
 	h->place = *place;
+	h->lists = lists;
 	memset(place, 0, sizeof *place);
 	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_lock(&dirs_lock);
+	if (!dirs_time)
+		dirs_time = time(NULL);
+	pthread_mutex_unlock(&dirs_lock);
 	prefix_identity(h, &h->s.st);
 	/* One key of the listing: the bucket is there, the credentials are
 	 * good, and something is under the prefix. */
 	char url[8192];
-	int rc = list_url(h, NULL, 1, url, sizeof url, err);
+	int rc = list_url(h, h->place.key, NULL, 1, url, sizeof url, err);
 	struct reply r;
 	struct call k = {"GET", url, 0, 0, NULL, NULL};
 	if (!rc)
@@ -1536,7 +1922,7 @@ static int open_remote(const char *path, const char *url, struct sv_s3_place *pl
 	h->size = r.status == 416 ? 0 : r.total;
 	snprintf(h->etag, sizeof h->etag, "%s", r.etag);
 	snprintf(h->modified, sizeof h->modified, "%s", r.modified);
-	identity(&h->s.st, url, h->size, r.etag, r.modified);
+	identity(&h->s.st, path, h->size, r.etag, http_time(r.modified));
 	if (place)
 		h->s.st.st_mode = S_IFREG | 0644;
 	h->head = sv_blob_dup(buf, r.got);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* What -o s3_* set (before any thread: the command line's parse). */
 static struct {
@@ -410,32 +411,92 @@ static void xml_unescape(char *t)
 	*w = '\0';
 }
 
+/* The text of <tag> within [a, b), unescaped, into out (false: none, or
+ * longer than cap allows). */
+static bool field(const char *a, const char *b, const char *tag, char *out, size_t cap)
+{
+	char open[32], close[32];
+	snprintf(open, sizeof open, "<%s>", tag);
+	snprintf(close, sizeof close, "</%s>", tag);
+	const char *t = memmem(a, (size_t)(b - a), open, strlen(open));
+	if (!t)
+		return false;
+	t += strlen(open);
+	const char *e = memmem(t, (size_t)(b - t), close, strlen(close));
+	if (!e || (size_t)(e - t) >= cap || memchr(t, '\0', (size_t)(e - t)))
+		return false;
+	memcpy(out, t, (size_t)(e - t));
+	out[e - t] = '\0';
+	xml_unescape(out);
+	return true;
+}
+
+/* An ISO 8601 time as S3 lists it ("2026-11-27T07:30:33.000Z"): seconds
+ * since the epoch, or 0 if it is not one. */
+static int64_t iso_time(const char *t)
+{
+	struct tm tm;
+	memset(&tm, 0, sizeof tm);
+	const char *end = strptime(t, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end)
+		return 0;
+	time_t s = timegm(&tm);
+	return s < 0 ? 0 : (int64_t)s;
+}
+
 int sv_s3_list_page(const char *body, size_t n, const char *prefix,
-		    int (*fn)(void *arg, const char *name), void *arg, bool *more, char *next,
-		    size_t cap, const char **why)
+		    int (*fn)(void *arg, const struct sv_s3_entry *e), void *arg, bool *more,
+		    char *next, size_t cap, const char **why)
 {
 	*more = false;
 	*why = NULL;
 	size_t plen = strlen(prefix);
-	const char *t = body, *end = body + n;
+	const char *end = body + n;
 	int rc = 0;
-	while (!rc && t < end) {
-		const char *c = memmem(t, (size_t)(end - t), "<Key>", 5);
-		if (!c)
-			break;
-		c += 5;
-		const char *ce = memmem(c, (size_t)(end - c), "</Key>", 6);
-		if (!ce)
-			break;
-		char name[1100];
-		if ((size_t)(ce - c) < sizeof name && !memchr(c, '\0', (size_t)(ce - c))) {
-			memcpy(name, c, (size_t)(ce - c));
-			name[ce - c] = '\0';
-			xml_unescape(name);
-			if (!strncmp(name, prefix, plen) && name[plen] && !strchr(name + plen, '/'))
-				rc = fn(arg, name + plen);
+	/* Objects (<Contents>) and, with a delimiter, the prefixes under
+	 * this one (<CommonPrefixes>): in the page's order, each kind. */
+	static const struct { const char *open, *close, *name; bool dir; } kinds[] = {
+		{"<Contents>", "</Contents>", "Key", false},
+		{"<CommonPrefixes>", "</CommonPrefixes>", "Prefix", true},
+	};
+	for (size_t k = 0; !rc && k < 2; k++) {
+		const char *t = body;
+		while (!rc && t < end) {
+			const char *a = memmem(t, (size_t)(end - t), kinds[k].open, strlen(kinds[k].open));
+			if (!a)
+				break;
+			a += strlen(kinds[k].open);
+			const char *b = memmem(a, (size_t)(end - a), kinds[k].close,
+					       strlen(kinds[k].close));
+			if (!b)
+				break;
+			t = b + strlen(kinds[k].close);
+			char name[1100], size[32] = "", etag[300] = "", when[64] = "";
+			if (!field(a, b, kinds[k].name, name, sizeof name) ||
+			    strncmp(name, prefix, plen))
+				continue;
+			char *rest = name + plen;
+			size_t len = strlen(rest);
+			if (kinds[k].dir && len && rest[len - 1] == '/')
+				rest[--len] = '\0';
+			if (!len || strchr(rest, '/'))
+				continue;
+			struct sv_s3_entry e = {rest, kinds[k].dir, 0, "", 0};
+			if (!kinds[k].dir) {
+				field(a, b, "Size", size, sizeof size);
+				if (field(a, b, "ETag", etag, sizeof etag))
+					for (char *c = etag; *c; c++)
+						if (!isprint((unsigned char)*c))
+							*c = '?';
+				field(a, b, "LastModified", when, sizeof when);
+				char *se;
+				unsigned long long v = strtoull(size, &se, 10);
+				e.size = size[0] && !*se ? v : 0;
+				e.etag = etag;
+				e.mtime = iso_time(when);
+			}
+			rc = fn(arg, &e);
 		}
-		t = ce + 6;
 	}
 	if (rc)
 		return rc;

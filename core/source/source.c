@@ -115,6 +115,17 @@ int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct s
 	return 0;
 }
 
+bool sv_source_is_folder(const char *path)
+{
+	struct stat st;
+	if (sv_source_is_s3(path)) {
+		/* s3://BUCKET/ or s3://BUCKET/PREFIX/ (a key is an object). */
+		const char *k = strchr(path + 5, '/');
+		return !k || !k[1] || path[strlen(path) - 1] == '/';
+	}
+	return !sv_source_is_url(path) && !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
 void sv_source_free(struct sv_source *s)
 {
 	if (!s)

@@ -156,6 +156,22 @@ struct sv_source_ops {
 	int (*member_replace)(struct sv_source *s, const char *name, const char *tmp_prefix,
 			      const void *p, size_t n, const struct stat *expect,
 			      struct sv_err *err);
+	/* A save folder at the source's location (a directory, a prefix
+	 * of a store): rel is a path under it, names joined by '/' ("" the
+	 * folder itself).  place_stat: what is at rel now (-ENOENT:
+	 * nothing), following symbolic links; place_list: fn(arg, name) for
+	 * each entry of the directory rel, in no order, until fn returns
+	 * non-zero (returned); place_read: up to n bytes of the file rel at
+	 * off, fewer at its end; place_location: where rel is, to be
+	 * opened as a source of its own (a new string; `dir`: rel is a
+	 * directory).  NULL: the source is no folder. */
+	int (*place_stat)(struct sv_source *s, const char *rel, struct stat *st,
+			  struct sv_err *err);
+	int (*place_list)(struct sv_source *s, const char *rel,
+			  int (*fn)(void *arg, const char *name), void *arg, struct sv_err *err);
+	int (*place_read)(struct sv_source *s, const char *rel, uint64_t off, void *buf,
+			  size_t n, size_t *got, struct sv_err *err);
+	char *(*place_location)(struct sv_source *s, const char *rel, bool dir);
 	void (*close)(struct sv_source *s);
 };
 
@@ -217,6 +233,9 @@ struct sv_s3_place {
 	char sigv4[96];          /* libcurl's CURLOPT_AWS_SIGV4: "aws:amz:REGION:s3" */
 	uint64_t part;           /* the multipart upload's part size */
 };
+/* Whether path names a place a save folder may be: a directory, or a
+ * prefix of an S3 store (s3://BUCKET/, s3://BUCKET/PREFIX/). */
+bool sv_source_is_folder(const char *path);
 /* Whether path is an S3 location (s3://). */
 bool sv_source_is_s3(const char *path);
 /* The place of location s3://BUCKET/KEY: the -o s3_* options, then the
@@ -225,21 +244,32 @@ bool sv_source_is_s3(const char *path);
  * AWS_PROFILE), then ~/.aws/credentials and ~/.aws/config. */
 int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err);
 void sv_s3_place_fini(struct sv_s3_place *p);
-/* Appends s percent-encoded as S3 signs it (all but the unreserved bytes,
- * and '/' if slash). */
+/* Appends s percent-encoded as S3 signs it: every byte but the unreserved
+ * ones, and but '/' if slash (a key in a path; a query's value encodes
+ * it). */
 int sv_s3_encode(struct sv_buf *b, const char *s, bool slash);
 /* "Code: Message" of an S3 error body ("" if it is not one). */
 void sv_s3_error_text(const char *body, size_t n, char *out, size_t cap);
 /* The text of the first <tag> in an XML body ("" if none). */
 void sv_s3_xml_text(const char *body, size_t n, const char *tag, char *out, size_t cap);
-/* One page of a ListObjectsV2 answer: fn(arg, name) for each key directly
- * under prefix (the name after it, no '/' in it), in the page's order,
- * until fn returns non-zero (returned).  *more and next (the continuation
- * token, unescaped) when the listing goes on; *why says what is wrong
- * with a page that cannot go on (NULL if nothing). */
+/* One entry of a listing: an object, or (dir) a prefix under the one
+ * listed, its name after that prefix (no '/' in it); an object's size,
+ * ETag as listed (quoted, "" if none) and time (0 if none). */
+struct sv_s3_entry {
+	const char *name;
+	bool dir;
+	uint64_t size;
+	const char *etag;
+	int64_t mtime;
+};
+/* One page of a ListObjectsV2 answer: fn(arg, entry) for each object
+ * directly under prefix, then each prefix under it (with a delimiter), in
+ * the page's order, until fn returns non-zero (returned).  *more and next
+ * (the continuation token, unescaped) when the listing goes on; *why says
+ * what is wrong with a page that cannot go on (NULL if nothing). */
 int sv_s3_list_page(const char *body, size_t n, const char *prefix,
-		    int (*fn)(void *arg, const char *name), void *arg, bool *more, char *next,
-		    size_t cap, const char **why);
+		    int (*fn)(void *arg, const struct sv_s3_entry *e), void *arg, bool *more,
+		    char *next, size_t cap, const char **why);
 
 /* A read-only file source holding a copy of p[0..n) (memory). */
 int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err);

@@ -61,6 +61,9 @@ struct entry {
 	uint32_t writers;   /* E_FILE: opens for writing through the mount
 			     * (judged again only when they are done) */
 	int wd;             /* a real directory: its inotify watch, or 0 */
+	struct sv_source *held; /* a remote file's source as its judge opened
+				 * it (its first bytes read), for its
+				 * container's open; or NULL */
 	uint32_t hnext;     /* the next entry in its hash chain, or SV_NONE */
 };
 
@@ -82,8 +85,13 @@ struct slot {
 struct sv_folder {
 	pthread_mutex_t lock;
 	pthread_cond_t opened;  /* a slot's open is done */
-	char *path;             /* owned: the folder, real path */
-	int dfd;
+	char *path;             /* owned: the folder's location (a real path) */
+	struct sv_source *src;  /* the folder's place: its entries are read
+				 * through it */
+	bool remote;            /* a remote place: its own entries are read-only */
+	int dfd;                /* a local place's directory (src's), or -1 */
+	uint32_t *ring;         /* entries holding a source, oldest first */
+	uint32_t nring, ringcap, ringat; /* how many, how many at most, the oldest */
 	struct sv_opts opts;
 	char *format_opts;      /* owned: opts.format_opts */
 	struct entry *e;
@@ -226,12 +234,7 @@ static uint32_t add_entry(struct sv_folder *f, uint32_t parent, char *rel, int k
 /* The real path of entry i (a new string). */
 static char *full_path(struct sv_folder *f, uint32_t i)
 {
-	const char *rel = f->e[i].rel;
-	size_t n = strlen(f->path) + strlen(rel) + 2;
-	char *p = malloc(n);
-	if (p)
-		snprintf(p, n, "%s%s%s", f->path, *rel ? "/" : "", rel);
-	return p;
+	return f->src->ops->place_location(f->src, f->e[i].rel, S_ISDIR(f->e[i].st.st_mode));
 }
 
 static bool kind_is_meta(int kind)
@@ -273,10 +276,24 @@ static void close_slot(struct sv_folder *f, uint32_t s)
  * told apart by its open.
  */
 static const struct sv_format *sniff(struct sv_folder *f, const char *path,
-				     const struct stat *st)
+				     const struct stat *st, struct sv_source **held)
 {
 	int why = 0;
-	const struct sv_format *fmt = sv_sniff(path, &why);
+	const struct sv_format *fmt = NULL;
+	if (f->remote && S_ISREG(st->st_mode)) {
+		/* Its first bytes, read once: its container's open takes the
+		 * source that read them. */
+		struct sv_err err;
+		struct sv_source *src = NULL;
+		if (!sv_source_open(path, f->opts.read_only, &src, &why, &err))
+			fmt = sv_sniff_source(src);
+		if (fmt && same_file(st, &src->st))
+			*held = src;
+		else
+			sv_source_free(src);
+	} else {
+		fmt = sv_sniff(path, &why);
+	}
 	if (!fmt || !fmt->probe_weak || !S_ISREG(st->st_mode) ||
 	    st->st_size > CONFIRM_AT_ONCE)
 		return fmt;
@@ -287,7 +304,32 @@ static const struct sv_format *sniff(struct sv_folder *f, const char *path,
 	o.read_only = true;
 	int rc = sv_container_open(path, &o, &c, &err);
 	sv_container_free(c);
+	if (rc == -EMEDIUMTYPE && *held) {
+		sv_source_free(*held);
+		*held = NULL;
+	}
 	return rc == -EMEDIUMTYPE ? NULL : fmt;
+}
+
+/* Entry i's source as its judge opened it, kept (lock held): the oldest
+ * kept goes beyond half the cache's worth of first blocks. */
+static void keep_held(struct sv_folder *f, uint32_t i, struct sv_source *src)
+{
+	struct entry *e = &f->e[i];
+	sv_source_free(e->held);
+	e->held = src;
+	if (!src || !f->ringcap)
+		return;
+	if (f->nring == f->ringcap) {
+		uint32_t old = f->ring[f->ringat];
+		f->ringat = (f->ringat + 1) % f->ringcap;
+		f->nring--;
+		if (old != i && f->e[old].held) {
+			sv_source_free(f->e[old].held);
+			f->e[old].held = NULL;
+		}
+	}
+	f->ring[(f->ringat + f->nring++) % f->ringcap] = i;
 }
 
 /* Slot s's container no longer stands for its entry (its file was
@@ -316,8 +358,10 @@ static int judge(struct sv_folder *f, uint32_t i)
 	if (e->kind == E_RAW)
 		return judge(f, e->parent);
 	struct stat st;
-	if (fstatat(f->dfd, *e->rel ? e->rel : ".", &st, 0))
-		return errno == ENOENT || errno == ENOTDIR ? -ENOENT : -errno;
+	struct sv_err err;
+	int r0 = f->src->ops->place_stat(f->src, e->rel, &st, &err);
+	if (r0)
+		return r0;
 	if (e->judged && same_file(&st, &e->st))
 		return 0;
 	if (e->judged && e->kind == E_FILE && e->writers) {
@@ -344,14 +388,17 @@ static int judge(struct sv_folder *f, uint32_t i)
 	 * calls go on meanwhile.  The table may move: e is taken again. */
 	int kind = S_ISDIR(st.st_mode) ? E_DIR : E_FILE;
 	const struct sv_format *fmt = NULL;
+	struct sv_source *held = NULL;
 	if (i != 0 && !e->in_raw && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+		e->st.st_mode = st.st_mode; /* its location's form */
 		char *p = full_path(f, i);
 		pthread_mutex_unlock(&f->lock);
-		fmt = p ? sniff(f, p, &st) : NULL;
+		fmt = p ? sniff(f, p, &st, &held) : NULL;
 		free(p);
 		pthread_mutex_lock(&f->lock);
 		e = &f->e[i];
 	}
+	keep_held(f, i, held);
 	if (fmt)
 		kind = E_BOX;
 	if (e->slot && (kind != E_BOX || e->judged)) {
@@ -491,9 +538,19 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	 * not hold up the other containers' calls.  The tables may move. */
 	struct sv_container *c = NULL;
 	f->s[s].opening = true;
+	/* The source its judge opened, if it is still the entry's file. */
+	e = &f->e[i];
+	struct sv_source *held = e->held;
+	const struct sv_format *fmt = e->fmt;
+	e->held = NULL;
+	if (held && !same_file(&held->st, &e->st)) {
+		sv_source_free(held);
+		held = NULL;
+	}
 	pthread_mutex_unlock(&f->lock);
-	int rc = o.format ? sv_container_open(p, &o, &c, err)
-			  : sv_err_set(err, -EMEDIUMTYPE, "no format claims it");
+	int rc = !o.format ? sv_err_set(err, -EMEDIUMTYPE, "no format claims it")
+		 : held    ? sv_container_open_src(held, fmt, &o, &c, err)
+			   : sv_container_open(p, &o, &c, err);
 	free(p);
 	pthread_mutex_lock(&f->lock);
 	sl = &f->s[s];
@@ -757,11 +814,26 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	f->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
 	f->opts.format_opts = f->format_opts;
 	int rc = f->opts.cache ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
-	f->path = rc ? NULL : realpath(path, NULL);
-	if (!rc && !f->path)
-		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
-	if (!rc && (f->dfd = open(f->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		rc = sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
+	/* The place, read through its source (its own entries are changed
+	 * through the directory's descriptor, where it has one). */
+	int why = 0;
+	if (!rc)
+		rc = sv_source_open(path, true, &f->src, &why, err);
+	if (!rc && !f->src->ops->place_stat)
+		rc = sv_err_set(err, -ENOTDIR, "%s: not a directory", path);
+	if (!rc && !(f->path = strdup(f->src->path)))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	if (!rc) {
+		f->remote = f->src->ops->remote;
+		f->dfd = f->remote ? -1 : f->src->fd;
+		/* Remote files' first blocks kept for their containers' opens:
+		 * half the cache's worth. */
+		f->ringcap = f->remote ? (uint32_t)(f->opts.cache_cap / 2 / (256u << 10)) : 0;
+		if (f->remote && f->ringcap < 8)
+			f->ringcap = 8;
+		if (f->ringcap && !(f->ring = calloc(f->ringcap, sizeof *f->ring)))
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+	}
 	char *root = rc ? NULL : strdup("");
 	if (!rc && (!root || grow_hash(f) || add_entry(f, 0, root, E_DIR) != 0)) {
 		free(root);
@@ -804,13 +876,15 @@ void sv_folder_free(struct sv_folder *f)
 		close_slot(f, s);
 		free(f->s[s].live);
 	}
-	for (uint32_t i = 0; i < f->ne; i++)
+	for (uint32_t i = 0; i < f->ne; i++) {
 		free(f->e[i].rel);
+		sv_source_free(f->e[i].held);
+	}
 	free(f->e);
+	free(f->ring);
 	free(f->s);
 	free(f->htab);
-	if (f->dfd >= 0)
-		close(f->dfd);
+	sv_source_free(f->src); /* and its descriptor, dfd */
 	free(f->path);
 	free(f->format_opts);
 	sv_buf_fini(&f->log);
@@ -951,7 +1025,7 @@ static void real_stat(const struct stat *s, sv_id id, bool dir, struct sv_stat *
  * container's raw form, and not on a read-only mount. */
 static bool changeable(const struct sv_folder *f, uint32_t i)
 {
-	return !f->opts.read_only && !f->e[i].in_raw && f->e[i].kind != E_RAW &&
+	return !f->opts.read_only && !f->remote && !f->e[i].in_raw && f->e[i].kind != E_RAW &&
 	       !kind_is_meta(f->e[i].kind);
 }
 
@@ -965,11 +1039,12 @@ static void entry_stat(struct sv_folder *f, uint32_t i, struct sv_stat *st)
 		const struct entry *b = &f->e[e->parent];
 		real_stat(&b->st, i, S_ISDIR(b->st.st_mode), st);
 		st->mode &= ~0222u;
-		st->real = !st->dir;
+		st->real = !st->dir && !f->remote;
 		return;
 	}
 	real_stat(&e->st, i, e->kind == E_DIR || e->kind == E_BOX, st);
-	st->real = e->kind == E_FILE;
+	/* A remote file is read through the tree (it has no descriptor). */
+	st->real = e->kind == E_FILE && !f->remote;
 	st->writable = st->real && changeable(f, i);
 	if (e->in_raw)
 		st->mode &= ~0222u;
@@ -1034,39 +1109,30 @@ static int by_name(const void *a, const void *b)
 
 /* The names in real directory entry d, sorted (bytewise, as savefs lists
  * names). */
+static int add_name(void *arg, const char *name)
+{
+	struct name_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 32;
+		char **v = realloc(l->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n] = strdup(name)))
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
 static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
 {
 	watch(f, d);
-	int fd = openat(f->dfd, *f->e[d].rel ? f->e[d].rel : ".", O_RDONLY | O_DIRECTORY |
-			O_CLOEXEC);
-	DIR *dir = fd < 0 ? NULL : fdopendir(fd);
-	if (!dir) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	struct dirent *de;
-	int rc = 0;
-	while (!rc && (de = readdir(dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? l->cap * 2 : 32;
-			char **v = realloc(l->v, cap * sizeof *v);
-			if (!v) {
-				rc = -ENOMEM;
-				break;
-			}
-			l->v = v;
-			l->cap = cap;
-		}
-		if (!(l->v[l->n] = strdup(de->d_name)))
-			rc = -ENOMEM;
-		else
-			l->n++;
-	}
-	closedir(dir);
+	struct sv_err err;
+	int rc = f->src->ops->place_list(f->src, f->e[d].rel, add_name, l, &err);
+	if (rc && rc != -ENOMEM)
+		folder_log(f, "%s", err.msg);
 	if (l->n)
 		qsort(l->v, l->n, sizeof *l->v, by_name);
 	return rc;
@@ -1111,6 +1177,45 @@ static int count_one(void *arg, const char *name, const struct sv_stat *st, uint
 {
 	*(uint64_t *)arg = next;
 	return 0;
+}
+
+/* Remote entries judged at once, JUDGE_AT_ONCE at a time. */
+#define JUDGE_AT_ONCE 8
+
+struct judging {
+	struct sv_folder *f;
+	uint32_t d;
+	const struct name_list *l;
+	size_t next;  /* the next name to judge (atomic) */
+};
+
+static void *judge_main(void *arg)
+{
+	struct judging *j = arg;
+	for (;;) {
+		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		if (i >= j->l->n)
+			break;
+		int e;
+		pthread_mutex_lock(&j->f->lock);
+		child(j->f, j->d, j->l->v[i], &e);
+		pthread_mutex_unlock(&j->f->lock);
+	}
+	return NULL;
+}
+
+/* The entries of directory d from `from` on judged (lock not held). */
+static void judge_all(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
+{
+	struct judging j = {f, d, l, from};
+	pthread_t t[JUDGE_AT_ONCE - 1];
+	size_t n = 0;
+	while (n < JUDGE_AT_ONCE - 1 && n + 1 < l->n - from &&
+	       !pthread_create(&t[n], NULL, judge_main, &j))
+		n++;
+	judge_main(&j);
+	for (size_t k = 0; k < n; k++)
+		pthread_join(t[k], NULL);
 }
 
 int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg,
@@ -1187,6 +1292,13 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	/* A real directory: its entries as they are now. */
 	struct name_list l = {0};
 	rc = real_names(f, d, &l);
+	if (!rc && f->remote && l.n > from + 1) {
+		/* Each remote entry judged costs a request (its first bytes):
+		 * several at once. */
+		pthread_mutex_unlock(&f->lock);
+		judge_all(f, d, &l, from);
+		pthread_mutex_lock(&f->lock);
+	}
 	struct item {
 		char *name;
 		struct sv_stat st;
@@ -1219,26 +1331,13 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 static int real_read(struct sv_folder *f, uint32_t i, uint64_t off, void *buf, size_t size,
 		     size_t *got, struct sv_err *err)
 {
-	const char *rel = f->e[i].rel;
-	int fd = openat(f->dfd, rel, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sv_err_set(err, errno == ENOENT ? -ENOENT : -EIO, "%s: %s", rel,
-				  strerror(errno));
-	*got = 0;
-	int rc = 0;
-	while (*got < size) {
-		ssize_t k = pread(fd, (uint8_t *)buf + *got, size - *got, (off_t)(off + *got));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			rc = sv_err_set(err, -EIO, "%s: %s", rel, strerror(errno));
-			break;
-		}
-		if (!k)
-			break;
-		*got += (size_t)k;
-	}
-	close(fd);
+	pthread_mutex_lock(&f->lock);
+	char *rel = strdup(f->e[i].rel);
+	pthread_mutex_unlock(&f->lock);
+	if (!rel)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	int rc = f->src->ops->place_read(f->src, rel, off, buf, size, got, err);
+	free(rel);
 	return rc;
 }
 
@@ -1318,6 +1417,26 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 	pthread_mutex_lock(&f->lock);
 	int rc;
 	uint32_t i = real_file(f, n, &rc);
+	if (i != SV_NONE && f->remote && f->e[i].kind == E_BOX) {
+		/* A remote container's raw bytes: through its own source, whose
+		 * blocks its tree has read (not a request per read). */
+		struct sv_container *c;
+		uint32_t slot;
+		rc = box_container(f, i, &c, &slot, err);
+		pthread_mutex_unlock(&f->lock);
+		if (rc == -EMEDIUMTYPE)
+			return real_read(f, i, off, buf, size, got, err);
+		if (rc)
+			return rc;
+		*got = 0;
+		uint64_t end = sv_container_size(c);
+		size_t k = off >= end ? 0 : end - off < size ? (size_t)(end - off) : size;
+		rc = k ? sv_container_pread(c, off, buf, k, err) : 0;
+		if (!rc)
+			*got = k;
+		put(f, slot);
+		return rc;
+	}
 	pthread_mutex_unlock(&f->lock);
 	if (i == SV_NONE)
 		return sv_err_set(err, rc, "%s", strerror(-rc));
@@ -1559,7 +1678,7 @@ void sv_folder_set_notify(struct sv_folder *f, sv_tree_changed_fn fn, void *arg)
 	pthread_mutex_lock(&f->lock);
 	f->live_fn = fn;
 	f->live_arg = arg;
-	bool start = fn && !f->watching;
+	bool start = fn && !f->watching && !f->remote; /* a store tells no changes */
 	pthread_mutex_unlock(&f->lock);
 	/* Followed while a client listens (the daemon; not a command). */
 	if (start)
@@ -1571,6 +1690,9 @@ void sv_folder_set_notify(struct sv_folder *f, sv_tree_changed_fn fn, void *arg)
 /* The refusal of a change to a real entry that cannot be changed. */
 static int not_here(struct sv_folder *f, struct sv_err *err)
 {
+	if (f->remote && !f->opts.read_only)
+		return sv_err_set(err, -EROFS, "an %s's own files and directories are read-only "
+				  "(its containers are written)", f->src->ops->kind);
 	return f->opts.read_only ? sv_err_set(err, -EROFS, "mounted read-only")
 				 : sv_err_set(err, -EPERM, "a container's raw form is read-only");
 }
@@ -2065,7 +2187,7 @@ bool sv_folder_read_only(struct sv_folder *f, sv_id n)
 	struct sv_container *c;
 	uint32_t node, slot;
 	if (f->opts.read_only || !(n >> 32) || grab(f, n, &c, &node, &slot))
-		return f->opts.read_only;
+		return f->opts.read_only || (f->remote && !(n >> 32));
 	bool ro = sv_container_read_only(c);
 	put(f, slot);
 	return ro;

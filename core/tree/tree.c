@@ -22,8 +22,7 @@ int sv_tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **
 	/* A directory no format claims is a folder: the container's open
 	 * (which sniffs) says so. */
 	int rc = sv_container_open(path, opts, &t->c, err);
-	struct stat st;
-	if (rc == -EMEDIUMTYPE && !opts->format && !stat(path, &st) && S_ISDIR(st.st_mode)) {
+	if (rc == -EMEDIUMTYPE && !opts->format && sv_source_is_folder(path)) {
 		sv_err_clear(err);
 		rc = sv_folder_open(path, opts, &t->f, err);
 	}

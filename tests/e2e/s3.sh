@@ -146,6 +146,66 @@ expect_eq "chunks that differ after the edit" "chunks/0/0,0.bin chunks/0/0,0.png
 	"$(cd "$TMP" && diff -rq before.x after.x | sed 's|^Files before.x/\([^ ]*\) and .*|\1|' |
 		grep '^chunks/' | sort | tr '\n' ' ' | sed 's/ $//')"
 
+# ---- a folder of containers under a prefix ----
+# The same folder on disk and under s3://saves/folder/: two maps (one a
+# level deeper), a level, a text file that passes through, and the
+# segmented recording as a prefix of its own.
+fold="$TMP/fold"
+mkdir -p "$fold/sub" "$fold/runs"
+cp "$src/arena.map" "$fold/arena.map"
+"$MKDOODLE" level "$fold/castle.level" --container zip --chunks rle --count 200 --seed 4 \
+	> /dev/null || die "mkdoodle failed"
+"$MKDATAFILE" gen "$fold/sub/other.map" --data 3 --payload 4K --items 2 --seed 9 > /dev/null ||
+	die "mkdatafile failed"
+printf 'a note beside the saves\n' > "$fold/notes.txt"
+"$MKRECORDING" segmented "$fold/runs/seg" -n 2000 -k 20 -e 1 -z 3 --quiet ||
+	die "mkrecording failed"
+(cd "$fold" && find . -type f -printf '%P\n') | while read -r f; do
+	s3curl -o /dev/null -T "$fold/$f" "$RGW_ENDPOINT/saves/folder/$f" || exit 1
+done || die "cannot put the folder"
+M="$TMP/remote-fold"
+mount_sv "s3://saves/folder/" "$M" -o noindex || die "cannot mount the prefix as a folder"
+mount_sv "$fold" "$TMP/local-fold" -o ro,noindex || die "cannot mount the local folder"
+expect_eq "the folder's listing" "$(ls -F "$TMP/local-fold")" "$(ls -F "$M")"
+expect_eq "sub/ listed" "other.map/" "$(ls -F "$M/sub")"
+# Every file alike but each container's .savefs/info, which names its place.
+tree_listing "$TMP/local-fold" | grep -v '/\.savefs/info$' > "$TMP/fold.want" ||
+	fail "cannot list the local folder"
+tree_listing "$M" | grep -v '/\.savefs/info$' > "$TMP/fold.got" || fail "cannot list the prefix"
+[ "$(wc -l < "$TMP/fold.want")" -gt 100 ] || fail "the folder: too few entries listed"
+expect_same_text "a folder on a prefix: every name, size and file's bytes" "$TMP/fold.want" \
+	"$TMP/fold.got"
+expect_eq "the folder's info: its place" "s3://saves/folder/" "$(json_field "$M/.savefs/info" folder)"
+expect_eq "the folder's info: what passes through" '["notes.txt"]' \
+	"$(json_field "$M/.savefs/info" unclaimed)"
+expect_eq "a map's raw bytes under its name" "$(sha256sum < "$fold/arena.map")" \
+	"$(sha256sum < "$M/arena.map/.savefs/container")"
+expect_eq "the map's source" "S3 object" \
+	"$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["source"]["kind"])' \
+	"$M/arena.map/.savefs/info")"
+# Its own files are the store's: read-only, and the mount says why.
+printf 'x\n' > "$TMP/x"
+expect_eq "a new file in the folder" "open EROFS" "$(py_write "$M/new.txt" "$TMP/x" create)"
+expect_eq "notes.txt written" "open EROFS" "$(py_write "$M/notes.txt" "$TMP/x")"
+mkdir "$M/newdir" 2> "$TMP/err" && fail "mkdir in the folder succeeded"
+expect_eq "a directory made" "mkdir: cannot create directory '$M/newdir': Read-only file system" \
+	"$(cat "$TMP/err")"
+rm "$M/notes.txt" 2> "$TMP/err" && fail "rm in the folder succeeded"
+expect_eq "notes.txt removed" "rm: cannot remove '$M/notes.txt': Read-only file system" \
+	"$(cat "$TMP/err")"
+expect_eq "notes.txt as it was" "a note beside the saves" "$(cat "$M/notes.txt")"
+# A container in it is written as one alone: the level edited, uploaded.
+CHECKS=$((CHECKS + 1))
+edit_chunk "$M/castle.level" 3 ||
+	fail "the edit of the folder's level failed: $(tail -n 2 "$M/castle.level/.savefs/log")"
+cp -- "$M/castle.level/chunks/0/0,0.txt" "$TMP/folder-edited.txt"
+umount_sv "$M"
+umount_sv "$TMP/local-fold"
+s3curl -o "$TMP/folder-level.after" "$RGW_ENDPOINT/saves/folder/castle.level"
+cmp -s "$TMP/folder-edited.txt" <("$SAVEFS" cat "$TMP/folder-level.after" chunks/0/0,0.txt) ||
+	fail "the folder's level in the store: not the edited chunk"
+cmp -s "$TMP/folder-level.after" "$fold/castle.level" && fail "the folder's level: unchanged"
+
 # ---- write-back in parts ----
 "$MKDOODLE" level "$src/big.level" --container zip --chunks rle --count 70000 --seed 3 \
 	> /dev/null || die "mkdoodle failed"

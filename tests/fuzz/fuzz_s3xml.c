@@ -8,7 +8,8 @@
  * what reads (abort() otherwise: real invariants):
  *   - every text out is NUL-terminated within its buffer, and printable
  *     (an error's code and message are said in messages);
- *   - a name listed is not empty and has no '/';
+ *   - a name listed is not empty and has no '/'; an ETag is printable; a
+ *     prefix (a directory) has no size, ETag or time;
  *   - a page that goes on gives a token, one that cannot gives a reason;
  *     a callback's non-zero return stops the page and is returned.
  *
@@ -45,11 +46,16 @@ struct seen {
 	unsigned n, stop_at;
 };
 
-static int on_name(void *arg, const char *name)
+static int on_entry(void *arg, const struct sv_s3_entry *e)
 {
 	struct seen *s = arg;
-	if (!name[0] || strchr(name, '/'))
+	if (!e->name[0] || strchr(e->name, '/'))
 		fail("a listed name empty or with '/'");
+	check_text(e->etag, strlen(e->etag) + 1);
+	if (e->dir && (e->size || e->etag[0] || e->mtime))
+		fail("a prefix listed with an object's size, ETag or time");
+	if (e->mtime < 0)
+		fail("a time before the epoch");
 	return ++s->n == s->stop_at ? 7 : 0;
 }
 
@@ -90,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool more = true;
 		char next[64] = "x";
 		const char *why = (const char *)1;
-		int rc = sv_s3_list_page(body, n, prefix, on_name, &s, &more, next, sizeof next, &why);
+		int rc = sv_s3_list_page(body, n, prefix, on_entry, &s, &more, next, sizeof next, &why);
 		if (rc && (rc != 7 || s.n != stop))
 			fail("a callback's stop not returned as given");
 		if (!rc && more && (why || !next[0] || strnlen(next, sizeof next) == sizeof next))
