@@ -50,7 +50,7 @@
 #define HTTP_DISK_CAP (1ull << 30)   /* the disk cache of blocks, every object's */
 #define HTTP_TRIM_EVERY 64           /* blocks stored between two trims of it */
 #define HTTP_LISTINGS 64             /* a prefix's directory listings held */
-#define HTTP_LIST_HOLD_NS 2000000000LL /* and trusted this long after they are read */
+#define HTTP_LIST_HOLD_NS 10000000000LL /* and trusted this long after they are read */
 
 struct http {
 	struct sv_source s;           /* first: freed as one */
@@ -1447,9 +1447,11 @@ static int prefix_member_replace(struct sv_source *s, const char *name, const ch
  * A prefix is also a save folder's place: rel, a path under it, names an
  * object (a file) or a prefix under it (a directory).  A directory's
  * listing (ListObjectsV2 with a delimiter, every page) is held for
- * HTTP_LIST_HOLD_NS and answers what is in it meanwhile: a lookup of
- * every entry of a listed directory costs no request.  Listing it again
- * (a readdir) reads it afresh.  An object's stat is its identity as the
+ * HTTP_LIST_HOLD_NS (10 s) and answers what is in it meanwhile, its
+ * listings and lookups: a walk of a listed directory costs no request
+ * more.  A store tells no one of its changes: an object put by another
+ * client shows within those 10 s (and a container's own commits are its
+ * source's, checked by ETag whatever the listing says).  An object's stat is its identity as the
  * listing tells it (location, ETag, size, LastModified), the one its own
  * source finds at its open; a prefix's is its location's.
  */
@@ -1672,7 +1674,10 @@ static int prefix_place_list(struct sv_source *s, const char *rel,
 	struct http *h = (struct http *)s;
 	if (!rel_ok(rel))
 		return sv_err_set(err, -ENOENT, "%s%s: not a name savefs shows", s->path, rel);
-	int rc = list_dir(h, rel, err);
+	int rc = 0;
+	struct stat unused;
+	if (held_entry(h, rel, "", &unused) == 1)
+		rc = list_dir(h, rel, err);
 	if (rc)
 		return rc;
 	/* The names as listed (another listing may replace them meanwhile). */

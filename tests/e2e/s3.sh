@@ -206,6 +206,51 @@ cmp -s "$TMP/folder-edited.txt" <("$SAVEFS" cat "$TMP/folder-level.after" chunks
 	fail "the folder's level in the store: not the edited chunk"
 cmp -s "$TMP/folder-level.after" "$fold/castle.level" && fail "the folder's level: unchanged"
 
+# ---- a folder of maps: what it costs in requests ----
+# Counted by the bench's proxy (no delay added).  Three maps within the
+# first read's 256 KB and one of 630 KB: the mount looks at the prefix (a
+# key of its listing; no recording's preamble there; the folder's own
+# look), the listing names the maps, each map's first bytes (its first
+# read) claim it and are kept for its open, and grep -r through every map's
+# view then costs one request more: the rest of the large map.
+mkdir -p "$TMP/maps"
+for i in 1 2 3; do
+	"$MKDATAFILE" map "$TMP/maps/m$i.map" --size "$((100 * i))x$((50 * i))" --seed "$i" \
+		> /dev/null || die "mkdatafile map failed"
+done
+"$MKDATAFILE" map "$TMP/maps/m4.map" --size 300x170 --images 1 --image-size 384 --seed 4 \
+	> /dev/null || die "mkdatafile map failed"
+[ "$(stat -c %s "$TMP/maps/m4.map")" -gt 262144 ] || die "m4.map within 256 KB (the fixture changed?)"
+for i in 1 2 3 4; do
+	s3curl -o /dev/null -T "$TMP/maps/m$i.map" "$RGW_ENDPOINT/saves/maps/m$i.map" ||
+		die "cannot put m$i.map"
+done
+pport=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$PYTHON" "$SRC_ROOT/bench/delayproxy.py" "$pport" "${RGW_ENDPOINT##*:}" 0 "$TMP/proxy.count" &
+proxy_pid=$!
+wait_for "the delay proxy listening" "$PYTHON" -c \
+	'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$pport"
+counted() { cat "$TMP/proxy.count" 2> /dev/null || echo 0; }
+M="$TMP/maps-mnt"
+mount_sv "s3://saves/maps/" "$M" -o "noindex,s3_endpoint=http://127.0.0.1:$pport" ||
+	die "cannot mount the maps' prefix"
+expect_eq "the maps' prefix: requests at the mount" 3 "$(counted)"
+expect_eq "the maps listed" "m1.map/ m2.map/ m3.map/ m4.map/" "$(ls -F "$M" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "the maps' prefix: requests after the listing (one, and a map's first read each)" 8 \
+	"$(counted)"
+grep -r -c -a tele "$M"/*/map/ > "$TMP/maps.grep"
+[ $? -le 1 ] || fail "grep -r over the maps' views failed"
+[ "$(wc -l < "$TMP/maps.grep")" -gt 20 ] || fail "grep -r: too few files"
+expect_eq "the maps' prefix: requests after grep -r (the large map's rest)" 9 "$(counted)"
+cat "$M"/*/.savefs/container > /dev/null
+expect_eq "the maps' raw bytes read: no request more" 9 "$(counted)"
+for i in 1 2 3 4; do
+	expect_same_file "m$i.map: its raw bytes" "$TMP/maps/m$i.map" "$M/m$i.map/.savefs/container"
+done
+umount_sv "$M"
+kill "$proxy_pid"
+wait "$proxy_pid" 2> /dev/null
+
 # ---- write-back in parts ----
 "$MKDOODLE" level "$src/big.level" --container zip --chunks rle --count 70000 --seed 3 \
 	> /dev/null || die "mkdoodle failed"
