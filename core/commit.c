@@ -626,7 +626,13 @@ void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg
 
 bool sv_container_follows(const struct sv_container *c)
 {
-	return c->fmt && c->fmt->refresh && c->src->ops->held;
+	return c->fmt && c->fmt->refresh && (c->src->ops->held || c->src->ops->digest);
+}
+
+uint64_t sv_container_follow_ns(const struct sv_container *c)
+{
+	unsigned ms = c->src->ops->follow_ms;
+	return (uint64_t)(ms ? ms : 200) * 1000000u;
 }
 
 /* A write or truncation of an SV_N_DIRECT node; write lock held. */
@@ -706,14 +712,33 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 	if (!sv_container_follows(c))
 		return 0;
 	struct stat now;
-	pthread_rwlock_rdlock(&c->lock);
-	const struct stat *was = &c->src->st;
-	bool same = !c->src->ops->held(c->src, &now) && now.st_size == was->st_size &&
-		    now.st_mtim.tv_sec == was->st_mtim.tv_sec &&
-		    now.st_mtim.tv_nsec == was->st_mtim.tv_nsec;
-	pthread_rwlock_unlock(&c->lock);
-	if (same)
-		return 0;
+	bool same;
+	if (c->src->ops->digest) {
+		/* Its members' digest: the first poll takes it and asks the
+		 * format (what changed since the open is not known). */
+		uint64_t d;
+		struct sv_err e;
+		if (c->src->ops->digest(c->src, &d, &e))
+			return 0; /* a store not answering: looked at again later */
+		pthread_rwlock_rdlock(&c->lock);
+		same = c->digested && d == c->digest;
+		pthread_rwlock_unlock(&c->lock);
+		if (same)
+			return 0;
+		pthread_rwlock_wrlock(&c->lock);
+		c->digest = d;
+		c->digested = true;
+		pthread_rwlock_unlock(&c->lock);
+	} else {
+		pthread_rwlock_rdlock(&c->lock);
+		const struct stat *was = &c->src->st;
+		same = !c->src->ops->held(c->src, &now) && now.st_size == was->st_size &&
+		       now.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+		       now.st_mtim.tv_nsec == was->st_mtim.tv_nsec;
+		pthread_rwlock_unlock(&c->lock);
+		if (same)
+			return 0;
+	}
 	pthread_rwlock_wrlock(&c->lock);
 	int rc = 0;
 	if (!c->broken) {

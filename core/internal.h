@@ -183,6 +183,9 @@ struct sv_container {
 				  * file as it was, for those that go away */
 	uint32_t nsnap;
 	bool broken;             /* that failed: reads fail until a remount */
+	uint64_t digest;         /* a followed remote directory's members as
+				  * last polled (source's digest op) */
+	bool digested;           /* digest is set */
 	const uint8_t *edited;   /* during a re-index: per node (nedited of
 				  * them), whether the commit wrote it */
 	uint32_t nedited;

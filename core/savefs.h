@@ -139,6 +139,9 @@ int sv_container_identity(struct sv_container *c, struct stat *st);
 /* Looks at the container file: if another program changed it, the tree
  * is brought up to date and the changes reported.  0 or -errno. */
 int sv_container_poll(struct sv_container *c, struct sv_err *err);
+/* How often a followed container is best polled: a file's look is cheap
+ * (200 ms), a store's listing is a request (seconds). */
+uint64_t sv_container_follow_ns(const struct sv_container *c);
 
 /* ---- for clients (fs/ and the command line); all thread-safe ------------ */
 

@@ -84,14 +84,15 @@ struct fs_notify {
 	bool stop, running;
 };
 
-/* How often a followed container (a log a game appends to) is looked at. */
-#define POLL_NS 200000000L
 
 static void *notify_main(void *arg)
 {
 	struct fs *fs = arg;
 	struct fs_notify *q = fs->notify;
 	bool follow = fs->c && sv_container_follows(fs->c);
+	/* How often a followed container (a log a game appends to, a
+	 * recording being written) is looked at: its source says. */
+	long poll_ns = follow ? (long)sv_container_follow_ns(fs->c) : 0;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	pthread_mutex_lock(&q->lock);
@@ -107,7 +108,8 @@ static void *notify_main(void *arg)
 			pthread_mutex_unlock(&q->lock);
 			sv_container_poll(fs->c, NULL);
 			clock_gettime(CLOCK_MONOTONIC, &next);
-			next.tv_nsec += POLL_NS;
+			next.tv_sec += poll_ns / 1000000000L;
+			next.tv_nsec += poll_ns % 1000000000L;
 			if (next.tv_nsec >= 1000000000L) {
 				next.tv_sec++;
 				next.tv_nsec -= 1000000000L;

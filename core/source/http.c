@@ -1255,6 +1255,32 @@ static int member_get(struct sv_source *s, const char *name, uint64_t off, size_
 	return rc;
 }
 
+static int by_item_name(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->name, ((const struct item *)b)->name);
+}
+
+/* A member's version as the prefix's last listing names it (its
+ * identity's inode: location and ETag), or 0 if it was never listed: the
+ * key its bytes are cached under, so that a member replaced (a recorder's
+ * new preamble) is fetched anew once a listing has seen it. */
+static uint64_t member_version(struct http *h, const char *name)
+{
+	uint64_t v = 0;
+	pthread_mutex_lock(&h->lock);
+	for (size_t i = 0; h->lists && i < HTTP_LISTINGS; i++) {
+		struct listing *l = &h->lists[i];
+		if (!l->rel || l->rel[0])
+			continue;
+		struct item key = {(char *)name, {0}};
+		struct item *it = l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_item_name) : NULL;
+		if (it)
+			v = (uint64_t)it->st.st_ino;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return v;
+}
+
 /*
  * A member's bytes: the whole member is fetched at its first read (a
  * segment is written once, and read chunk after chunk) and kept in the
@@ -1268,7 +1294,8 @@ static int prefix_member_pread(struct sv_source *s, const char *name, uint64_t o
 {
 	if (!n)
 		return 0;
-	uint64_t key = XXH3_64bits(name, strlen(name)) | (1ull << 63);
+	uint64_t key = (XXH3_64bits(name, strlen(name)) ^ member_version((struct http *)s, name)) |
+		       (1ull << 63);
 	struct sv_blob *whole = s->cache ? sv_cache_get(s->cache, key) : NULL;
 	int rc = 0;
 	if (!whole && s->cache) {
@@ -1538,11 +1565,6 @@ static int gather_one(void *arg, const struct sv_s3_entry *e)
 	return 0;
 }
 
-static int by_item_name(const void *a, const void *b)
-{
-	return strcmp(((const struct item *)a)->name, ((const struct item *)b)->name);
-}
-
 /* Directory rel listed afresh, and held (replacing the oldest held). */
 static int list_dir(struct http *h, const char *rel, struct sv_err *err)
 {
@@ -1634,6 +1656,34 @@ static int held_entry(struct http *h, const char *dir, const char *name, struct 
 	}
 	pthread_mutex_unlock(&h->lock);
 	return rc;
+}
+
+/* The prefix's members now (a listing, held for their versions): the
+ * digest of every name and version. */
+static int prefix_digest(struct sv_source *s, uint64_t *out, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	int rc = list_dir(h, "", err);
+	if (rc)
+		return rc;
+	XXH3_state_t *x = XXH3_createState();
+	if (!x)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	XXH3_64bits_reset(x);
+	pthread_mutex_lock(&h->lock);
+	for (size_t i = 0; i < HTTP_LISTINGS; i++) {
+		struct listing *l = &h->lists[i];
+		if (!l->rel || l->rel[0])
+			continue;
+		for (size_t k = 0; k < l->n; k++) {
+			XXH3_64bits_update(x, l->v[k].name, strlen(l->v[k].name) + 1);
+			XXH3_64bits_update(x, &l->v[k].st.st_ino, sizeof l->v[k].st.st_ino);
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	*out = XXH3_64bits_digest(x);
+	XXH3_freeState(x);
+	return 0;
 }
 
 static int prefix_place_stat(struct sv_source *s, const char *rel, struct stat *st,
@@ -1786,6 +1836,8 @@ const struct sv_source_ops sv_source_s3_prefix_ops = {
 	.place_list = prefix_place_list,
 	.place_read = prefix_place_read,
 	.place_location = place_location,
+	.digest = prefix_digest,
+	.follow_ms = 2000,
 	.close = http_close,
 };
 

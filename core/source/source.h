@@ -119,6 +119,14 @@ struct sv_source_ops {
 	/* What the source's own open handle holds now (a file appended to
 	 * in place): 0 and *now, or -errno. */
 	int (*held)(struct sv_source *s, struct stat *now);
+	/* A directory with no times of its own to look at (a prefix in a
+	 * store): its members now as one number, which changes when one is
+	 * added, removed or replaced; a followed container polls it instead
+	 * of held().  0 and *out, or -errno. */
+	int (*digest)(struct sv_source *s, uint64_t *out, struct sv_err *err);
+	/* How often a followed container of this source is polled, in ms
+	 * (0: every 200 ms). */
+	unsigned follow_ms;
 	int (*pread)(struct sv_source *s, uint64_t off, void *buf, size_t n,
 		     struct sv_err *err);
 	/* Up to n bytes, fewer where it ends now (NULL: pread within the

@@ -105,6 +105,34 @@ s3curl -o "$TMP/pre.after" "$RGW_ENDPOINT/saves/runs/seg/preamble.dat"
 grep -q "the long way round" "$TMP/pre.after" || fail "the preamble in the store: not the edited one"
 s3curl -o "$TMP/seg.after" "$RGW_ENDPOINT/saves/runs/seg/segment-000.dat"
 cmp -s "$TMP/seg.before" "$TMP/seg.after" || fail "a segment changed by the metadata's edit"
+# ---- a recording being written under a prefix, followed ----
+# Its members but `finished` put; then another writer's new preamble (its
+# metadata changed) and `finished`: the mount follows (a listing every 2 s
+# tells a member replaced or added) and shows both.
+cp -r "$src/seg" "$TMP/live"
+rm -f "$TMP/live/finished"
+for f in "$TMP/live"/*; do
+	s3curl -o /dev/null -T "$f" "$RGW_ENDPOINT/saves/runs/live/${f##*/}" || die "cannot put $f"
+done
+M="$TMP/remote-live"
+mount_sv "s3://saves/runs/live/" "$M" -o noindex || die "cannot mount the live prefix"
+expect_eq "live prefix: not finished" '  "finished": false,' "$(grep '"finished"' "$M/header.json")"
+mount_sv "$TMP/live" "$TMP/live-edit" -o noindex || die "cannot mount the local copy"
+sed -i 's/"mkrecording"/"written elsewhere"/' "$TMP/live-edit/metadata.snbt" ||
+	fail "the local copy's metadata edit failed"
+umount_sv "$TMP/live-edit"
+: > "$TMP/live/finished"
+for f in preamble.dat finished; do
+	s3curl -o /dev/null -T "$TMP/live/$f" "$RGW_ENDPOINT/saves/runs/live/$f" || die "cannot put $f"
+done
+for _ in $(seq 600); do
+	grep -q '"finished": true' "$M/header.json" 2> /dev/null && break
+	sleep 0.1
+done
+expect_eq "live prefix: finished, followed" '  "finished": true,' "$(grep '"finished"' "$M/header.json")"
+expect_eq "live prefix: the other writer's metadata" \
+	"$(printf '{\n    map: "written elsewhere"\n}')" "$(cat "$M/metadata.snbt")"
+umount_sv "$M"
 expect_exit "a prefix with nothing under it" 3 \
 	"savefs: s3://saves/nothing/: no object under this prefix" \
 	"$SAVEFS" s3://saves/nothing/ "$TMP/mnt-none"
