@@ -626,7 +626,8 @@ void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg
 
 bool sv_container_follows(const struct sv_container *c)
 {
-	return c->fmt && c->fmt->refresh && (c->src->ops->held || c->src->ops->digest);
+	return c->fmt && ((c->fmt->refresh && (c->src->ops->held || c->src->ops->digest)) ||
+			  c->src->ops->stale);
 }
 
 uint64_t sv_container_follow_ns(const struct sv_container *c)
@@ -713,6 +714,28 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 		return 0;
 	struct stat now;
 	bool same;
+	if (c->src->ops->stale) {
+		/* An object that changed on its server: read again whole, as a
+		 * file replaced (its open files' reads fail: none mixes the two). */
+		if (!c->src->ops->stale(c->src))
+			return 0;
+		pthread_rwlock_wrlock(&c->lock);
+		int rc = 0;
+		if (!c->broken && c->src->ops->stale(c->src)) {
+			uint32_t count = c->nnodes;
+			rc = c->src->ops->reopen(c->src, err);
+			if (!rc) {
+				c->rebuild = false;
+				rc = sv_direct_done(c, count, 1, err);
+			}
+			if (rc)
+				sv_log(c, "reading %s again: %s", c->path, err->msg);
+			else
+				sv_log(c, "%s was read again as it is on the server now", c->path);
+		}
+		pthread_rwlock_unlock(&c->lock);
+		return rc;
+	}
 	if (c->src->ops->digest) {
 		/* Its members' digest: the first poll takes it and asks the
 		 * format (what changed since the open is not known). */

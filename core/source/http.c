@@ -557,7 +557,7 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 	if (!rc && r.status == 412) {
 		__atomic_store_n(&h->changed, true, __ATOMIC_RELEASE);
 		sv_source_log(&h->s, "%s changed on the server since it was opened (ETag %s): "
-			      "not read, remount to see the new version", h->s.path, h->etag);
+			      "not read; the mount reads it again", h->s.path, h->etag);
 		rc = changed(h, err);
 	} else if (!rc && r.status != 206 && !(r.status == 200 && off == 0 && n == h->size)) {
 		char a[600];
@@ -824,11 +824,16 @@ static void http_close(struct sv_source *s)
 	sv_s3_place_fini(&h->place);
 }
 
+static bool http_stale(struct sv_source *s);
+static int http_reopen(struct sv_source *s, struct sv_err *err);
+
 const struct sv_source_ops sv_source_http_ops = {
 	.kind = "HTTP object",
 	.remote = true,
 	.read_only_why = "an object on an HTTP server is read by range, never written",
 	.look = http_look,
+	.stale = http_stale,
+	.reopen = http_reopen,
 	.pread = http_pread,
 	.close = http_close,
 };
@@ -1123,6 +1128,8 @@ const struct sv_source_ops sv_source_s3_ops = {
 	.remote = true,
 	.whole_only = true,
 	.look = http_look,
+	.stale = http_stale,
+	.reopen = http_reopen,
 	.pread = http_pread,
 	.localize = s3_localize,
 	.rewrite = s3_rewrite,
@@ -1908,6 +1915,85 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 /* ---- opening ------------------------------------------------------------------------- */
 
 /*
+ * The object's first block read (into buf, HTTP_BLOCK bytes), which
+ * tells its size and identity: h's size, ETag, times, st and head set.
+ * 0, or -errno with the reason.
+ */
+static int first_block(struct http *h, uint8_t *buf, struct sv_err *err)
+{
+	const char *path = h->s.path;
+	struct reply r;
+	char a[600];
+	int rc = request(h, 0, HTTP_BLOCK, false, buf, HTTP_BLOCK, &r, err);
+	if (!rc && r.status == 416 && r.total == 0) {
+		/* An empty object. */
+		r.ranged = true;
+		r.got = 0;
+	} else if (!rc && r.status == 200 && !r.overflow && (r.length == UINT64_MAX || r.got == r.length)) {
+		/* No ranges here, but the whole object fitted in the first
+		 * read: all there is to read. */
+		r.total = r.got;
+	} else if (!rc && r.status == 200) {
+		rc = sv_err_set(err, -EOPNOTSUPP, "%s: the server does not answer ranged reads "
+				"(200 to a Range request, for an object larger than %u bytes)", path,
+				HTTP_BLOCK);
+	} else if (!rc && r.status != 206) {
+		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(&r, a, sizeof a));
+	} else if (!rc && (!r.ranged || r.first != 0 || r.total == UINT64_MAX ||
+			   r.got != r.last + 1)) {
+		rc = sv_err_set(err, -EIO, "%s: a ranged read from 0 answered bytes %llu-%llu of "
+				"%s, %zu bytes received", path, (unsigned long long)r.first,
+				(unsigned long long)r.last, r.total == UINT64_MAX ? "an unknown size" : "the object",
+				r.got);
+	}
+	sv_buf_fini(&r.text);
+	if (rc)
+		return rc;
+	struct sv_blob *head = sv_blob_dup(buf, r.got);
+	if (!head)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	sv_blob_unref(h->head);
+	h->head = head;
+	h->size = r.status == 416 ? 0 : r.total;
+	snprintf(h->etag, sizeof h->etag, "%s", r.etag);
+	snprintf(h->modified, sizeof h->modified, "%s", r.modified);
+	identity(&h->s.st, path, h->size, r.etag, http_time(r.modified));
+	if (h->s3)
+		h->s.st.st_mode = S_IFREG | 0644;
+	return 0;
+}
+
+/* Whether the object changed on the server since it was read (a 412 to
+ * a read): the container reads it again (reopen). */
+static bool http_stale(struct sv_source *s)
+{
+	return s->fd < 0 && __atomic_load_n(&((struct http *)s)->changed, __ATOMIC_ACQUIRE);
+}
+
+/* The object as it is now, read again from its first block: the blocks
+ * held of the old one dropped (the disk cache keys them by ETag). */
+static int http_reopen(struct sv_source *s, struct sv_err *err)
+{
+	struct http *h = (struct http *)s;
+	uint8_t *buf = malloc(HTTP_BLOCK);
+	if (!buf)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	int rc = first_block(h, buf, err);
+	free(buf);
+	if (rc)
+		return rc;
+	if (s->cache)
+		sv_cache_drop(s->cache, 0, 0);
+	pthread_mutex_lock(&h->lock);
+	h->whole_tried = false;
+	h->next = 0;
+	h->window = 2;
+	pthread_mutex_unlock(&h->lock);
+	__atomic_store_n(&h->changed, false, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/*
  * The object at url (named `path` in messages): its first block read,
  * which tells its size and identity.  place: an S3 object's (taken), or
  * NULL for a plain HTTP server's.
@@ -1946,47 +2032,11 @@ static int open_remote(const char *path, const char *url, struct sv_s3_place *pl
 		memset(place, 0, sizeof *place);
 	}
 	pthread_mutex_init(&h->lock, NULL);
-	struct reply r;
-	char a[600];
-	int rc = request(h, 0, HTTP_BLOCK, false, buf, HTTP_BLOCK, &r, err);
-	if (!rc && r.status == 416 && r.total == 0) {
-		/* An empty object. */
-		r.ranged = true;
-		r.got = 0;
-	} else if (!rc && r.status == 200 && !r.overflow && (r.length == UINT64_MAX || r.got == r.length)) {
-		/* No ranges here, but the whole object fitted in the first
-		 * read: all there is to read. */
-		r.total = r.got;
-	} else if (!rc && r.status == 200) {
-		rc = sv_err_set(err, -EOPNOTSUPP, "%s: the server does not answer ranged reads "
-				"(200 to a Range request, for an object larger than %u bytes)", path,
-				HTTP_BLOCK);
-	} else if (!rc && r.status != 206) {
-		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(&r, a, sizeof a));
-	} else if (!rc && (!r.ranged || r.first != 0 || r.total == UINT64_MAX ||
-			   r.got != r.last + 1)) {
-		rc = sv_err_set(err, -EIO, "%s: a ranged read from 0 answered bytes %llu-%llu of "
-				"%s, %zu bytes received", path, (unsigned long long)r.first,
-				(unsigned long long)r.last, r.total == UINT64_MAX ? "an unknown size" : "the object",
-				r.got);
-	}
-	sv_buf_fini(&r.text);
+	int rc = first_block(h, buf, err);
+	free(buf);
 	if (rc) {
-		free(buf);
 		sv_source_free(&h->s);
 		return rc;
-	}
-	h->size = r.status == 416 ? 0 : r.total;
-	snprintf(h->etag, sizeof h->etag, "%s", r.etag);
-	snprintf(h->modified, sizeof h->modified, "%s", r.modified);
-	identity(&h->s.st, path, h->size, r.etag, http_time(r.modified));
-	if (place)
-		h->s.st.st_mode = S_IFREG | 0644;
-	h->head = sv_blob_dup(buf, r.got);
-	free(buf);
-	if (!h->head) {
-		sv_source_free(&h->s);
-		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	*out = &h->s;
 	return 0;

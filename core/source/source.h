@@ -127,6 +127,13 @@ struct sv_source_ops {
 	/* How often a followed container of this source is polled, in ms
 	 * (0: every 200 ms). */
 	unsigned follow_ms;
+	/* A remote object found changed since it was read (a 412 to a
+	 * read: the read failed, nothing of the new one read): the container
+	 * reads it again, after reopen() took its new first block and
+	 * identity and dropped what was held of the old one.  Polled (a flag,
+	 * no request); NULL: never. */
+	bool (*stale)(struct sv_source *s);
+	int (*reopen)(struct sv_source *s, struct sv_err *err);
 	int (*pread)(struct sv_source *s, uint64_t off, void *buf, size_t n,
 		     struct sv_err *err);
 	/* Up to n bytes, fewer where it ends now (NULL: pread within the
