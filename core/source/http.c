@@ -621,6 +621,149 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
+/* Runs of blocks fetched, HTTP_IN_FLIGHT requests at a time: 0, or the
+ * first run's failure. */
+static int fetch_runs(struct run *runs, size_t n, struct sv_err *err)
+{
+	int rc = 0;
+	for (size_t at = 0; !rc && at < n; at += HTTP_IN_FLIGHT) {
+		size_t m = n - at < HTTP_IN_FLIGHT ? n - at : HTTP_IN_FLIGHT;
+		struct run *v = runs + at;
+		for (size_t i = 0; i < m; i++)
+			v[i].started = i > 0 && !pthread_create(&v[i].thread, NULL, run_main, &v[i]);
+		run_main(&v[0]);
+		for (size_t i = 1; i < m; i++) {
+			if (v[i].started)
+				pthread_join(v[i].thread, NULL);
+			else
+				run_main(&v[i]);
+		}
+		for (size_t i = 0; i < m && !rc; i++)
+			if (v[i].rc) {
+				rc = v[i].rc;
+				*err = v[i].err;
+			}
+	}
+	return rc;
+}
+
+/* Whether block b is held: the head, the cache, or the disk cache (then
+ * put in the cache). */
+static bool held_block(struct http *h, uint64_t b)
+{
+	if (b == 0 && h->head)
+		return true;
+	struct sv_blob *have = sv_cache_get(h->s.cache, b);
+	if (!have && (have = disk_get(h, b)))
+		sv_cache_put(h->s.cache, b, have);
+	sv_blob_unref(have);
+	return have != NULL;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The blocks of ranges r[0..n) not held, fetched together: sorted, runs
+ * of adjacent ones (HTTP_WINDOW_MAX at most) one request each, several at
+ * once; `budget` blocks at most (the rest is read as it comes).
+ * Ranges read apart (the chunks an index names) cost a round trip, not
+ * one each, and a read across blocks one request.  0, or a failure.
+ */
+static int fetch_spans(struct http *h, const struct sv_range *r, size_t n, uint64_t budget,
+		       struct sv_err *err)
+{
+	if (!h->s.cache)
+		return 0;
+	uint64_t blocks = (h->size + HTTP_BLOCK - 1) / HTTP_BLOCK;
+	uint64_t *v = NULL;
+	size_t nv = 0, cap = 0;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n && nv < budget; i++) {
+		if (!r[i].len || r[i].off >= h->size)
+			continue;
+		uint64_t end = r[i].off + r[i].len > h->size ? h->size : r[i].off + r[i].len;
+		for (uint64_t b = r[i].off / HTTP_BLOCK; b <= (end - 1) / HTTP_BLOCK && b < blocks &&
+						       nv < budget; b++) {
+			if ((nv && v[nv - 1] == b) || held_block(h, b))
+				continue; /* (ranges in one block: the block once) */
+			if (nv == cap) {
+				size_t c2 = cap ? cap * 2 : 16;
+				uint64_t *w = realloc(v, c2 * sizeof *w);
+				if (!w) {
+					rc = sv_err_set(err, -ENOMEM, "out of memory");
+					break;
+				}
+				v = w;
+				cap = c2;
+			}
+			v[nv++] = b;
+		}
+	}
+	if (rc || nv < 2) {
+		/* One block: the read fetches it as it does any. */
+		free(v);
+		return rc;
+	}
+	qsort(v, nv, sizeof *v, by_u64);
+	struct run *runs = calloc(nv, sizeof *runs);
+	size_t nr = 0;
+	for (size_t i = 0; runs && i < nv; i++) {
+		if (i && v[i] == v[i - 1])
+			continue;
+		struct run *last = nr ? &runs[nr - 1] : NULL;
+		if (last && last->b + last->k == v[i] && last->k < HTTP_WINDOW_MAX / HTTP_BLOCK) {
+			last->k++;
+			continue;
+		}
+		runs[nr] = (struct run){.h = h, .b = v[i], .k = 1};
+		sv_err_clear(&runs[nr].err);
+		nr++;
+	}
+	free(v);
+	if (!runs)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	rc = fetch_runs(runs, nr, err);
+	free(runs);
+	return rc;
+}
+
+/* Whether the object is fetched whole at its first miss (small, and not
+ * tried yet). */
+static bool whole_next(struct http *h)
+{
+	if (!h->s.cache)
+		return false;
+	pthread_mutex_lock(&h->lock);
+	bool tried = h->whole_tried;
+	pthread_mutex_unlock(&h->lock);
+	struct sv_cache_stats cs = {0};
+	if (!tried)
+		sv_cache_stats(h->s.cache, &cs);
+	return !tried && h->size <= HTTP_WHOLE_MAX && h->size <= cs.cap / 2;
+}
+
+/* What a read ahead may fetch: a quarter of the cache, in blocks. */
+static uint64_t span_budget(struct http *h)
+{
+	struct sv_cache_stats cs = {0};
+	sv_cache_stats(h->s.cache, &cs);
+	return cs.cap / 4 / HTTP_BLOCK;
+}
+
+/* A format's ranges to come (sv_container_hint): fetched together now,
+ * unless the whole object comes at its first miss anyway. */
+static void http_hint(struct sv_source *s, const struct sv_range *r, size_t n)
+{
+	struct http *h = (struct http *)s;
+	struct sv_err err;
+	if (s->fd < 0 && !whole_next(h) && fetch_spans(h, r, n, span_budget(h), &err))
+		sv_source_log(s, "a read ahead failed: %s", err.msg);
+}
+
 /*
  * A small object (HTTP_WHOLE_MAX, and half the cache at most) is fetched
  * whole at its first miss: every block not yet held, in runs of up to
@@ -630,48 +773,8 @@ static void *run_main(void *arg)
  */
 static int fetch_rest(struct http *h, struct sv_err *err)
 {
-	uint64_t blocks = (h->size + HTTP_BLOCK - 1) / HTTP_BLOCK;
-	struct run runs[HTTP_IN_FLIGHT];
-	int rc = 0;
-	uint64_t b = h->head ? 1 : 0;
-	while (!rc && b < blocks) {
-		size_t n = 0;
-		while (n < HTTP_IN_FLIGHT && b < blocks) {
-			/* Skip what is held; a run of what is not. */
-			struct sv_blob *have = h->s.cache ? sv_cache_get(h->s.cache, b) : NULL;
-			if (have) {
-				sv_blob_unref(have);
-				b++;
-				continue;
-			}
-			uint32_t k = 1;
-			while (b + k < blocks && k < HTTP_WINDOW_MAX / HTTP_BLOCK)
-				k++;
-			struct run *r = &runs[n++];
-			memset(r, 0, sizeof *r);
-			r->h = h;
-			r->b = b;
-			r->k = k;
-			sv_err_clear(&r->err);
-			b += k;
-		}
-		for (size_t i = 0; i < n; i++)
-			runs[i].started = i > 0 && !pthread_create(&runs[i].thread, NULL, run_main,
-								   &runs[i]);
-		run_main(&runs[0]);
-		for (size_t i = 1; i < n; i++) {
-			if (runs[i].started)
-				pthread_join(runs[i].thread, NULL);
-			else
-				run_main(&runs[i]);
-		}
-		for (size_t i = 0; i < n && !rc; i++)
-			if (runs[i].rc) {
-				rc = runs[i].rc;
-				*err = runs[i].err;
-			}
-	}
-	return rc;
+	struct sv_range all = {0, h->size};
+	return fetch_spans(h, &all, 1, UINT64_MAX, err);
 }
 
 /* Block b's bytes: the head, the cache, or a fetch (of a run of blocks
@@ -737,6 +840,13 @@ static int http_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 	if (off > h->size || n > h->size - off)
 		return sv_err_set(err, -EBADMSG, "range %llu+%zu lies past the end of %s (%llu bytes)",
 				  (unsigned long long)off, n, h->s.path, (unsigned long long)h->size);
+	/* A read across blocks: those not held fetched at once. */
+	if (n && off / HTTP_BLOCK != (off + n - 1) / HTTP_BLOCK && !whole_next(h)) {
+		struct sv_range span = {off, n};
+		int rc = fetch_spans(h, &span, 1, span_budget(h), err);
+		if (rc)
+			return rc;
+	}
 	uint8_t *p = buf;
 	while (n) {
 		uint64_t b = off / HTTP_BLOCK;
@@ -826,6 +936,7 @@ static void http_close(struct sv_source *s)
 
 static bool http_stale(struct sv_source *s);
 static int http_reopen(struct sv_source *s, struct sv_err *err);
+static void http_hint(struct sv_source *s, const struct sv_range *r, size_t n);
 
 const struct sv_source_ops sv_source_http_ops = {
 	.kind = "HTTP object",
@@ -834,6 +945,7 @@ const struct sv_source_ops sv_source_http_ops = {
 	.look = http_look,
 	.stale = http_stale,
 	.reopen = http_reopen,
+	.hint = http_hint,
 	.pread = http_pread,
 	.close = http_close,
 };
@@ -1130,6 +1242,7 @@ const struct sv_source_ops sv_source_s3_ops = {
 	.look = http_look,
 	.stale = http_stale,
 	.reopen = http_reopen,
+	.hint = http_hint,
 	.pread = http_pread,
 	.localize = s3_localize,
 	.rewrite = s3_rewrite,

@@ -183,6 +183,12 @@ int sv_container_fd(const struct sv_container *c)
 	return c->src->fd;
 }
 
+void sv_container_hint(struct sv_container *c, const struct sv_range *r, size_t n)
+{
+	if (c->src->ops->hint && n)
+		c->src->ops->hint(c->src, r, n);
+}
+
 bool sv_container_is_dir(const struct sv_container *c)
 {
 	return c->src->ops->member_list != NULL;

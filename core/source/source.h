@@ -58,6 +58,15 @@ int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
  * fails. */
 int sv_container_read(struct sv_container *c, uint64_t off, void *buf, size_t n, size_t *got,
 		      struct sv_err *err);
+/* A range of the container's bytes. */
+struct sv_range {
+	uint64_t off, len;
+};
+/* Says the container will read ranges r[0..n) soon (the chunks an index
+ * names): a remote source fetches those it does not hold at once, merged,
+ * instead of one round trip each as they are read.  Nothing to wait for,
+ * nothing that fails: the reads say what goes wrong. */
+void sv_container_hint(struct sv_container *c, const struct sv_range *r, size_t n);
 /* The container's size now (a file another program appends to grows). */
 uint64_t sv_container_size_now(struct sv_container *c);
 /* The open file descriptor of the container (for copying stored bytes);
@@ -132,6 +141,10 @@ struct sv_source_ops {
 	 * reads it again, after reopen() took its new first block and
 	 * identity and dropped what was held of the old one.  Polled (a flag,
 	 * no request); NULL: never. */
+	/* Ranges the container will read soon (sv_container_hint): a
+	 * remote source fetches those it does not hold together.  NULL:
+	 * nothing to gain. */
+	void (*hint)(struct sv_source *s, const struct sv_range *r, size_t n);
 	bool (*stale)(struct sv_source *s);
 	int (*reopen)(struct sv_source *s, struct sv_err *err);
 	int (*pread)(struct sv_source *s, uint64_t off, void *buf, size_t n,

@@ -212,6 +212,46 @@ expect_eq "the second request: the rest of the object" \
 	"$(tail -n 1 "$TMP/nginx/access.log" | cut -d' ' -f1-3)"
 cmp -s "$TMP/texts.first" "$TMP/texts.whole" || fail "whole: other bytes than block by block"
 
+# ---- a large object: reads across blocks, and the index's hints ----
+# A 6 MB recording through a 4 MiB cache (not fetched whole): a tick whose
+# chunk's stored bytes cross a block's end costs one request for both
+# blocks; sixteen chunks' texts read in order cost one request (the first
+# read hints the chunks after it, as the index names them).
+"$MKRECORDING" compacted "$www/big.hcrp" -n 300000 -e 2 -z 3 --quiet || die "mkrecording failed"
+M="$TMP/big"
+mount_sv "$base/big.hcrp" "$M" -o noindex,cache=4M || die "cannot mount big.hcrp"
+read -r chunk tick off len <<< "$(awk -F'\t' 'NR > 1 && $6 >= 524288 &&
+	int($6 / 262144) != int(($6 + $7 - 1) / 262144) { print $1, $2, $6, $7; exit }' "$M/index.tsv")"
+[ -n "$len" ] || die "big.hcrp: no chunk across a block's end (the fixture changed?)"
+before=$(wc -l < "$TMP/nginx/access.log")
+t=$(printf '%08d' "$tick")
+cmp -s "$M/at/$t.json" <("$SAVEFS" cat "$www/big.hcrp" "at/$t.json") ||
+	fail "big: at/$t.json read wrong"
+b0=$((off / 262144 * 262144))
+expect_eq "big: at/$t.json (chunk $chunk, across a block's end): one request for both blocks" \
+	"GET 206 \"bytes=$b0-$((b0 + 2 * 262144 - 1))\"" \
+	"$(tail -n +"$((before + 1))" "$TMP/nginx/access.log" | cut -d' ' -f1-3 | tr '\n' ' ' | sed 's/ $//')"
+# Sixteen chunks whose stored bytes begin in one block and end in the
+# next (neither held yet): the first read hints them all.
+read -r first b0 <<< "$(awk -F'\t' 'NR > 1 { o[NR] = $6; l[NR] = $7; c[NR] = $1 }
+	END { for (i = 2; i < NR - 16; i++)
+		if (o[i] >= 1048576 && int(o[i] / 262144) + 1 == int((o[i + 15] + l[i + 15] - 1) / 262144)) {
+			print c[i] + 0, int(o[i] / 262144) * 262144; exit } }' "$M/index.tsv")"
+[ -n "$b0" ] || die "big.hcrp: no sixteen chunks across a block's end (the fixture changed?)"
+before=$(wc -l < "$TMP/nginx/access.log")
+for i in $(seq "$first" "$((first + 15))"); do
+	n=$(printf '%06d' "$i")
+	cmp -s "$M/chunks/$n.txt" <("$SAVEFS" cat "$www/big.hcrp" "chunks/$n.txt") ||
+		fail "big: chunks/$n.txt read wrong"
+done
+# (The mount's prefetcher may read on past them: only their blocks count.)
+expect_eq "big: sixteen chunks' texts in order: the requests for their two blocks" \
+	"GET 206 \"bytes=$b0-$((b0 + 2 * 262144 - 1))\"" \
+	"$(tail -n +"$((before + 1))" "$TMP/nginx/access.log" | cut -d' ' -f1-3 |
+		awk -v b="$b0" '{ split($3, r, /[=-]/); s = r[2] + 0 }
+			s >= b && s < b + 2 * 262144' | tr '\n' ' ' | sed 's/ $//')"
+umount_sv "$M"
+
 # ---- the server stopped mid-use, then back ----
 # A 2 MB object read through a 1 MiB cache: the blocks are fetched as read.
 M="$TMP/stop"
