@@ -429,10 +429,12 @@ fail:
 	return rc;
 }
 
-void sv_container_free(struct sv_container *c)
+/* Frees c; with `keep`, all but its source, which is returned (its handle
+ * on the cache let go, its log no longer the container's). */
+static struct sv_source *container_free(struct sv_container *c, bool keep)
 {
 	if (!c)
-		return;
+		return NULL;
 	sv_pf_stop(c);
 	sv_guard_fp_stop(c);
 	if (c->fmt && c->fmt->close)
@@ -453,7 +455,16 @@ void sv_container_free(struct sv_container *c)
 	free(c->warnings);
 	for (size_t i = 0; i < LOG_LINES; i++)
 		free(c->log[i]);
-	sv_source_free(c->src);
+	struct sv_source *src = c->src;
+	if (keep && src) {
+		sv_cache_free(src->cache);
+		src->cache = NULL;
+		src->log = NULL;
+		src->log_arg = NULL;
+	} else {
+		sv_source_free(src);
+		src = NULL;
+	}
 	free(c->format_opts);
 	pthread_mutex_destroy(&c->log_lock);
 	pthread_mutex_destroy(&c->pf_lock);
@@ -463,4 +474,15 @@ void sv_container_free(struct sv_container *c)
 	pthread_mutex_destroy(&c->fp_lock);
 	pthread_rwlock_destroy(&c->lock);
 	free(c);
+	return src;
+}
+
+void sv_container_free(struct sv_container *c)
+{
+	container_free(c, false);
+}
+
+struct sv_source *sv_container_free_keep(struct sv_container *c)
+{
+	return container_free(c, true);
 }

@@ -396,6 +396,10 @@ const struct sv_format *sv_sniff_source(struct sv_source *src);
 int sv_container_open_src(struct sv_source *src, const struct sv_format *fmt,
 			  const struct sv_opts *opts, struct sv_container **out,
 			  struct sv_err *err);
+/* Frees c but its source, which is returned for another open (a remote
+ * object's first block and identity kept: opened again, it costs no
+ * request). */
+struct sv_source *sv_container_free_keep(struct sv_container *c);
 /* True if no file of c is open and no edit pending (it may be closed). */
 bool sv_container_idle(struct sv_container *c);
 

@@ -90,8 +90,12 @@ struct sv_folder {
 				 * through it */
 	bool remote;            /* a remote place: its own entries are read-only */
 	int dfd;                /* a local place's directory (src's), or -1 */
-	uint32_t *ring;         /* entries holding a source, oldest first */
+	struct kept {
+		uint32_t i;
+		const struct sv_source *src;
+	} *ring;                /* entries' kept sources, oldest first */
 	uint32_t nring, ringcap, ringat; /* how many, how many at most, the oldest */
+	uint64_t held_bytes;    /* what the kept sources hold (half the cache at most) */
 	struct sv_opts opts;
 	char *format_opts;      /* owned: opts.format_opts */
 	struct entry *e;
@@ -153,6 +157,11 @@ static int64_t mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
+
+/* A remote source kept for its container's open holds its first block
+ * (HELD_BLOCK at most); HELD_MAX are kept at most. */
+#define HELD_BLOCK (256u << 10)
+#define HELD_MAX 4096
 
 /* Files up to this size that a probe claims are opened when first seen. */
 #define CONFIRM_AT_ONCE (256u << 10)
@@ -256,12 +265,21 @@ static void put_locked(struct sv_folder *f, uint32_t slot);
 
 static void watch(struct sv_folder *f, uint32_t d);
 
+static void keep_held(struct sv_folder *f, uint32_t i, struct sv_source *src);
+
 static void close_slot(struct sv_folder *f, uint32_t s)
 {
 	if (f->s[s].c) {
-		if (f->e[f->s[s].box].slot != s + 1 && f->superseded)
+		uint32_t box = f->s[s].box;
+		bool current = f->e[box].slot == s + 1;
+		if (!current && f->superseded)
 			f->superseded--;
-		sv_container_free(f->s[s].c);
+		if (f->remote && current && !f->e[box].held)
+			/* Its source (a remote object's first block and identity)
+			 * kept for its next open, as its judge's is. */
+			keep_held(f, box, sv_container_free_keep(f->s[s].c));
+		else
+			sv_container_free(f->s[s].c);
 		f->s[s].c = NULL;
 		f->nopen--;
 	}
@@ -311,25 +329,44 @@ static const struct sv_format *sniff(struct sv_folder *f, const char *path,
 	return rc == -EMEDIUMTYPE ? NULL : fmt;
 }
 
-/* Entry i's source as its judge opened it, kept (lock held): the oldest
- * kept goes beyond half the cache's worth of first blocks. */
+/* What a kept source holds: its first block (the whole object within it). */
+static uint64_t held_size(const struct sv_source *src)
+{
+	uint64_t n = (uint64_t)src->st.st_size;
+	return n < HELD_BLOCK ? n : HELD_BLOCK;
+}
+
+/* Entry i's kept source, taken (lock held): NULL if none. */
+static struct sv_source *take_held(struct sv_folder *f, uint32_t i)
+{
+	struct sv_source *src = f->e[i].held;
+	f->e[i].held = NULL;
+	if (src)
+		f->held_bytes -= held_size(src);
+	return src;
+}
+
+/* Entry i's source as its judge opened it (or its container left it),
+ * kept (lock held): the oldest kept go while more than half the cache's
+ * worth of first blocks is kept, or more than ringcap sources. */
 static void keep_held(struct sv_folder *f, uint32_t i, struct sv_source *src)
 {
-	struct entry *e = &f->e[i];
-	sv_source_free(e->held);
-	e->held = src;
-	if (!src || !f->ringcap)
+	sv_source_free(take_held(f, i));
+	if (!src || !f->ringcap) {
+		sv_source_free(src);
 		return;
-	if (f->nring == f->ringcap) {
-		uint32_t old = f->ring[f->ringat];
+	}
+	f->e[i].held = src;
+	f->held_bytes += held_size(src);
+	while (f->nring && (f->nring == f->ringcap || f->held_bytes > f->opts.cache_cap / 2)) {
+		struct kept old = f->ring[f->ringat];
 		f->ringat = (f->ringat + 1) % f->ringcap;
 		f->nring--;
-		if (old != i && f->e[old].held) {
-			sv_source_free(f->e[old].held);
-			f->e[old].held = NULL;
-		}
+		/* (A source taken since, or another kept since, stays.) */
+		if (old.src != src && f->e[old.i].held == old.src)
+			sv_source_free(take_held(f, old.i));
 	}
-	f->ring[(f->ringat + f->nring++) % f->ringcap] = i;
+	f->ring[(f->ringat + f->nring++) % f->ringcap] = (struct kept){i, src};
 }
 
 /* Slot s's container no longer stands for its entry (its file was
@@ -540,9 +577,8 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	f->s[s].opening = true;
 	/* The source its judge opened, if it is still the entry's file. */
 	e = &f->e[i];
-	struct sv_source *held = e->held;
+	struct sv_source *held = take_held(f, i);
 	const struct sv_format *fmt = e->fmt;
-	e->held = NULL;
 	if (held && !same_file(&held->st, &e->st)) {
 		sv_source_free(held);
 		held = NULL;
@@ -828,9 +864,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 		f->dfd = f->remote ? -1 : f->src->fd;
 		/* Remote files' first blocks kept for their containers' opens:
 		 * half the cache's worth. */
-		f->ringcap = f->remote ? (uint32_t)(f->opts.cache_cap / 2 / (256u << 10)) : 0;
-		if (f->remote && f->ringcap < 8)
-			f->ringcap = 8;
+		f->ringcap = f->remote ? HELD_MAX : 0;
 		if (f->ringcap && !(f->ring = calloc(f->ringcap, sizeof *f->ring)))
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
 	}
