@@ -84,16 +84,20 @@ static int dir_member_read_all(struct sv_source *s, const char *name, uint64_t m
 	return rc;
 }
 
-static int dir_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
-		   void *arg, struct sv_err *err)
+/* fn(arg, name) for each entry of directory rel ("" the source's own),
+ * until it returns non-zero (returned); *open_errno the errno if it cannot
+ * be opened (then -1). */
+static int list_names(struct sv_source *s, const char *rel, int (*fn)(void *arg, const char *name),
+		      void *arg, int *open_errno)
 {
-	int fd = openat(s->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*open_errno = 0;
+	int fd = openat(s->fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
-		int e = errno;
+		*open_errno = errno;
 		if (fd >= 0)
 			close(fd);
-		return sv_err_set(err, -EIO, "cannot list %s: %s", s->path, strerror(e));
+		return -1;
 	}
 	int rc = 0;
 	struct dirent *e;
@@ -102,6 +106,13 @@ static int dir_member_list(struct sv_source *s, int (*fn)(void *arg, const char 
 			rc = fn(arg, e->d_name);
 	closedir(d);
 	return rc;
+}
+
+static int dir_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
+		   void *arg, struct sv_err *err)
+{
+	int e, rc = list_names(s, "", fn, arg, &e);
+	return e ? sv_err_set(err, -EIO, "cannot list %s: %s", s->path, strerror(e)) : rc;
 }
 
 static int dir_member_replace(struct sv_source *s, const char *name, const char *tmp_prefix,
@@ -193,21 +204,8 @@ static int dir_place_stat(struct sv_source *s, const char *rel, struct stat *st,
 static int dir_place_list(struct sv_source *s, const char *rel,
 			  int (*fn)(void *arg, const char *name), void *arg, struct sv_err *err)
 {
-	int fd = openat(s->fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return sv_err_set(err, -e, "cannot list %s/%s: %s", s->path, rel, strerror(e));
-	}
-	int rc = 0;
-	struct dirent *e;
-	while (!rc && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			rc = fn(arg, e->d_name);
-	closedir(d);
-	return rc;
+	int e, rc = list_names(s, rel, fn, arg, &e);
+	return e ? sv_err_set(err, -e, "cannot list %s/%s: %s", s->path, rel, strerror(e)) : rc;
 }
 
 static int dir_place_read(struct sv_source *s, const char *rel, uint64_t off, void *buf,
