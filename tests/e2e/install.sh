@@ -95,15 +95,76 @@ if command -v update-mime-database > /dev/null && command -v xdg-mime > /dev/nul
 		"$(sed -n 's/^MimeType=//p' "$desk" | tr ';' '\n' | grep . | sort | tr '\n' ';')"
 	expect_eq "the .desktop entry runs savefs-open" "Exec=savefs-open %f" "$(grep '^Exec=' "$desk")"
 	if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
-		export XDG_RUNTIME_DIR=$TMP/run
 		open=$dest$prefix/bin/savefs-open
-		d1=$(PATH=$(dirname "$SAVEFS"):$PATH SAVEFS_OPEN_NO_BROWSER=1 "$open" "$mk/a.map")
+		sopen() { PATH=$(dirname "$SAVEFS"):$PATH SAVEFS_OPEN_NO_BROWSER=1 "$open" "$@"; }
+		export XDG_RUNTIME_DIR=$TMP/run
+		d1=$(sopen "$mk/a.map")
 		expect_eq "savefs-open mounts under \$XDG_RUNTIME_DIR/savefs/" "$TMP/run/savefs/a.map" "$d1"
 		check "the container is mounted there" test -f "$d1/header.json"
-		d2=$(PATH=$(dirname "$SAVEFS"):$PATH SAVEFS_OPEN_NO_BROWSER=1 "$open" "$mk/a.map")
+		d2=$(sopen "$mk/a.map")
 		expect_eq "a second open finds the mount" "$d1" "$d2"
-		expect_eq "mounted once" 1 "$(grep -c " $d1 fuse" /proc/mounts)"
-		fusermount3 -u "$d1"
+		expect_eq "mounted once" 1 "$(findmnt -rn -o TARGET -t fuse.savefs | grep -cx "$d1")"
+		# Two saves of one name (a world and its backup): two mounts, each
+		# of its own file; a second open of either finds its own.
+		mkdir -p "$mk/dA" "$mk/dB"
+		"$MKDATAFILE" map "$mk/dA/universe.map" --seed 1
+		"$MKDATAFILE" map "$mk/dB/universe.map" --seed 2
+		a1=$(sopen "$mk/dA/universe.map")
+		b1=$(sopen "$mk/dB/universe.map")
+		expect_eq "the first of two names mounts as the name" "$TMP/run/savefs/universe.map" "$a1"
+		expect_eq "the second of two names mounts beside it" "$TMP/run/savefs/universe.map (2)" "$b1"
+		expect_eq "each mount is of its own file" "$mk/dA/universe.map $mk/dB/universe.map" \
+			"$(findmnt -n -o SOURCE --mountpoint "$a1") $(findmnt -n -o SOURCE --mountpoint "$b1")"
+		expect_eq "the second mount shows the second file" "$mk/dB/universe.map" \
+			"$(json_field "$b1/.savefs/info" container)"
+		expect_eq "the first mount shows the first file" "$mk/dA/universe.map" \
+			"$(json_field "$a1/.savefs/info" container)"
+		expect_eq "a second open of the backup finds the backup's mount" "$b1" "$(cd "$mk/dB" && sopen universe.map)"
+		expect_eq "a second open of the first finds the first's mount" "$a1" "$(sopen "$mk/dA/../dA/universe.map")"
+		# A name with a space, opened twice.
+		cp "$mk/a.map" "$mk/with space.map"
+		s1=$(sopen "$mk/with space.map")
+		s2=$(sopen "$mk/with space.map")
+		expect_eq "a name with a space mounts" "$TMP/run/savefs/with space.map" "$s1"
+		expect_eq "a name with a space is found again" "$s1" "$s2"
+		# A failed open leaves no directory; an unmounted one is cleaned
+		# up at the next open.
+		printf 'not a save\n' > "$mk/plain.map"
+		sopen "$mk/plain.map" > /dev/null 2> "$TMP/open.err"
+		expect_eq "a failed open exits as savefs does (unknown format)" 4 "$?"
+		check "a failed open leaves no directory" test ! -e "$TMP/run/savefs/plain.map"
+		for d in "$d1" "$a1" "$b1" "$s1"; do fusermount3 -u "$d"; done
+		sopen "$mk/a.map" > /dev/null
+		expect_eq "directories of unmounted containers are removed at the next open" \
+			"a.map" "$(ls "$TMP/run/savefs" | tr '\n' ' ' | sed 's/ $//')"
+		fusermount3 -u "$TMP/run/savefs/a.map"
+		# Without XDG_RUNTIME_DIR: a directory of the user's own in TMPDIR,
+		# mode 0700, and refused if someone else's or open to others.
+		unset XDG_RUNTIME_DIR
+		mkdir -p "$TMP/shared"
+		t1=$(TMPDIR=$TMP/shared sopen "$mk/a.map")
+		expect_eq "without XDG_RUNTIME_DIR: under TMPDIR/savefs-UID" \
+			"$TMP/shared/savefs-$(id -u)/savefs/a.map" "$t1"
+		expect_eq "that directory is private" 700 "$(stat -c %a "$TMP/shared/savefs-$(id -u)")"
+		fusermount3 -u "$t1"
+		mkdir -p "$TMP/open/savefs-$(id -u)"
+		chmod 777 "$TMP/open/savefs-$(id -u)"
+		TMPDIR=$TMP/open sopen "$mk/a.map" > /dev/null 2> "$TMP/open.err"
+		expect_eq "a directory open to others is refused (exit 3)" 3 "$?"
+		expect_eq "and said so" "savefs-open: $TMP/open/savefs-$(id -u) is not a directory of your own with mode 0700: refusing to mount there (set XDG_RUNTIME_DIR)" \
+			"$(cat "$TMP/open.err")"
+		check "nothing was mounted there" test ! -e "$TMP/open/savefs-$(id -u)/savefs"
+		mkdir -p "$TMP/other"
+		ln -s "$TMP/shared/savefs-$(id -u)" "$TMP/other/savefs-$(id -u)"
+		TMPDIR=$TMP/other sopen "$mk/a.map" > /dev/null 2>&1
+		expect_eq "a symbolic link in its place is refused" 3 "$?"
+		if id nobody > /dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+			mkdir -p "$TMP/theirs/savefs-0"
+			chmod 700 "$TMP/theirs/savefs-0"
+			chown nobody "$TMP/theirs/savefs-0"
+			TMPDIR=$TMP/theirs sopen "$mk/a.map" > /dev/null 2>&1
+			expect_eq "another user's directory is refused" 3 "$?"
+		fi
 	fi
 else
 	printf 'SKIP (part): update-mime-database, xdg-mime or mimetype missing: MIME checks left out\n'
