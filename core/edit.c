@@ -169,6 +169,64 @@ static uint32_t entry_of(struct sv_container *c, uint32_t dir, const char *name)
 						     : sv_find_child(c, dir, name);
 }
 
+/* The extension of a name ("txt" of "0,0.txt"), or NULL if it has none. */
+static const char *ext_of(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return dot && dot != name && dot[1] ? dot + 1 : NULL;
+}
+
+/* Names editors and tools give their temporary and backup files: hidden,
+ * or marked as such (sed's sedXXXXXX, vim's .swp and ~, emacs's #...#,
+ * foo.tmp, foo.new, foo.part, Python's tmpXXXX). */
+static bool scratch_shape(const char *name)
+{
+	static const char *const marks[] = {"~", "#", ".tmp", ".swp", ".swx", ".bak", ".new",
+					    ".part", ".orig", NULL};
+	if (name[0] == '.' || !strncmp(name, "sed", 3) || !strncmp(name, "tmp", 3))
+		return true;
+	for (const char *const *m = marks; *m; m++)
+		if (strstr(name, *m))
+			return true;
+	return false;
+}
+
+/*
+ * True if a file named `name` that the format does not take would be
+ * taken for one of the directory's own: not a scratch name, and with the
+ * extension of a file the directory holds (a sector's .txt beside the
+ * others, a 00030.bin beside 00000.bin).  Held in memory, such a file
+ * would be written, closed, read back, and lost at unmount: it is refused
+ * instead (write lock held).
+ */
+static bool owned_shape(struct sv_container *c, uint32_t dir, const char *name)
+{
+	const char *ext = ext_of(name);
+	if (!ext || scratch_shape(name))
+		return false;
+	const struct sv_inode *d = &c->nodes[dir];
+	for (uint32_t k = 0; k < d->nkids; k++) {
+		const struct sv_inode *n = &c->nodes[d->kids[k]];
+		const char *e = (n->flags & (SV_N_DIR | SV_N_TEMP | SV_N_GONE | SV_N_META))
+					? NULL : ext_of(n->name);
+		if (e && !strcmp(e, ext))
+			return true;
+	}
+	if ((d->flags & SV_N_INDEXDIR) && c->fmt->list) {
+		/* Its first few listed entries stand for the rest. */
+		char entry[256];
+		bool is_dir;
+		uint64_t pos = 0, at;
+		for (int k = 0; k < 4 && c->fmt->list(c, dir, pos, entry, &is_dir, &at) == 0;
+		     k++, pos = at + 1) {
+			const char *e = is_dir ? NULL : ext_of(entry);
+			if (e && !strcmp(e, ext))
+				return true;
+		}
+	}
+	return false;
+}
+
 int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	      uint32_t mode, uint32_t *out, struct sv_err *err)
 {
@@ -193,9 +251,19 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 			flags = SV_N_NEW;
 		else if (fr != -ENOENT)
 			rc = fr;
-		sv_err_clear(err);
-		if (rc)
-			sv_err_set(err, rc, "%s", "cannot create this file");
+		else if (owned_shape(c, dir, name))
+			rc = sv_err_set(err, -EPERM, "not a name the container takes here (it would "
+					"be held in memory only, and lost at unmount)");
+		if (rc) {
+			char path[4096], why[SV_ERR_MAX];
+			snprintf(why, sizeof why, "%s", err->msg[0] ? err->msg : strerror(-rc));
+			if (!sv_path_locked(c, dir, path, sizeof path))
+				sv_log(c, "%s%s%s: cannot be created: %s", path, *path ? "/" : "", name,
+				       why);
+			sv_err_set(err, rc, "%s", why);
+		} else {
+			sv_err_clear(err);
+		}
 	}
 	if (!rc) {
 		uint32_t i = sv_node_new(c, dir, name, flags, 0, 0);

@@ -398,6 +398,52 @@ expect_same_file "config_retrieve reads the settings added" "$TMP/settings.cfg" 
 loader_ok "after settings added" "$C"
 resaves "after settings added" "$C"
 
+# A map with no info item at all (maps older than it): info.json and
+# settings.cfg show empty, and writing them adds the item DDNet's editor
+# writes, never a file kept in memory and dropped at unmount.
+C=$W/noinfo.map
+"$MKDATAFILE" map "$C" --no-info --seed 4 || die "mkdatafile --no-info failed"
+check "the generated map has no info item" sh -c "! '$SAVEFS' ls '$C' items | grep -q info"
+mount_sv "$C" "$M" || die "cannot mount $C"
+expect_eq "no info item: info.json shows nulls" \
+	'{"author": null, "version": null, "credits": null, "license": null}' \
+	"$("$PYTHON" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$M/map/info.json")"
+expect_eq "no info item: settings.cfg is empty" 0 "$(stat -c %s "$M/map/settings.cfg")"
+cp "$M/map/info.json" "$TMP/same.json"
+cp "$TMP/same.json" "$M/map/info.json"
+check "writing back the same info adds nothing" sh -c "! ls '$M/items' | grep -q info"
+check "echo > settings.cfg" sh -c "echo 'sv_gravity 0.5' > '$M/map/settings.cfg'"
+check "echo > info.json" sh -c "echo '{\"author\": \"me\", \"version\": null, \"credits\": null, \"license\": \"CC0\"}' > '$M/map/info.json'"
+expect_eq "the info item is added: version 1, four strings, settings" 24 \
+	"$(stat -c %s "$M/items/1-info/00000.bin")"
+check "nothing was kept in memory only" sh -c "! grep -q 'kept in memory only' '$M/.savefs/log'"
+nlog=${SV_LOG[$(realpath "$M")]}
+umount_sv "$M"
+check "nothing was discarded at unmount" sh -c "! grep -q 'discarded' '$nlog'"
+expect_eq "after a remount: info.json" '{"author": "me", "version": null, "credits": null, "license": "CC0"}' \
+	"$(sv cat "$C" map/info.json | "$PYTHON" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))')"
+expect_eq "after a remount: settings.cfg" "sv_gravity 0.5" "$(sv cat "$C" map/settings.cfg)"
+rm -f "$W/noinfo.cfg"
+(cd "$W" && "$DDNET_TOOLS/config_retrieve" noinfo.map) > /dev/null 2>&1
+expect_eq "config_retrieve reads the settings of the info item added" "sv_gravity 0.5" \
+	"$(cat "$W/noinfo.cfg" 2> /dev/null)"
+loader_ok "after the info item added" "$C"
+resaves "after the info item added" "$C"
+if [ -f "$SAMPLES/teeworlds/ddnet-ctf2-tilemap-v2-legacy-17ints.map" ]; then
+	C=$W/ctf2.map
+	cp -- "$SAMPLES/teeworlds/ddnet-ctf2-tilemap-v2-legacy-17ints.map" "$C"
+	cp -- "$C" "$W/ctf2.orig"
+	mount_sv "$C" "$M" || die "cannot mount $C"
+	echo 'sv_gravity 0.5' > "$M/map/settings.cfg"
+	umount_sv "$M"
+	expect_eq "ctf2 (no info item): settings.cfg kept" "sv_gravity 0.5" "$(sv cat "$C" map/settings.cfg)"
+	expect_diff "ctf2: no tile changed" "$W/ctf2.orig" "$C" ""
+	loader_ok "ctf2 after settings" "$C"
+	resaves "ctf2 after settings" "$C"
+else
+	printf 'SKIP (part): the ctf2 sample is not in %s\n' "$SAMPLES/teeworlds"
+fi
+
 # ---- a Teeworlds 0.7 map: tile runs written back as runs ---------------------
 C=$W/tw07.map
 cp -- "$W/gen/gen-map-tw07.map" "$C"

@@ -241,6 +241,11 @@ def expected(path):
             if not raw:
                 cmds = b''
         out['settings.cfg'] = ('bytes', cmds)
+    else:
+        # No info item (maps from before it): both shown empty, to be
+        # written (an edit adds the item).
+        out['info.json'] = ('json', {k: None for k in ['author', 'version', 'credits', 'license']})
+        out['settings.cfg'] = ('bytes', b'')
     imgs = m.ints(2)
     nd = digits(len(imgs))
     ij = []

@@ -230,7 +230,8 @@ int mapgen_write(int fd, const struct mapgen_opts *o, struct sv_err *err)
 					   "tune_zone_enter 1 \"low gravity\"";
 		v[5] = add_copy(b, cmds, sizeof cmds);
 	}
-	add_item(b, 1, v, settings ? 6 : 5);
+	if (!o->no_info)
+		add_item(b, 1, v, settings ? 6 : 5);
 	/* images: embedded v1 (v2 in 0.7), external, embedded v2, big ones */
 	int iv = fl == MAPGEN_TW07 ? 2 : 1;
 	for (int k = 0; k < 3 + nbig; k++) {

@@ -14,6 +14,7 @@ struct mapgen_opts {
 	int images;         /* extra embedded images of image_size square */
 	int image_size;
 	bool settings;      /* info carries server settings */
+	bool no_info;       /* no info item at all (as maps before it had one) */
 	int version;        /* datafile version 3 or 4 */
 	bool crude;         /* the old writers' short size fields */
 	bool small;         /* 8 x 6 images instead of 64 x 48 (fuzzing seeds) */

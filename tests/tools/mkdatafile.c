@@ -9,10 +9,10 @@
  *       naming one extended type with two items, and N data items holding
  *       SIZE bytes in all (compressible, tile-like bytes; item 1 is empty).
  *   mkdatafile map OUT [--flavour ddnet|tw07|legacy17|legacy22] [--size WxH]
- *                  [--images N] [--image-size S] [--no-settings] [--seed S]
+ *                  [--images N] [--image-size S] [--no-settings] [--no-info] [--seed S]
  *                  [--version 3|4] [--crude] [--small]
  *       A map DDNet loads, covering the item versions real maps have:
- *       info with settings (or without), images v1/v2 embedded and
+ *       info with settings (or without, or no info item: --no-info), images v1/v2 embedded and
  *       external, a sound, envelopes v1/v2 (v3 with 22-int points in
  *       tw07), DDNet's bezier item and automapper items, groups v1/v2/v3, quads, sound
  *       sources (types 10 and 9), a game layer of WxH with front, tele,
@@ -199,6 +199,8 @@ static int gen_map(int argc, char **argv)
 			o.image_size = atoi(argv[++i]);
 		} else if (!strcmp(a, "--no-settings")) {
 			o.settings = false;
+		} else if (!strcmp(a, "--no-info")) {
+			o.no_info = true;
 		} else if (!strcmp(a, "--seed") && v) {
 			mapgen_seed((uint64_t)atoll(argv[++i]));
 		} else if (!strcmp(a, "--version") && v) {

@@ -913,10 +913,12 @@ static void create_entries(void)
 	uint32_t data = node_of(c, "data"), layers = node_of(c, "items/5-layer");
 	uint32_t n = SV_NONE, gap = SV_NONE, item = SV_NONE;
 	T_INT(-EEXIST, sv_create(c, data, "00001.bin", 0644, &n, &err));
-	/* The next index is a new data item; a gap is only a temporary file. */
+	/* The next index is a new data item; a gap would be a file held in
+	 * memory and lost: refused; a scratch name is a temporary file. */
 	T_INT(0, sv_create(c, data, "00005.bin", 0644, &n, &err));
 	T_OK(sv_node(c, n)->flags & SV_S_NEW);
-	T_INT(0, sv_create(c, data, "00009.bin", 0644, &gap, &err));
+	T_INT(-EPERM, sv_create(c, data, "00009.bin", 0644, &gap, &err));
+	T_INT(0, sv_create(c, data, "00009.bin.tmp", 0644, &gap, &err));
 	T_OK(sv_node(c, gap)->flags & SV_S_TEMP);
 	T_INT(0, sv_write(c, n, 0, "new data!", 9, &err));
 	T_INT(0, sv_write(c, gap, 0, "temporary", 9, &err));
@@ -930,7 +932,7 @@ static void create_entries(void)
 		fprintf(stderr, "  (commit: %s)\n", err.msg);
 	T_INT(0, rc);
 	same(c, "data/00005.bin", "new data!", 9);
-	same(c, "data/00009.bin", "temporary", 9);
+	same(c, "data/00009.bin.tmp", "temporary", 9);
 	T_OK(!(sv_node(c, n)->flags & SV_S_NEW));
 	sv_container_free(c);
 

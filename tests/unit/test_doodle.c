@@ -2012,9 +2012,15 @@ static void create_and_remove_chunks(void)
 	uint32_t e = SV_NONE;
 	T_INT(0, sv_create(c, dir, "5,5.txt", 0644, &e, &err));
 	T_INT(0, sv_write(c, e, 0, "....\n....\n....\n....\n", 20, &err));
-	/* Not a chunk name: a temporary file. */
+	/* Not a chunk name, but shaped like the directory's own files: refused
+	 * (held in memory, it would be lost at unmount); an editor's scratch
+	 * name is a temporary file. */
 	uint32_t tmp = SV_NONE;
-	T_INT(0, sv_create(c, dir, "notes.txt", 0644, &tmp, &err));
+	sv_err_clear(&err);
+	T_INT(-EPERM, sv_create(c, dir, "notes.txt", 0644, &tmp, &err));
+	T_STR("not a name the container takes here (it would be held in memory only, and lost "
+	      "at unmount)", err.msg);
+	T_INT(0, sv_create(c, dir, "sedX1b2c3", 0644, &tmp, &err));
 	T_OK(tmp != SV_NONE && (sv_node(c, tmp)->flags & SV_S_TEMP));
 	/* Taken names. */
 	T_INT(-EEXIST, sv_create(c, dir, "0,0.txt", 0644, &tmp, &err));
@@ -2055,7 +2061,7 @@ static void create_and_remove_chunks(void)
 	T_INT(-EPERM, sv_unlink(c, SV_ROOT, "preview.png", NULL, NULL, &err));
 	T_INT(-EISDIR, sv_unlink(c, SV_ROOT, "chunks", NULL, NULL, &err));
 	T_OK(exists(c, "chunks/0/0,0.png"));
-	T_INT(0, sv_unlink(c, dir, "notes.txt", NULL, NULL, &err));
+	T_INT(0, sv_unlink(c, dir, "sedX1b2c3", NULL, NULL, &err));
 	same_nodes(c, &nd);
 	check_sizes(c, "");
 	sv_container_free(c);

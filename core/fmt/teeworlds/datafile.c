@@ -800,6 +800,14 @@ static int commit_df(struct sv_container *c, int fd, struct sv_err *err)
 			}
 		}
 	}
+	/* An info item the map did not have, made by an edit of its info. */
+	if (mo.new_info) {
+		struct sv_df_witem *w = &items[ni++];
+		w->type = 1;
+		w->id = 0;
+		w->p = mo.item[d->num_items].p;
+		w->len = (uint32_t)mo.item[d->num_items].len;
+	}
 	/* Data by index: a node's key holds its index; new ones follow in
 	 * name order (only the next index is ever created). */
 	const struct sv_node *ddir = sv_node(c, d->data_dir);

@@ -722,13 +722,13 @@ int sv_twm_build(struct sv_container *c, struct df *d)
 		return -ENOMEM;
 	char name[128], part[64];
 	m->info_node = m->settings_node = m->game_node = m->images_node = SV_NONE;
-	if (m->info >= 0) {
-		uint32_t f = LAZY | (m->info_bad ? SV_N_BAD : 0);
-		m->info_node = sv_node_add(c, m->dir, "info.json", f, 0, KEY(K_INFO, 0));
-		m->settings_node = sv_node_add(c, m->dir, "settings.cfg", f, 0, KEY(K_SETTINGS, 0));
-		if (m->info_node == SV_NONE || m->settings_node == SV_NONE)
-			return -ENOMEM;
-	}
+	/* A map without an info item (older maps) shows them too, empty: an
+	 * edit of either adds the item, as DDNet's editor writes it. */
+	uint32_t f = LAZY | (m->info_bad ? SV_N_BAD : 0);
+	m->info_node = sv_node_add(c, m->dir, "info.json", f, 0, KEY(K_INFO, 0));
+	m->settings_node = sv_node_add(c, m->dir, "settings.cfg", f, 0, KEY(K_SETTINGS, 0));
+	if (m->info_node == SV_NONE || m->settings_node == SV_NONE)
+		return -ENOMEM;
 	if (m->nimg) {
 		uint32_t dir = sv_node_add(c, m->dir, "images", SV_N_DIR, 0, KEY(K_MDIR, 0));
 		m->images_node = sv_node_add(c, m->dir, "images.json", SV_N_RO | SV_N_LAZYSIZE, 0,

@@ -36,6 +36,8 @@ struct sv_twm_out {
 	struct sv_buf *added;  /* new data items, appended in order */
 	size_t nadded;
 	size_t nitems, ndata;
+	bool new_info;         /* item[nitems] is an info item the map lacked
+				* (type 1, id 0), to be added */
 };
 void sv_twm_out_fini(struct sv_twm_out *o);
 

@@ -32,7 +32,7 @@ void sv_twm_out_fini(struct sv_twm_out *o)
 	if (!o)
 		return;
 	if (o->item)
-		for (size_t i = 0; i < o->nitems; i++)
+		for (size_t i = 0; i <= o->nitems; i++)
 			sv_buf_fini(&o->item[i]);
 	if (o->data)
 		for (size_t i = 0; i < o->ndata; i++)
@@ -269,6 +269,49 @@ static int get_name(struct w *w, json_t *o, int n, int32_t *v, bool need, const 
 	return 0;
 }
 
+/* The info item as it will be written.  A map without one (older maps)
+ * gets one at its first edit, as DDNet's editor writes it: version 1, no
+ * strings, no settings (CMapItemInfoSettings); it goes after the items. */
+static int32_t info_item(struct w *w)
+{
+	if (w->m->info >= 0)
+		return w->m->info;
+	int32_t it = w->d->num_items;
+	if (!w->o->new_info) {
+		static const int32_t fresh[6] = {1, -1, -1, -1, -1, -1};
+		struct sv_buf *b = &w->o->item[it];
+		for (int k = 0; k < 6; k++) {
+			uint8_t v[4];
+			wr32(v, fresh[k]);
+			if (sv_buf_add(b, v, 4))
+				return -1;
+		}
+		w->o->item_set[it] = true;
+		w->o->new_info = true;
+	}
+	return it;
+}
+
+/* Int k of the info item as it will be written (-1: the map has none);
+ * set, it is made if the map had none. */
+static int32_t info_get(struct w *w, int k)
+{
+	if (w->m->info < 0 && !w->o->new_info)
+		return -1;
+	return item_get(w, info_item(w), k);
+}
+
+static int info_len(struct w *w)
+{
+	return w->m->info < 0 && !w->o->new_info ? 0 : item_len(w, info_item(w));
+}
+
+static int info_set(struct w *w, int k, int32_t v)
+{
+	int32_t it = info_item(w);
+	return it < 0 ? nomem(w) : item_set(w, it, k, v);
+}
+
 /* ---- each view ---------------------------------------------------------- */
 
 static int apply_info(struct w *w, const uint8_t *p, size_t len)
@@ -282,7 +325,6 @@ static int apply_info(struct w *w, const uint8_t *p, size_t len)
 		rc = fail(w, "must be a JSON object");
 	else
 		rc = only_keys(w, o, keys, "info");
-	int32_t it = w->m->info;
 	for (int f = 0; f < 4 && !rc; f++) {
 		json_t *j = json_object_get(o, keys[f]);
 		if (!j) {
@@ -297,7 +339,7 @@ static int apply_info(struct w *w, const uint8_t *p, size_t len)
 			rc = fail(w, "\"%s\" holds a NUL", keys[f]);
 			break;
 		}
-		int32_t idx = item_get(w, it, 1 + f);
+		int32_t idx = info_get(w, 1 + f);
 		char *old = NULL;
 		struct sv_err e;
 		if (idx != -1 && sv_twm_data_string(w->c, w->d, idx, &old, &e) == -ENOMEM) {
@@ -310,17 +352,17 @@ static int apply_info(struct w *w, const uint8_t *p, size_t len)
 		if (same)
 			continue;
 		if (!s) {
-			rc = item_set(w, it, 1 + f, -1);
+			rc = info_set(w, 1 + f, -1);
 			continue;
 		}
 		/* The string's own data item, unless another field shares it. */
 		bool shared = idx < 0 || idx >= w->d->num_data;
 		for (int g = 0; g < 5 && !shared; g++)
-			shared = g != f && item_get(w, it, 1 + g) == idx;
+			shared = g != f && info_get(w, 1 + g) == idx;
 		int32_t added;
 		rc = data_put(w, shared ? -1 : idx, s, strlen(s) + 1, &added);
 		if (!rc && shared)
-			rc = item_set(w, it, 1 + f, added);
+			rc = info_set(w, 1 + f, added);
 	}
 	json_decref(o);
 	return rc;
@@ -341,15 +383,14 @@ static int apply_settings(struct w *w, const uint8_t *p, size_t len)
 			rc = nomem(w);
 		i = e + 1;
 	}
-	int32_t it = w->m->info;
-	int32_t idx = item_len(w, it) >= 6 ? item_get(w, it, 5) : -1;
+	int32_t idx = !rc && info_len(w) >= 6 ? info_get(w, 5) : -1;
 	if (!rc && idx >= 0 && idx < w->d->num_data) {
 		rc = data_put(w, idx, b.p, b.len, NULL);
 	} else if (!rc && b.len) {
 		int32_t added;
 		rc = data_put(w, -1, b.p, b.len, &added);
 		if (!rc)
-			rc = item_set(w, it, 5, added);
+			rc = info_set(w, 5, added);
 	}
 	sv_buf_fini(&b);
 	return rc;
@@ -1500,6 +1541,10 @@ int sv_twm_commit(struct sv_container *c, const struct df *d, struct sv_twm_out 
 	}
 	struct dep_ctx x = {ci_, cd_, (size_t)d->num_items, (size_t)d->num_data};
 	touch_views(c, d, &x);
+	if (o->new_info) {
+		sv_node_touch(c, m->info_node);
+		sv_node_touch(c, m->settings_node);
+	}
 	free(ci_);
 	free(cd_);
 out:

@@ -413,7 +413,7 @@ static int load_info(struct sv_container *c, const struct df *d, const struct tw
 	if (settings) {
 		struct sv_buf t;
 		sv_buf_init(&t);
-		int32_t idx = nints(d, m->info) >= 6 ? geti(d, m->info, 5) : -1;
+		int32_t idx = m->info >= 0 && nints(d, m->info) >= 6 ? geti(d, m->info, 5) : -1;
 		if (idx != -1) {
 			struct sv_blob *b;
 			int rc = sv_df_data(c, d, idx, 1 << 24, &b, err);
@@ -440,7 +440,8 @@ static int load_info(struct sv_container *c, const struct df *d, const struct tw
 		char *s;
 		struct sv_err e;
 		sv_err_clear(&e);
-		int rc = sv_twm_data_string(c, d, geti(d, m->info, 1 + f), &s, &e);
+		int32_t idx = m->info >= 0 ? geti(d, m->info, 1 + f) : -1;
+		int rc = sv_twm_data_string(c, d, idx, &s, &e);
 		if (rc) {
 			json_decref(o);
 			return sv_err_set(err, rc, "map: info: %s: %s", sv_twm_info_keys[f], e.msg);
