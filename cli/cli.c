@@ -156,7 +156,9 @@ struct ls_ctx {
 
 static void mode_str(const struct sv_stat *st, char *out)
 {
-	out[0] = st->dir ? 'd' : '-';
+	uint32_t t = st->mode & S_IFMT;
+	out[0] = st->dir ? 'd' : t == S_IFLNK ? 'l' : t == S_IFIFO ? 'p' : t == S_IFSOCK ? 's'
+		 : t == S_IFCHR ? 'c' : t == S_IFBLK ? 'b' : '-';
 	for (int i = 0; i < 9; i++)
 		out[1 + i] = st->mode & (1u << (8 - i)) ? "rwxrwxrwx"[i] : '-';
 	out[10] = '\0';
@@ -264,8 +266,14 @@ static int ls_dir(struct ls_ctx *x, sv_id dir, const char *prefix)
 		if (x->lng) {
 			char m[11];
 			mode_str(&e->st, m);
+			char target[4097];
+			size_t tlen = 0;
 			if (e->st.dir)
 				printf("%s %12s %s/\n", m, "-", path);
+			else if (S_ISLNK(e->st.mode) &&
+				 !sv_tree_readlink(x->t, e->st.id, target, sizeof target - 1, &tlen))
+				printf("%s %12llu %s -> %.*s\n", m, (unsigned long long)e->st.size, path,
+				       (int)tlen, target);
 			else
 				printf("%s %12llu %s\n", m, (unsigned long long)e->st.size, path);
 		} else {
@@ -448,6 +456,27 @@ static void ex_dir(struct ex_ctx *x, sv_id dir, const char *out, const char *rel
 			} else {
 				ex_dir(x, e->st.id, path, rpath);
 				set_time(path, &e->st); /* after its files went in */
+			}
+		} else if (!S_ISREG(e->st.mode)) {
+			/* A save folder's link or FIFO is made as it is; a socket
+			 * or a device is not made (as tar and cp -r say too). */
+			char target[4097];
+			size_t tlen = 0;
+			int rc = 0;
+			if (S_ISLNK(e->st.mode)) {
+				rc = sv_tree_readlink(x->t, e->st.id, target, sizeof target - 1, &tlen);
+				target[tlen] = '\0';
+				if (!rc)
+					rc = symlink(target, path) ? -errno : 0;
+			} else if (S_ISFIFO(e->st.mode)) {
+				rc = mkfifo(path, e->st.mode & 0777) ? -errno : 0;
+			} else {
+				fprintf(stderr, "savefs: %s: a %s, not extracted\n", rpath,
+					S_ISSOCK(e->st.mode) ? "socket" : "device");
+			}
+			if (rc) {
+				fprintf(stderr, "savefs: %s: %s\n", path, strerror(-rc));
+				x->status = SV_EXIT_FAIL;
 			}
 		} else {
 			struct sv_blob *b = NULL;

@@ -261,10 +261,20 @@ static int open_source(struct sv_container *c, const char *path, int why,
 		}
 	}
 	if (!c->read_only) {
-		rc = sv_guard_claim(c, err);
+		rc = sv_guard_claim(c, !opts->read_only_if_held, err);
+		if (rc == -EBUSY && opts->read_only_if_held) {
+			/* Another savefs writes it (a second mount of the folder):
+			 * read here, written there. */
+			sv_warn(c, "%s: held read-write by another savefs mount: read-only here",
+				c->path);
+			sv_err_clear(err);
+			c->read_only = true;
+			rc = 0;
+		}
 		if (rc)
 			goto fail;
-		sv_guard_fingerprint(c, false);
+		if (!c->read_only)
+			sv_guard_fingerprint(c, false);
 	}
 	*out = c;
 	return 0;

@@ -140,6 +140,10 @@ struct sv_format {
 	 * mount and the commands pass them on in sv_opts.format_opts, and
 	 * the format reads them with sv_container_option(). */
 	const char *const *options;
+	/* The names its containers usually have, as globs ("*.map"): a
+	 * folder on a store judges its entries by them until one is opened
+	 * (NULL: none).  Never what decides a local file's format. */
+	const char *const *names;
 	/* Non-zero if the first n bytes (n may be small) look like this format. */
 	int (*probe)(const uint8_t *head, size_t n);
 	/* The probe also takes files of other kinds (any zip, any JSON

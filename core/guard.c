@@ -86,9 +86,9 @@ int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err)
 			  "(remount to see the file as it is now)", c->path, what[how], when);
 }
 
-int sv_guard_claim(struct sv_container *c, struct sv_err *err)
+int sv_guard_claim(struct sv_container *c, bool wait, struct sv_err *err)
 {
-	return c->src->ops->claim ? c->src->ops->claim(c->src, err) : 0;
+	return c->src->ops->claim ? c->src->ops->claim(c->src, wait, err) : 0;
 }
 
 int sv_guard_lock(struct sv_container *c, struct sv_err *err)

@@ -316,6 +316,22 @@ int sv_dup_name(char *out, size_t cap, const char *name, unsigned k);
  * umask applied), or 0 for the temporary's 0600.  0 or -errno (fill's).
  */
 int sv_write_replace(const char *path, mode_t mode, int (*fill)(int fd, void *arg), void *arg);
+/*
+ * Opens rel (names joined by '/') beneath the directory dirfd, as
+ * openat(2) with flags and mode would, except that no part of rel may be a
+ * symbolic link (the last included: -ELOOP) nor lead out of dirfd
+ * (-EXDEV): what a folder shows is never followed out of it.  A descriptor,
+ * or -errno.
+ */
+int sv_open_beneath(int dirfd, const char *rel, int flags, mode_t mode);
+/* The directory holding rel beneath dirfd (as sv_open_beneath opens it,
+ * O_PATH), for an *at(2) call on *leaf, rel's last part: a descriptor to
+ * close, or -errno. */
+int sv_parent_beneath(int dirfd, const char *rel, const char **leaf);
+/* True if a name of a real file may be shown as it is: not empty, "." or
+ * "..", no '/', at most 255 bytes (control characters included: a
+ * directory may hold them, and FUSE passes them). */
+bool sv_real_name_ok(const char *s);
 /* True if path (which exists) is dir or below it, symbolic links followed. */
 bool sv_path_within(const char *path, const char *dir);
 /* The value of a hex digit (either case), or -1. */

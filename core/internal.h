@@ -275,7 +275,7 @@ void sv_changed_add(struct changed_list *l, uint32_t i);
 int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err);
 /* A read-write open's shared claim on the file: -EBUSY if another
  * read-write mount holds it. */
-int sv_guard_claim(struct sv_container *c, struct sv_err *err);
+int sv_guard_claim(struct sv_container *c, bool wait, struct sv_err *err);
 /* The commit's exclusive lock (waits a while, then -EBUSY), and back. */
 int sv_guard_lock(struct sv_container *c, struct sv_err *err);
 void sv_guard_unlock(struct sv_container *c);

@@ -55,6 +55,9 @@ struct sv_opts {
 				  * events=builtin for recordings); NULL: none */
 	struct sv_cache *cache;  /* a cache to share (a folder's, for all its
 				  * containers: one cap), or NULL: its own */
+	bool read_only_if_held;  /* a container another savefs holds read-write
+				  * opens read-only (a folder's: two mounts of
+				  * one folder both read it), without waiting */
 	bool lazy_prepare;       /* what a crashed commit left beside the file
 				  * is removed, and whether files can be made
 				  * there is found, at the first commit, not at
@@ -169,7 +172,10 @@ struct sv_stat {
 			 * its format's index that is no node yet (node
 			 * SV_NONE, id SV_TREE_NONE): only its name and kind
 			 * are known here; look it up for the rest */
-	uint32_t mode;  /* full st_mode: permissions from the container's */
+	uint32_t mode;  /* full st_mode: permissions from the container's; a
+			 * folder's real entries keep their type (a symbolic
+			 * link, a FIFO, a socket, a device) */
+	uint64_t rdev;  /* a device's number, else 0 */
 	uint32_t uid, gid; /* the container's owner */
 	uint32_t nlink;
 	uint64_t size;
@@ -399,13 +405,23 @@ int sv_tree_flush(struct sv_tree *t, sv_id n, sv_tree_changed_fn fn, void *arg,
 void sv_tree_set_notify(struct sv_tree *t, sv_tree_changed_fn fn, void *arg);
 /* Commits every pending edit of every open container. */
 int sv_tree_commit(struct sv_tree *t, sv_tree_changed_fn fn, void *arg, struct sv_err *err);
+/* Who asks for a new file: its owner and group, as the kernel passes the
+ * caller's (NULL: the process's own).  Its mode comes with the umask
+ * already applied. */
+struct sv_owner {
+	uint32_t uid, gid;
+};
 /* Creates a regular file.  In a real directory it is created on the file
- * system with mode and opened with flags: *fd is its descriptor (the
- * caller's to close); in a container *fd is -1. */
+ * system with mode (exactly: the process's umask does not apply) and opened
+ * with flags, and given to `who` (if the process may: it is root); *fd is
+ * its descriptor (the caller's to close); in a container *fd is -1 and who
+ * is not kept (containers store no owners). */
 int sv_tree_create(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, int flags,
-		   sv_id *out, int *fd, struct sv_err *err);
-int sv_tree_mkdir(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, sv_id *out,
-		  struct sv_err *err);
+		   const struct sv_owner *who, sv_id *out, int *fd, struct sv_err *err);
+/* Makes a directory (a real directory only), as sv_tree_create makes a
+ * file: with mode and owner. */
+int sv_tree_mkdir(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode,
+		  const struct sv_owner *who, sv_id *out, struct sv_err *err);
 int sv_tree_unlink(struct sv_tree *t, sv_id dir, const char *name, sv_tree_changed_fn fn,
 		   void *arg, struct sv_err *err);
 int sv_tree_rmdir(struct sv_tree *t, sv_id dir, const char *name, struct sv_err *err);
@@ -415,6 +431,13 @@ int sv_tree_rename(struct sv_tree *t, sv_id dir, const char *name, sv_id newdir,
 /* Opens a file that passes through (sv_stat.real) with open(2)'s flags:
  * a descriptor, or -errno. */
 int sv_tree_open_real(struct sv_tree *t, sv_id n, int flags);
+/* A save folder's symbolic links, shown as they are (never followed):
+ * the target of link n, *len bytes in buf (not terminated; -EINVAL if n
+ * is no link); and a new link in a real directory, made as
+ * sv_tree_create makes a file.  A container holds no links (-EPERM). */
+int sv_tree_readlink(struct sv_tree *t, sv_id n, char *buf, size_t size, size_t *len);
+int sv_tree_symlink(struct sv_tree *t, sv_id dir, const char *name, const char *target,
+		    const struct sv_owner *who, sv_id *out, struct sv_err *err);
 /* A writer of a file that passes through is done (its close): while one
  * writes, what the file is is not judged again (half a container is no
  * container).  Once per open for writing (sv_tree_open_real with write

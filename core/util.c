@@ -6,7 +6,9 @@
 #include "savefs.h"
 
 #include <errno.h>
+#include <linux/openat2.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
@@ -481,6 +483,76 @@ bool sv_path_within(const char *path, const char *dir)
 	free(p);
 	free(d);
 	return in;
+}
+
+/* openat(2) of rel beneath dirfd one part at a time, none a link: for a
+ * kernel without openat2(2). */
+static int open_parts(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	char *copy = strdup(rel);
+	if (!copy)
+		return -ENOMEM;
+	int at = dirfd, rc = 0;
+	char *save = NULL, *part = strtok_r(copy, "/", &save);
+	while (part && !rc) {
+		char *next = strtok_r(NULL, "/", &save);
+		if (!strcmp(part, "..")) {
+			rc = -EXDEV;
+			break;
+		}
+		int fd = next ? openat(at, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+			      : openat(at, part, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0)
+			rc = -errno;
+		if (at != dirfd)
+			close(at);
+		at = fd;
+		part = next;
+	}
+	free(copy);
+	if (rc)
+		return rc;
+	return at == dirfd ? openat(dirfd, ".", flags | O_CLOEXEC, mode) : at;
+}
+
+int sv_open_beneath(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	if (!*rel)
+		rel = ".";
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	for (int tries = 0;; tries++) {
+		long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+		if (fd >= 0)
+			return (int)fd;
+		if ((errno == EINTR || errno == EAGAIN) && tries < 16)
+			continue; /* a rename elsewhere raced the walk: again */
+		if (errno == ENOSYS)
+			return open_parts(dirfd, rel, flags, mode);
+		return -errno;
+	}
+}
+
+int sv_parent_beneath(int dirfd, const char *rel, const char **leaf)
+{
+	const char *slash = strrchr(rel, '/');
+	*leaf = slash ? slash + 1 : rel;
+	if (!slash)
+		return sv_open_beneath(dirfd, ".", O_PATH | O_DIRECTORY, 0);
+	char *dir = strndup(rel, (size_t)(slash - rel));
+	if (!dir)
+		return -ENOMEM;
+	int fd = sv_open_beneath(dirfd, dir, O_PATH | O_DIRECTORY, 0);
+	free(dir);
+	return fd;
+}
+
+bool sv_real_name_ok(const char *s)
+{
+	return *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') && strlen(s) <= 255;
 }
 
 bool sv_name_ok(const char *s)

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,19 @@ static bool note_push(struct note **v, size_t *n, size_t *cap, fuse_ino_t parent
 	return true;
 }
 
+/*
+ * Directories with a request in the daemon now (a lookup, a listing, a
+ * change of an entry): the kernel holds their lock until it has the
+ * reply.  Invalidating one of their entries takes that lock: issued now,
+ * it would wait for the reply, and a daemon killed meanwhile (kill -9)
+ * could never exit: its thread stuck in the kernel keeps the process and
+ * the mount, whose readers then hang.  So an entry is invalidated only
+ * while its directory has no request here (the wait is the daemon's own,
+ * which a kill ends).  A save folder's names are never invalidated: they
+ * are kept a second at most (FOLDER_TIMEOUT).
+ */
+#define BUSY_SLOTS 64
+
 struct fs_notify {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -82,7 +96,70 @@ struct fs_notify {
 	struct note *v;
 	size_t n, cap;
 	bool stop, running;
+	struct {
+		fuse_ino_t ino;     /* 0: free */
+		unsigned n;         /* its requests in the daemon */
+	} busy[BUSY_SLOTS];         /* protected by lock */
+	pthread_cond_t idle;        /* a directory's last request is done */
 };
+
+/* A request about directory ino begins / is answered. */
+static void busy_enter(struct fs *fs, fuse_ino_t ino)
+{
+	struct fs_notify *q = fs->notify;
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	int free_at = -1;
+	for (int k = 0; k < BUSY_SLOTS; k++) {
+		if (q->busy[k].ino == ino) {
+			q->busy[k].n++;
+			free_at = -2;
+			break;
+		}
+		if (!q->busy[k].ino && free_at == -1)
+			free_at = k;
+	}
+	if (free_at >= 0)
+		q->busy[free_at].ino = ino, q->busy[free_at].n = 1;
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void busy_leave(struct fs *fs, fuse_ino_t ino)
+{
+	struct fs_notify *q = fs->notify;
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	for (int k = 0; k < BUSY_SLOTS; k++)
+		if (q->busy[k].ino == ino) {
+			if (!--q->busy[k].n) {
+				q->busy[k].ino = 0;
+				pthread_cond_broadcast(&q->idle);
+			}
+			break;
+		}
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Invalidates entry name of directory parent once the directory has no
+ * request in the daemon (lock not held). */
+static void inval_entry(struct fs *fs, fuse_ino_t parent, const char *name)
+{
+	struct fs_notify *q = fs->notify;
+	if (q) {
+		pthread_mutex_lock(&q->lock);
+		for (bool busy = true; busy;) {
+			busy = false;
+			for (int k = 0; k < BUSY_SLOTS && !busy; k++)
+				busy = q->busy[k].ino == parent;
+			if (busy)
+				pthread_cond_wait(&q->idle, &q->lock);
+		}
+		pthread_mutex_unlock(&q->lock);
+	}
+	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
+}
 
 
 static void *notify_main(void *arg)
@@ -125,8 +202,7 @@ static void *notify_main(void *arg)
 		pthread_mutex_unlock(&q->lock);
 		for (size_t i = 0; i < n; i++) {
 			if (v[i].name) {
-				fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, v[i].name,
-								 strlen(v[i].name));
+				inval_entry(fs, v[i].parent, v[i].name);
 				free(v[i].name);
 			} else {
 				fuse_lowlevel_notify_inval_inode(fs->se, v[i].ino, 0, 0);
@@ -157,7 +233,7 @@ static void on_live(void *arg, sv_id node, sv_id parent, const char *name, bool 
 		return;
 	}
 	enqueue(fs, 0, INO(node), NULL);
-	if (gone)
+	if (gone && fs->c)
 		enqueue(fs, INO(parent), 0, name);
 }
 
@@ -172,6 +248,7 @@ int fs_notify_start(struct fs *fs)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&q->idle, NULL);
 	fs->notify = q;
 	sv_tree_set_notify(fs->t, on_live, fs);
 	int rc = pthread_create(&q->thread, NULL, notify_main, fs);
@@ -199,6 +276,7 @@ void fs_notify_stop(struct fs *fs)
 	free(q->v);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
+	pthread_cond_destroy(&q->idle);
 	free(q);
 	fs->notify = NULL;
 }
@@ -270,9 +348,10 @@ static void publish(struct changes *ch, bool names, fuse_ino_t self)
 		 * added or removed (a directory emptied and gone with it). */
 		if (v->parent != dir)
 			inval_inode(fs, dir = v->parent, false);
-		if (v->name && names && !fs->one_thread)
-			fuse_lowlevel_notify_inval_entry(fs->se, v->parent, v->name,
-							 strlen(v->name));
+		if (v->name && !fs->c)
+			; /* a folder's names go within FOLDER_TIMEOUT */
+		else if (v->name && names && !fs->one_thread)
+			inval_entry(fs, v->parent, v->name);
 		else if (v->name)
 			enqueue(fs, v->parent, 0, v->name);
 		free(v->name);
@@ -295,6 +374,7 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 	st->st_blocks = (blkcnt_t)((s->size + 511) / 512);
 	st->st_uid = s->uid;
 	st->st_gid = s->gid;
+	st->st_rdev = (dev_t)s->rdev;
 	st->st_mtim = s->mtime;
 	st->st_ctim = s->mtime;
 	st->st_atim = s->atime;
@@ -494,6 +574,13 @@ static void real_close(struct fs *fs, struct fh *h)
 
 /* ---- operations -------------------------------------------------------- */
 
+/* The caller of a request that makes a file: its owner to be. */
+static struct sv_owner caller(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	return (struct sv_owner){ctx->uid, ctx->gid};
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
@@ -542,7 +629,7 @@ static void op_destroy(void *userdata)
 	fs_notify_stop(fs);
 }
 
-static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void lookup_one(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	sv_id n;
 	int rc = sv_tree_lookup(FS(req)->t, NODE(parent), name, &n);
@@ -729,13 +816,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	struct fs *fs = FS(req);
+	busy_enter(fs, ino);
 	do_readdir(req, ino, size, off, false);
+	busy_leave(fs, ino);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
+	struct fs *fs = FS(req);
+	busy_enter(fs, ino);
 	do_readdir(req, ino, size, off, true);
+	busy_leave(fs, ino);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1013,16 +1106,18 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
+static void create_one(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		       struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
 	struct sv_err err;
 	sv_id n = SV_TREE_NONE;
 	int fd = -1;
 	int rc = S_ISREG(mode) || !(mode & S_IFMT) ? 0 : -EPERM;
+	struct sv_owner who = caller(req);
 	if (!rc)
-		rc = sv_tree_create(fs->t, NODE(parent), name, mode, fi->flags, &n, &fd, &err);
+		rc = sv_tree_create(fs->t, NODE(parent), name, mode, fi->flags, &who, &n, &fd,
+				    &err);
 	/* A real file made for writing counts its writer until its close. */
 	struct fh real = {.node = n, .fd = fd,
 			  .real_writer = fd >= 0 && (fi->flags & O_ACCMODE) != O_RDONLY};
@@ -1055,15 +1150,15 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 }
 
-static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		     dev_t rdev)
+static void mknod_one(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct fs *fs = FS(req);
 	struct sv_err err;
 	sv_id n;
 	int fd = -1;
-	int rc = S_ISREG(mode) ? sv_tree_create(fs->t, NODE(parent), name, mode, O_RDONLY, &n,
-						&fd, &err)
+	struct sv_owner who = caller(req);
+	int rc = S_ISREG(mode) ? sv_tree_create(fs->t, NODE(parent), name, mode, O_RDONLY, &who,
+						&n, &fd, &err)
 			       : -EPERM;
 	if (fd >= 0)
 		sv_tree_close_real(fs->t, n, fd);
@@ -1075,11 +1170,12 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		reply_err(req, rc);
 }
 
-static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+static void mkdir_one(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct sv_err err;
 	sv_id n;
-	int rc = sv_tree_mkdir(FS(req)->t, NODE(parent), name, mode, &n, &err);
+	struct sv_owner who = caller(req);
+	int rc = sv_tree_mkdir(FS(req)->t, NODE(parent), name, mode, &who, &n, &err);
 	if (!rc)
 		sv_tree_held(FS(req)->t, n);
 	if (!rc && (rc = reply_entry_for(req, n)))
@@ -1088,7 +1184,35 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		reply_err(req, rc);
 }
 
-static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void symlink_one(fuse_req_t req, const char *target, fuse_ino_t parent,
+			const char *name)
+{
+	struct sv_err err;
+	sv_id n;
+	struct sv_owner who = caller(req);
+	int rc = sv_tree_symlink(FS(req)->t, NODE(parent), name, target, &who, &n, &err);
+	if (!rc)
+		sv_tree_held(FS(req)->t, n);
+	if (!rc && (rc = reply_entry_for(req, n)))
+		sv_tree_forget(FS(req)->t, n, 1);
+	if (rc)
+		reply_err(req, rc);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX + 1];
+	size_t len = 0;
+	int rc = sv_tree_readlink(FS(req)->t, NODE(ino), buf, sizeof buf - 1, &len);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	buf[len] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void unlink_one(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
@@ -1097,14 +1221,14 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_err(req, rc);
 }
 
-static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void rmdir_one(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct sv_err err;
 	reply_err(req, sv_tree_rmdir(FS(req)->t, NODE(parent), name, &err));
 }
 
-static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+static void rename_one(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
@@ -1112,6 +1236,79 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				on_changed, &ch, &err);
 	publish(&ch, false, 0);
 	reply_err(req, rc);
+}
+
+/* The requests that hold a directory's lock in the kernel, counted while
+ * they are here (busy_enter: see there). */
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	lookup_one(req, parent, name);
+	busy_leave(fs, parent);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	create_one(req, parent, name, mode, fi);
+	busy_leave(fs, parent);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	mknod_one(req, parent, name, mode);
+	busy_leave(fs, parent);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	mkdir_one(req, parent, name, mode);
+	busy_leave(fs, parent);
+}
+
+static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	symlink_one(req, target, parent, name);
+	busy_leave(fs, parent);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	unlink_one(req, parent, name);
+	busy_leave(fs, parent);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	rmdir_one(req, parent, name);
+	busy_leave(fs, parent);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct fs *fs = FS(req);
+	busy_enter(fs, parent);
+	if (newparent != parent)
+		busy_enter(fs, newparent);
+	rename_one(req, parent, name, newparent, newname, flags);
+	if (newparent != parent)
+		busy_leave(fs, newparent);
+	busy_leave(fs, parent);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -1147,6 +1344,8 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.create = op_create,
 	.mknod = op_mknod,
 	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.readlink = op_readlink,
 	.unlink = op_unlink,
 	.rmdir = op_rmdir,
 	.rename = op_rename,

@@ -91,7 +91,9 @@ static int list_names(struct sv_source *s, const char *rel, int (*fn)(void *arg,
 		      void *arg, int *open_errno)
 {
 	*open_errno = 0;
-	int fd = openat(s->fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sv_open_beneath(s->fd, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		errno = -fd;
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		*open_errno = errno;
@@ -192,12 +194,25 @@ static int dir_member_replace(struct sv_source *s, const char *name, const char 
 
 /* ---- the directory as a save folder ------------------------------------------- */
 
+/* The folder's own entries are looked at as they are: a symbolic link is
+ * a link (never followed), and nothing is reached through one. */
 static int dir_place_stat(struct sv_source *s, const char *rel, struct stat *st,
 			  struct sv_err *err)
 {
-	if (!fstatat(s->fd, *rel ? rel : ".", st, 0))
+	if (!*rel)
+		return fstat(s->fd, st) ? sv_err_set(err, -errno, "%s: %s", s->path,
+						     strerror(errno)) : 0;
+	const char *leaf;
+	int at = sv_parent_beneath(s->fd, rel, &leaf), e = 0;
+	if (at < 0)
+		e = -at;
+	else if (fstatat(at, leaf, st, AT_SYMLINK_NOFOLLOW))
+		e = errno;
+	if (at >= 0)
+		close(at);
+	if (!e)
 		return 0;
-	int e = errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
+	e = e == ENOENT || e == ENOTDIR || e == ELOOP || e == EXDEV ? ENOENT : e;
 	return sv_err_set(err, -e, "%s/%s: %s", s->path, rel, strerror(e));
 }
 
@@ -212,10 +227,16 @@ static int dir_place_read(struct sv_source *s, const char *rel, uint64_t off, vo
 			  size_t n, size_t *got, struct sv_err *err)
 {
 	*got = 0;
-	int fd = openat(s->fd, rel, O_RDONLY | O_CLOEXEC);
+	/* Never blocking on a FIFO, never through a link. */
+	int fd = sv_open_beneath(s->fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0)
-		return sv_err_set(err, errno == ENOENT ? -ENOENT : -EIO, "%s: %s", rel,
-				  strerror(errno));
+		return sv_err_set(err, fd == -ENOENT ? -ENOENT : -EIO, "%s: %s", rel,
+				  strerror(-fd));
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return sv_err_set(err, -EINVAL, "%s: not a regular file", rel);
+	}
 	int rc = 0;
 	while (*got < n) {
 		ssize_t k = pread(fd, (uint8_t *)buf + *got, n - *got, (off_t)(off + *got));

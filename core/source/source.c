@@ -48,7 +48,14 @@ int sv_source_open(const char *path, bool read_only, struct sv_source **out, int
 	if (!real)
 		return sv_err_set(err, -errno, "%s: %s", path, strerror(errno));
 	const struct sv_source_ops *ops = &sv_source_file_ops;
-	int fd = read_only ? -1 : open(real, O_RDWR | O_CLOEXEC);
+	/* A FIFO, a socket or a device is no container: never opened so that
+	 * it could block (O_NONBLOCK), and refused below. */
+	struct stat pre;
+	if (stat(real, &pre) == 0 && !S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode)) {
+		free(real);
+		return sv_err_set(err, -EINVAL, "%s: not a regular file or a directory", path);
+	}
+	int fd = read_only ? -1 : open(real, O_RDWR | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 && errno == EISDIR) {
 		/* A directory of member files: written through new members
 		 * renamed into it, so writable if the directory is. */
@@ -60,7 +67,7 @@ int sv_source_open(const char *path, bool read_only, struct sv_source **out, int
 	} else if (read_only || (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM ||
 					    errno == ETXTBSY))) {
 		*why = read_only ? 0 : errno;
-		fd = open(real, O_RDONLY | O_CLOEXEC);
+		fd = open(real, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (fd >= 0) {
 			struct stat st;
 			if (!fstat(fd, &st) && S_ISDIR(st.st_mode))
@@ -85,6 +92,11 @@ int sv_source_open(const char *path, bool read_only, struct sv_source **out, int
 		sv_source_free(s);
 		return sv_err_set(err, -e, "%s: %s", path, strerror(e));
 	}
+	if (!S_ISREG(s->st.st_mode) && !S_ISDIR(s->st.st_mode)) {
+		sv_source_free(s);
+		return sv_err_set(err, -EINVAL, "%s: not a regular file or a directory", path);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	*out = s;
 	return 0;
 }
@@ -328,11 +340,11 @@ int sv_source_held_fd(struct sv_source *s, struct stat *now)
 	return fstat(s->fd, now) ? -errno : 0;
 }
 
-int sv_source_flock_claim(struct sv_source *s, struct sv_err *err)
+int sv_source_flock_claim(struct sv_source *s, bool wait, struct sv_err *err)
 {
 	/* A mount just unmounted lets go when its daemon exits, a moment
 	 * after fusermount3 -u returns: wait for that, a little. */
-	for (int waited = 0;; waited += 10) {
+	for (int waited = wait ? 0 : CLAIM_WAIT_MS;; waited += 10) {
 		if (!flock(s->fd, LOCK_EX | LOCK_NB)) {
 			flock(s->fd, LOCK_SH | LOCK_NB);
 			return 0;

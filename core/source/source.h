@@ -153,9 +153,10 @@ struct sv_source_ops {
 	 * size it was opened at). */
 	int (*read_upto)(struct sv_source *s, uint64_t off, void *buf, size_t n, size_t *got,
 			 struct sv_err *err);
-	/* A read-write mount's shared claim (-EBUSY if another holds it),
-	 * and the commit's exclusive lock (waits a while, then -EBUSY). */
-	int (*claim)(struct sv_source *s, struct sv_err *err);
+	/* A read-write mount's shared claim (-EBUSY if another holds it;
+	 * `wait`: a moment for one going away), and the commit's exclusive
+	 * lock (waits a while, then -EBUSY). */
+	int (*claim)(struct sv_source *s, bool wait, struct sv_err *err);
 	int (*lock)(struct sv_source *s, struct sv_err *err);
 	void (*unlock)(struct sv_source *s);
 	/* Before a read-write use: 0, or -errno when nothing new can be made
@@ -187,7 +188,8 @@ struct sv_source_ops {
 	/* A save folder at the source's location (a directory, a prefix
 	 * of a store): rel is a path under it, names joined by '/' ("" the
 	 * folder itself).  place_stat: what is at rel now (-ENOENT:
-	 * nothing), following symbolic links; place_list: fn(arg, name) for
+	 * nothing), a symbolic link as itself (never followed, and nothing is
+	 * reached through one); place_list: fn(arg, name) for
 	 * each entry of the directory rel, in no order, until fn returns
 	 * non-zero (returned); place_read: up to n bytes of the file rel at
 	 * off, fewer at its end; place_location: where rel is, to be
@@ -318,7 +320,7 @@ int sv_source_read_fd(int fd, uint64_t size, uint64_t off, void *buf, size_t n,
 /* Up to n bytes at off of fd, fewer where it ends now: *got. */
 int sv_source_read_fd_upto(int fd, uint64_t off, void *buf, size_t n, size_t *got,
 			   struct sv_err *err);
-int sv_source_flock_claim(struct sv_source *s, struct sv_err *err);
+int sv_source_flock_claim(struct sv_source *s, bool wait, struct sv_err *err);
 int sv_source_flock_lock(struct sv_source *s, struct sv_err *err);
 void sv_source_flock_unlock(struct sv_source *s);
 int sv_source_look_path(struct sv_source *s, struct stat *now);

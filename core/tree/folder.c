@@ -13,11 +13,22 @@
  * The folder is looked at afresh: a listing reads the real directory, and
  * each look at an entry (lookup, stat, listing) compares its identity
  * (device, inode, size, mtime) with the one its kind was judged on; a
- * changed entry is judged again (its first bytes sniffed once per
- * identity), and a container whose file changed is closed, to be read
- * again whole at its next use.  Containers open on their first use and
- * close, least recently used first, when more than opts->max_open are open
- * and idle (no open file, no pending edit).
+ * changed entry is judged again, and a container whose file changed is
+ * closed, to be read again whole at its next use.  A local entry is judged
+ * by its first bytes and confirmed by opening its container (kept open for
+ * its first use); a container that cannot be opened (a save cut short)
+ * passes through as the file it is, the reason in the log and the info.
+ * A remote entry is judged by its name and size (a listing costs listings,
+ * not a request per entry), and confirmed when its container is opened.
+ * Containers close, least recently used first, when more than
+ * opts->max_open are open and idle (no open file, no pending edit).
+ *
+ * What is shown is what is there: a symbolic link is a link (never
+ * followed: every path is opened beneath the folder, no part of it a
+ * link), a FIFO, a socket or a device is itself and never opened.  A real
+ * ".savefs" at the root is not shown (the mount's own is), nor are the
+ * temporary files a commit left when it was killed, which the first look
+ * at their directory removes.
  *
  * Edits: a container's node is edited and committed by its container
  * (its lock, its checks, its log); a file that passes through is the real
@@ -34,12 +45,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +74,14 @@ struct entry {
 	uint32_t writers;   /* E_FILE: opens for writing through the mount
 			     * (judged again only when they are done) */
 	int wd;             /* a real directory: its inotify watch, or 0 */
+	bool swept;         /* a real directory: its commits' leftovers removed */
+	bool probed;        /* a remote directory: judged by its members */
+	int64_t ghost_ns;   /* a container whose file was removed through the
+			     * mount (rm -r's first step): an empty directory
+			     * until it is removed too, or this time (mono) */
+	char *broken;       /* owned: why the container a format claims it as
+			     * cannot be opened (it passes through as itself),
+			     * or NULL */
 	struct sv_source *held; /* a remote file's source as its judge opened
 				 * it (its first bytes read), for its
 				 * container's open; or NULL */
@@ -80,6 +101,12 @@ struct slot {
 	int err;                /* its last open's failure, or 0 */
 	char why[SV_ERR_MAX];
 	struct sv_relay *live;  /* owned: its changes outside commits, by id */
+	bool removed;           /* its file was removed through the mount: its
+				 * directories list nothing, and removals in
+				 * it are done (rm -r goes on from there) */
+	int64_t guard_ns;       /* a removal of its raw form was refused (rm -r
+				 * of a directory container): removals of its
+				 * entries are refused too until then (mono) */
 };
 
 struct sv_folder {
@@ -158,13 +185,16 @@ static int64_t mono_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* rm -r NAME: its first step removes NAME/.savefs/container; NAME then
+ * stays an empty directory this long, for the steps after it (a few
+ * system calls).  For a directory container, whose raw form cannot be
+ * removed, its entries are not removed one by one either, this long. */
+#define GHOST_NS (30 * 1000000000LL)
+
 /* A remote source kept for its container's open holds its first block
  * (HELD_BLOCK at most); HELD_MAX are kept at most. */
 #define HELD_BLOCK (256u << 10)
 #define HELD_MAX 4096
-
-/* Files up to this size that a probe claims are opened when first seen. */
-#define CONFIRM_AT_ONCE (256u << 10)
 
 /* A container's node as an id: the slot, the slot's epoch (which of the
  * containers opened in it, so that a forget meant for an earlier one is
@@ -246,6 +276,39 @@ static char *full_path(struct sv_folder *f, uint32_t i)
 	return f->src->ops->place_location(f->src, f->e[i].rel, S_ISDIR(f->e[i].st.st_mode));
 }
 
+/* A real entry to change: its directory, reached beneath the folder with
+ * no link on the way, and its name there (the root: the folder, "."). */
+struct place {
+	int at;
+	const char *leaf;
+	char *rel;     /* owned */
+};
+
+/* Takes rel (a new string): 0, or -errno (rel freed). */
+static int place_open(struct sv_folder *f, char *rel, struct place *p)
+{
+	p->rel = rel;
+	p->at = *rel ? sv_parent_beneath(f->dfd, rel, &p->leaf)
+		     : sv_open_beneath(f->dfd, ".", O_PATH | O_DIRECTORY, 0);
+	if (!*rel)
+		p->leaf = ".";
+	if (p->at < 0) {
+		free(rel);
+		p->rel = NULL;
+		return p->at;
+	}
+	return 0;
+}
+
+static void place_close(struct place *p)
+{
+	if (p->at >= 0)
+		close(p->at);
+	p->at = -1;
+	free(p->rel);
+	p->rel = NULL;
+}
+
 static bool kind_is_meta(int kind)
 {
 	return kind == E_MDIR || kind == E_MINFO || kind == E_MLOG;
@@ -262,6 +325,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
 			 uint32_t *slot, struct sv_err *err);
 static void put_locked(struct sv_folder *f, uint32_t slot);
+static void adopt(struct sv_folder *f, uint32_t i, struct sv_container *c);
 
 static void watch(struct sv_folder *f, uint32_t d);
 
@@ -286,47 +350,71 @@ static void close_slot(struct sv_folder *f, uint32_t s)
 	f->s[s].err = 0;
 }
 
+/* True if path names itself: no part of it is a symbolic link (an entry
+ * judged a file may have been replaced by a link since). */
+static bool path_is_real(const char *path)
+{
+	char *real = realpath(path, NULL);
+	bool same = real && !strcmp(real, path);
+	free(real);
+	return same;
+}
+
 /*
- * The format that claims the file or directory at path (its stat st), or
- * NULL; lock not held.  A small file a weak probe claims is opened at
- * once, read-only, and closed again: that probe sees the first bytes
- * only, and a zip of text files or a JSON object that is no drawing is
- * told apart by its open.
+ * What the local file or directory at path (its stat st) is, lock not
+ * held: the format that claims it by its first bytes (a directory by its
+ * members), confirmed by opening its container (*opened, kept for its
+ * first use), or NULL.  A container its format claims but cannot open
+ * (cut short, damaged) is *broken (a new string: why): it passes through.
  */
-static const struct sv_format *sniff(struct sv_folder *f, const char *path,
-				     const struct stat *st, struct sv_source **held)
+static const struct sv_format *judge_local(struct sv_folder *f, const char *path,
+					   const struct stat *st, struct sv_container **opened,
+					   char **broken)
 {
 	int why = 0;
-	const struct sv_format *fmt = NULL;
-	if (f->remote && S_ISREG(st->st_mode)) {
-		/* Its first bytes, read once: its container's open takes the
-		 * source that read them. */
-		struct sv_err err;
-		struct sv_source *src = NULL;
-		if (!sv_source_open(path, f->opts.read_only, &src, &why, &err))
-			fmt = sv_sniff_source(src);
-		if (fmt && same_file(st, &src->st))
-			*held = src;
-		else
-			sv_source_free(src);
-	} else {
-		fmt = sv_sniff(path, &why);
-	}
-	if (!fmt || !fmt->probe_weak || !S_ISREG(st->st_mode) ||
-	    st->st_size > CONFIRM_AT_ONCE)
-		return fmt;
+	if (!path_is_real(path))
+		return NULL;
+	const struct sv_format *fmt = sv_sniff(path, &why);
+	if (!fmt)
+		return NULL;
 	struct sv_container *c = NULL;
 	struct sv_err err;
+	sv_err_clear(&err);
 	struct sv_opts o = f->opts;
 	o.format = fmt->name;
-	o.read_only = true;
 	int rc = sv_container_open(path, &o, &c, &err);
-	sv_container_free(c);
-	if (rc == -EMEDIUMTYPE && *held) {
-		sv_source_free(*held);
-		*held = NULL;
+	if (rc == -EMEDIUMTYPE)
+		return NULL; /* a zip of text files, a JSON object that is no drawing */
+	if (rc == -ENOENT || rc == -ENOMEM || rc == -EBUSY)
+		return rc == -ENOENT ? NULL : fmt; /* gone meanwhile; or opened at its use */
+	if (rc) {
+		*broken = strdup(err.msg[0] ? err.msg : strerror(-rc));
+		return *broken ? fmt : NULL;
 	}
-	return rc == -EMEDIUMTYPE ? NULL : fmt;
+	*opened = c;
+	return fmt;
+}
+
+/* The format whose containers are usually named like `name` (a glob of
+ * its names), or NULL.  A remote entry is judged so until its container
+ * is opened: judging it by its first bytes would cost a request each. */
+static const struct sv_format *judge_by_name(const char *name, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode) || st->st_size < 8)
+		return NULL;
+	for (size_t i = 0; sv_formats[i]; i++)
+		for (const char *const *g = sv_formats[i]->names; g && *g; g++)
+			if (!fnmatch(*g, name, 0))
+				return sv_formats[i];
+	return NULL;
+}
+
+/* A remote directory judged by its members (a segmented recording under a
+ * prefix): the format that claims it, or NULL (lock not held). */
+static const struct sv_format *judge_remote_dir(const char *path)
+{
+	int why = 0;
+	return sv_sniff(path, &why);
 }
 
 /* What a kept source holds: its first block (the whole object within it). */
@@ -397,6 +485,9 @@ static int judge(struct sv_folder *f, uint32_t i)
 	struct stat st;
 	struct sv_err err;
 	int r0 = f->src->ops->place_stat(f->src, e->rel, &st, &err);
+	if (r0 == -ENOENT && e->ghost_ns && mono_ns() < e->ghost_ns)
+		return 0; /* removed: an empty directory until its rmdir */
+	e->ghost_ns = 0;
 	if (r0)
 		return r0;
 	if (e->judged && same_file(&st, &e->st))
@@ -420,24 +511,30 @@ static int judge(struct sv_folder *f, uint32_t i)
 			return 0;
 		}
 	}
-	/* What it is, found outside the lock (a sniff reads the file; a
-	 * weak probe's claim is confirmed by an open): other containers'
-	 * calls go on meanwhile.  The table may move: e is taken again. */
+	/* What it is, found outside the lock (a local one is sniffed and
+	 * opened): other containers' calls go on meanwhile.  The table may
+	 * move: e is taken again. */
 	int kind = S_ISDIR(st.st_mode) ? E_DIR : E_FILE;
 	const struct sv_format *fmt = NULL;
-	struct sv_source *held = NULL;
+	struct sv_container *opened = NULL;
+	char *broken = NULL;
 	if (i != 0 && !e->in_raw && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
 		e->st.st_mode = st.st_mode; /* its location's form */
-		char *p = full_path(f, i);
-		pthread_mutex_unlock(&f->lock);
-		fmt = p ? sniff(f, p, &st, &held) : NULL;
-		free(p);
-		pthread_mutex_lock(&f->lock);
-		e = &f->e[i];
+		if (f->remote) {
+			/* By name; a directory by its members once it is looked
+			 * into (probe_dir). */
+			fmt = judge_by_name(e->name, &st);
+		} else {
+			char *p = full_path(f, i);
+			pthread_mutex_unlock(&f->lock);
+			fmt = p ? judge_local(f, p, &st, &opened, &broken) : NULL;
+			free(p);
+			pthread_mutex_lock(&f->lock);
+			e = &f->e[i];
+		}
 	}
-	keep_held(f, i, held);
 	if (fmt)
-		kind = E_BOX;
+		kind = broken ? E_FILE : E_BOX;
 	if (e->slot && (kind != E_BOX || e->judged)) {
 		/* Read again whole at its next use, under new node numbers.
 		 * The old container stays for whoever uses it now (its numbers
@@ -448,11 +545,35 @@ static int judge(struct sv_folder *f, uint32_t i)
 		e->slot = 0;
 		e->raw = 0;
 	}
+	if (broken && (!e->broken || strcmp(broken, e->broken)))
+		folder_log(f, "%s: a %s container that cannot be opened (%s): shown as the file "
+			   "it is", e->rel, fmt->name, broken);
+	free(e->broken);
+	e->broken = broken;
 	e->kind = kind;
 	e->fmt = fmt;
 	e->st = st;
 	e->judged = true;
+	e->probed = false;
+	if (opened)
+		adopt(f, i, opened);
 	return 0;
+}
+
+/* A temporary file a commit of one of the folder's containers writes
+ * beside it (".NAME.savefs-XXXXXX"): never one of the folder's entries
+ * (one a killed commit left is removed at the first look). */
+static bool commit_leftover(const char *name)
+{
+	const char *x = name[0] == '.' ? strstr(name, ".savefs-") : NULL;
+	return x && x > name + 1 && strlen(x + 8) == 6 && !strchr(x + 8, '-');
+}
+
+/* A name of directory entry dir the folder does not show: a leftover of a
+ * commit, and a real ".savefs" at the root (the mount's own is there). */
+static bool hidden_name(uint32_t dir, const char *name)
+{
+	return commit_leftover(name) || (dir == 0 && !strcmp(name, ".savefs"));
 }
 
 /* Entry `name` of directory entry dir, looked at now: its index, or
@@ -460,7 +581,7 @@ static int judge(struct sv_folder *f, uint32_t i)
 static uint32_t child(struct sv_folder *f, uint32_t dir, const char *name, int *rc)
 {
 	*rc = 0;
-	if (!sv_name_ok(name) || strchr(name, '/')) {
+	if (!sv_real_name_ok(name) || hidden_name(dir, name)) {
 		*rc = -ENOENT;
 		return SV_NONE;
 	}
@@ -497,13 +618,37 @@ static bool real_dir(const struct sv_folder *f, uint32_t i)
 	return e->kind == E_DIR || (e->kind == E_RAW && S_ISDIR(f->e[e->parent].st.st_mode));
 }
 
+/* A remote directory about to be looked into is judged by its members
+ * (a segmented recording under a prefix is a container); once per
+ * identity (lock held). */
+static void probe_dir(struct sv_folder *f, uint32_t d)
+{
+	struct entry *e = &f->e[d];
+	if (!f->remote || d == 0 || e->kind != E_DIR || e->probed || e->in_raw)
+		return;
+	e->probed = true;
+	char *p = full_path(f, d);
+	struct stat was = e->st;
+	pthread_mutex_unlock(&f->lock);
+	const struct sv_format *fmt = p ? judge_remote_dir(p) : NULL;
+	free(p);
+	pthread_mutex_lock(&f->lock);
+	e = &f->e[d];
+	if (fmt && e->kind == E_DIR && same_file(&was, &e->st)) {
+		e->kind = E_BOX;
+		e->fmt = fmt;
+	}
+}
+
 /* ---- containers (lock held) ----------------------------------------------------- */
 
 /*
- * Closes idle containers (no user, no open file, no pending edit, unused
- * for IDLE_NS), least recently used first, until `more` more fit under
- * opts.max_open; slot `keep` stays.  If none is idle, the cap is exceeded
- * for now.
+ * Closes idle containers (no user, no open file, no pending edit), least
+ * recently used first, until `more` more fit under opts.max_open; slot
+ * `keep` stays.  Those unused for IDLE_NS go first (a reader between its
+ * lookup and its next call keeps its container); then, for the cap holds
+ * under any walk (descriptors and memory), any idle one.  Only containers
+ * with open files or pending edits exceed it.
  */
 static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 {
@@ -515,11 +660,14 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 			close_slot(f, k);
 	while (f->opts.max_open && f->nopen + more > f->opts.max_open) {
 		uint32_t lru = SV_NONE;
-		for (uint32_t k = 0; k < f->ns; k++)
-			if (f->s[k].c && k != keep && !f->s[k].users &&
-			    now - f->s[k].used_ns >= IDLE_NS && sv_container_idle(f->s[k].c) &&
-			    (lru == SV_NONE || f->s[k].used < f->s[lru].used))
-				lru = k;
+		for (int pass = 0; pass < 2 && lru == SV_NONE; pass++)
+			for (uint32_t k = 0; k < f->ns; k++)
+				if (f->s[k].c && k != keep && !f->s[k].users &&
+				    !(f->s[k].removed && f->e[f->s[k].box].ghost_ns) &&
+				    (pass || now - f->s[k].used_ns >= IDLE_NS) &&
+				    (lru == SV_NONE || f->s[k].used < f->s[lru].used) &&
+				    sv_container_idle(f->s[k].c))
+					lru = k;
 		if (lru == SV_NONE)
 			break;
 		close_slot(f, lru);
@@ -530,10 +678,15 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 	}
 }
 
-/* The container of box entry i, opened if it is not: 0 and *out (its
- * slot in *slot), or -errno with the reason. */
-static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
-			 uint32_t *slot, struct sv_err *err)
+/* An open failed for the bytes' sake (malformed, unsupported, past a
+ * limit), not the host's (a server that did not answer, memory). */
+static bool bytes_fault(int rc)
+{
+	return rc == -EBADMSG || rc == -ENOTSUP || rc == -EFBIG || rc == -EMEDIUMTYPE;
+}
+
+/* Box entry i's slot, made if it has none: 0 and *slot, or -errno. */
+static int slot_for(struct sv_folder *f, uint32_t i, uint32_t *slot, struct sv_err *err)
 {
 	struct entry *e = &f->e[i];
 	if (!e->slot) {
@@ -551,7 +704,60 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 		f->s[f->ns].box = i;
 		e->slot = ++f->ns;
 	}
-	uint32_t s = e->slot - 1;
+	*slot = e->slot - 1;
+	return 0;
+}
+
+/* Container c, just opened for box entry i, takes its place in slot s
+ * (lock held): 0, or -ENOMEM (c closed). */
+static int install(struct sv_folder *f, uint32_t i, uint32_t s, struct sv_container *c)
+{
+	struct slot *sl = &f->s[s];
+	sl->c = c;
+	f->nopen++;
+	sl->epoch++;
+	sl->err = 0;
+	if (f->e[i].slot != s + 1)
+		f->superseded++; /* judged again while it was opening */
+	if (!sl->live && !(sl->live = calloc(1, sizeof *sl->live))) {
+		close_slot(f, s);
+		return -ENOMEM;
+	}
+	*sl->live = (struct sv_relay){f->live_fn, f->live_arg, i, s, sl->epoch};
+	if (f->live_fn)
+		sv_container_set_notify(sl->c, sv_relay_fn(), sl->live);
+	uint32_t meta;
+	sl->meta = sv_resolve(sl->c, ".savefs", &meta) ? SV_NONE : meta;
+	return 0;
+}
+
+/* A container its judge opened for box entry i, kept for its first use
+ * (lock held); closed if another was opened meanwhile. */
+static void adopt(struct sv_folder *f, uint32_t i, struct sv_container *c)
+{
+	uint32_t s;
+	struct sv_err err;
+	if (slot_for(f, i, &s, &err) || f->s[s].c || f->s[s].opening) {
+		sv_container_free(c);
+		return;
+	}
+	f->s[s].used = ++f->clock;
+	f->s[s].used_ns = mono_ns();
+	if (!install(f, i, s, c))
+		trim(f, s, 0);
+}
+
+/* The container of box entry i, opened if it is not: 0 and *out (its
+ * slot in *slot), or -errno with the reason.  -EMEDIUMTYPE, or a failure
+ * to open a container judged by its name only (remote): the entry passes
+ * through from now on, and the client is told. */
+static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
+			 uint32_t *slot, struct sv_err *err)
+{
+	uint32_t s;
+	int rc = slot_for(f, i, &s, err);
+	if (rc)
+		return rc;
 	struct slot *sl = &f->s[s];
 	sl->used = ++f->clock;
 	sl->used_ns = mono_ns();
@@ -576,30 +782,44 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	struct sv_container *c = NULL;
 	f->s[s].opening = true;
 	/* The source its judge opened, if it is still the entry's file. */
-	e = &f->e[i];
+	struct entry *e = &f->e[i];
 	struct sv_source *held = take_held(f, i);
 	const struct sv_format *fmt = e->fmt;
 	if (held && !same_file(&held->st, &e->st)) {
 		sv_source_free(held);
 		held = NULL;
 	}
+	bool local = !f->remote;
 	pthread_mutex_unlock(&f->lock);
-	int rc = !o.format ? sv_err_set(err, -EMEDIUMTYPE, "no format claims it")
-		 : held    ? sv_container_open_src(held, fmt, &o, &c, err)
-			   : sv_container_open(p, &o, &c, err);
+	if (!o.format)
+		rc = sv_err_set(err, -EMEDIUMTYPE, "no format claims it");
+	else if (local && !path_is_real(p))
+		rc = sv_err_set(err, -EMEDIUMTYPE, "a symbolic link now");
+	else if (held)
+		rc = sv_container_open_src(held, fmt, &o, &c, err);
+	else
+		rc = sv_container_open(p, &o, &c, err);
 	free(p);
 	pthread_mutex_lock(&f->lock);
 	sl = &f->s[s];
 	sl->opening = false;
-	sl->c = c;
 	pthread_cond_broadcast(&f->opened);
 	e = &f->e[i];
-	if (rc == -EMEDIUMTYPE) {
-		/* Its format's open says it is not one of its containers: it
-		 * passes through. */
-		e = &f->e[i];
+	if (rc && (rc == -EMEDIUMTYPE || (f->remote && bytes_fault(rc))) && e->slot == s + 1) {
+		/* Not one of its format's containers after all, or one that
+		 * cannot be opened: it passes through as the file it is (and
+		 * the client, which took it for a directory, is told). */
+		if (rc != -EMEDIUMTYPE) {
+			free(e->broken);
+			e->broken = strdup(err->msg);
+			folder_log(f, "%s: a %s container that cannot be opened (%s): shown as the "
+				   "file it is", e->rel, fmt ? fmt->name : "?", err->msg);
+		}
 		e->kind = E_FILE;
-		e->fmt = NULL;
+		e->slot = 0;
+		e->raw = 0;
+		if (f->live_fn)
+			f->live_fn(f->live_arg, i, e->parent, e->name, true);
 		return rc;
 	}
 	if (rc) {
@@ -609,19 +829,9 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 		snprintf(sl->why, sizeof sl->why, "%s", err->msg);
 		return rc;
 	}
-	f->nopen++;
-	sl->epoch++;
-	if (e->slot != s + 1)
-		f->superseded++; /* judged again while it was opening */
-	if (!sl->live && !(sl->live = calloc(1, sizeof *sl->live))) {
-		close_slot(f, s);
+	if (install(f, i, s, c))
 		return sv_err_set(err, -ENOMEM, "out of memory");
-	}
-	*sl->live = (struct sv_relay){f->live_fn, f->live_arg, i, s, sl->epoch};
-	if (f->live_fn)
-		sv_container_set_notify(sl->c, sv_relay_fn(), sl->live);
-	uint32_t meta;
-	sl->meta = sv_resolve(sl->c, ".savefs", &meta) ? SV_NONE : meta;
+	sl = &f->s[s];
 	sl->users++;
 	*out = sl->c;
 	return 0;
@@ -719,9 +929,16 @@ static void watch(struct sv_folder *f, uint32_t d)
 	struct entry *e = &f->e[d];
 	if (f->ifd < 0 || e->wd || e->in_raw || e->kind != E_DIR)
 		return;
-	char *p = full_path(f, d);
-	int wd = p ? inotify_add_watch(f->ifd, p, WATCH_MASK) : -1;
-	free(p);
+	/* The directory itself, reached beneath the folder (no link). */
+	int dfd = sv_open_beneath(f->dfd, e->rel, O_PATH | O_DIRECTORY, 0), wd = -1;
+	if (dfd >= 0) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", dfd);
+		wd = inotify_add_watch(f->ifd, p, WATCH_MASK);
+		close(dfd);
+	} else {
+		errno = -dfd;
+	}
 	if (wd < 0) {
 		folder_log(f, "%s: not followed (%s): changes made outside the mount show "
 			   "within a second", *e->rel ? e->rel : ".", strerror(errno));
@@ -847,6 +1064,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	/* One cache, one cap, for every container of the folder. */
 	f->opts.cache = sv_cache_new(opts->cache_cap);
 	f->opts.lazy_prepare = true;
+	f->opts.read_only_if_held = true;
 	f->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
 	f->opts.format_opts = f->format_opts;
 	int rc = f->opts.cache ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
@@ -912,6 +1130,7 @@ void sv_folder_free(struct sv_folder *f)
 	}
 	for (uint32_t i = 0; i < f->ne; i++) {
 		free(f->e[i].rel);
+		free(f->e[i].broken);
 		sv_source_free(f->e[i].held);
 	}
 	free(f->e);
@@ -938,6 +1157,10 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		struct sv_container *c;
 		uint32_t node, slot, n;
 		rc = node_fresh(f, dir, &c, &node, &slot);
+		if (!rc && f->s[slot].removed) {
+			put_locked(f, slot);
+			rc = -ENOENT; /* gone with its container's file */
+		}
 		uint32_t meta = rc ? SV_NONE : f->s[slot].meta;
 		uint32_t box = rc ? 0 : f->s[slot].box;
 		pthread_mutex_unlock(&f->lock);
@@ -974,9 +1197,11 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		return rc;
 	}
 	uint32_t d = (uint32_t)dir;
+	if (d < f->ne && !(rc = judge(f, d)))
+		probe_dir(f, d);
 	if (d >= f->ne) {
 		rc = -ENOENT;
-	} else if ((rc = judge(f, d))) {
+	} else if (rc) {
 		/* gone */
 	} else if (d == 0 && !strcmp(name, ".savefs")) {
 		*out = f->mdir;
@@ -988,13 +1213,16 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		uint32_t i = child(f, d, name, &rc);
 		if (i != SV_NONE)
 			*out = i;
+	} else if (f->e[d].kind == E_BOX && f->e[d].ghost_ns) {
+		rc = -ENOENT; /* removed through the mount: empty until its rmdir */
 	} else if (f->e[d].kind == E_BOX) {
 		struct sv_container *c;
 		uint32_t slot, n;
 		rc = box_container(f, d, &c, &slot, &err);
+		bool passes = f->e[d].kind == E_FILE; /* not a container after all */
 		pthread_mutex_unlock(&f->lock);
 		if (rc)
-			return rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
+			return rc == -EMEDIUMTYPE || passes ? -ENOTDIR : -EIO;
 		rc = sv_lookup_held(c, SV_ROOT, name, &n);
 		put(f, slot);
 		if (!rc)
@@ -1044,13 +1272,18 @@ static void real_stat(const struct stat *s, sv_id id, bool dir, struct sv_stat *
 	st->id = id;
 	st->node = (uint32_t)id;
 	st->dir = dir;
+	/* A container's file shows as a directory; anything else as what it
+	 * is (a symbolic link, a FIFO, a socket, a device: never opened). */
 	st->mode = dir ? (S_IFDIR | (s->st_mode & 0777) | ((s->st_mode & 0444) >> 2))
-		       : (S_IFREG | (s->st_mode & 0777));
+		       : ((s->st_mode & S_IFMT) | (s->st_mode & 07777));
+	if (S_ISDIR(s->st_mode) && dir)
+		st->mode |= s->st_mode & (S_ISGID | S_ISVTX);
+	st->rdev = S_ISCHR(s->st_mode) || S_ISBLK(s->st_mode) ? (uint64_t)s->st_rdev : 0;
 	st->uid = s->st_uid;
 	st->gid = s->st_gid;
 	st->nlink = dir ? 2 : 1;
 	st->size = dir ? 0 : (uint64_t)s->st_size;
-	st->stream = !dir;
+	st->stream = !dir && S_ISREG(s->st_mode);
 	st->mtime = s->st_mtim;
 	st->atime = s->st_atim;
 }
@@ -1160,6 +1393,34 @@ static int add_name(void *arg, const char *name)
 	return 0;
 }
 
+/* Removes from real directory entry d, at its first listing, the
+ * temporary files that commits killed before they finished left there
+ * (those nobody holds locked: a commit under way holds its own). */
+static void sweep(struct sv_folder *f, uint32_t d, const struct name_list *l)
+{
+	if (f->e[d].swept || f->remote || f->opts.read_only || f->e[d].in_raw)
+		return;
+	f->e[d].swept = true;
+	for (size_t i = 0; i < l->n; i++) {
+		if (!commit_leftover(l->v[i]))
+			continue;
+		char *rel = NULL;
+		struct place p;
+		const char *base = f->e[d].rel;
+		if (asprintf(&rel, "%s%s%s", base, *base ? "/" : "", l->v[i]) < 0 ||
+		    place_open(f, rel, &p))
+			continue;
+		int fd = openat(p.at, p.leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat st;
+		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+		    !flock(fd, LOCK_EX | LOCK_NB) && !unlinkat(p.at, p.leaf, 0))
+			folder_log(f, "%s: removed, left by a commit that did not finish", p.rel);
+		if (fd >= 0)
+			close(fd);
+		place_close(&p);
+	}
+}
+
 static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
 {
 	watch(f, d);
@@ -1167,6 +1428,8 @@ static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
 	int rc = f->src->ops->place_list(f->src, f->e[d].rel, add_name, l, &err);
 	if (rc && rc != -ENOMEM)
 		folder_log(f, "%s", err.msg);
+	if (!rc)
+		sweep(f, d, l);
 	if (l->n)
 		qsort(l->v, l->n, sizeof *l->v, by_name);
 	return rc;
@@ -1186,6 +1449,7 @@ struct relay {
 	uint32_t slot, epoch;
 	uint64_t last;      /* the position after the last entry passed */
 	bool stopped;
+	uint64_t shift;     /* positions before the container's own entries */
 };
 
 /* A listing's callback said to stop (not: go on, or go on holding). */
@@ -1199,21 +1463,14 @@ static int relay_one(void *arg, const char *name, const struct sv_stat *st, uint
 	struct relay *r = arg;
 	struct sv_stat s = *st;
 	s.id = st->unmade ? SV_TREE_NONE : sv_slot_id(r->slot, r->epoch, st->node);
-	r->last = next;
-	int rc = r->fn(r->arg, name, &s, next);
+	r->last = next + r->shift;
+	int rc = r->fn(r->arg, name, &s, next + r->shift);
 	r->stopped = dir_stop(rc);
 	return rc;
 }
 
-/* Counts a listing's entries (the position after the last is the count:
- * a listing passes next = position + 1). */
-static int count_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
-{
-	*(uint64_t *)arg = next;
-	return 0;
-}
 
-/* Remote entries judged at once, JUDGE_AT_ONCE at a time. */
+/* Entries judged at once, JUDGE_AT_ONCE at a time. */
 #define JUDGE_AT_ONCE 8
 
 struct judging {
@@ -1238,13 +1495,37 @@ static void *judge_main(void *arg)
 	return NULL;
 }
 
-/* The entries of directory d from `from` on judged (lock not held). */
+/* How many of the names of directory d from `from` on were never judged
+ * (lock held). */
+static size_t unjudged(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
+{
+	size_t count = 0;
+	const char *base = f->e[d].rel;
+	for (size_t i = from; i < l->n; i++) {
+		char *rel = NULL;
+		if (asprintf(&rel, "%s%s%s", base, *base ? "/" : "", l->v[i]) < 0)
+			return l->n - from;
+		uint32_t k = find_entry(f, rel);
+		count += k == SV_NONE || !f->e[k].judged;
+		free(rel);
+	}
+	return count;
+}
+
+/* The entries of directory d from `from` on judged (lock not held), by
+ * as many threads as there are cores (two at least) when several were
+ * never judged. */
 static void judge_all(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
 {
 	struct judging j = {f, d, l, from};
 	pthread_t t[JUDGE_AT_ONCE - 1];
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t most = cores < 2 ? 2 : cores > JUDGE_AT_ONCE ? JUDGE_AT_ONCE : (size_t)cores;
+	pthread_mutex_lock(&f->lock);
+	size_t todo = unjudged(f, d, l, from);
+	pthread_mutex_unlock(&f->lock);
 	size_t n = 0;
-	while (n < JUDGE_AT_ONCE - 1 && n + 1 < l->n - from &&
+	while (todo > 1 && n < most - 1 && n + 1 < todo &&
 	       !pthread_create(&t[n], NULL, judge_main, &j))
 		n++;
 	judge_main(&j);
@@ -1268,6 +1549,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		rc = -ENOENT;
 	} else if (!(rc = judge(f, (uint32_t)dir))) {
 		uint32_t d = (uint32_t)dir;
+		probe_dir(f, d);
 		if (f->e[d].kind == E_BOX) {
 			rc = box_container(f, d, &c, &slot, &err);
 			if (rc)
@@ -1279,26 +1561,37 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	}
 	if (rc || c) {
 		uint32_t epoch = rc ? 0 : f->s[slot].epoch;
+		bool removed = !rc && f->s[slot].removed;
 		pthread_mutex_unlock(&f->lock);
 		if (rc)
 			return rc;
-		struct relay r = {fn, arg, slot, epoch, from, false};
-		rc = (nodes ? sv_readdir_nodes : sv_readdir)(c, node, from, relay_one, &r);
-		uint64_t count = 0;
-		if (!rc && !r.stopped && node == meta)
-			sv_readdir(c, node, 0, count_one, &count);
-		put(f, slot);
-		if (rc || r.stopped || node != meta)
-			return rc;
-		/* NAME/.savefs/container, after the container's own files: at
-		 * the position after them, once. */
+		if (removed) {
+			/* Its file was removed through the mount (rm -r's first
+			 * step): nothing is left in it. */
+			put(f, slot);
+			return 0;
+		}
+		/* NAME/.savefs/container first (rm -r removes the container
+		 * at its first step, and finds the rest gone with it). */
+		uint64_t shift = node == meta ? 1 : 0;
 		sv_id raw;
 		struct sv_stat st;
-		if (from > count || sv_folder_lookup(f, SLOT_ID(slot, meta), "container", &raw) ||
-		    sv_folder_stat(f, raw, &st))
-			return 0;
-		fn(arg, "container", &st, count + 1);
-		return 0;
+		if (shift && from == 0) {
+			put(f, slot);
+			if (sv_folder_lookup(f, SLOT_ID(slot, meta), "container", &raw) ||
+			    sv_folder_stat(f, raw, &st) || dir_stop(fn(arg, "container", &st, 1)))
+				return 0;
+			pthread_mutex_lock(&f->lock);
+			rc = node_container(f, dir, &c, &node, &slot);
+			pthread_mutex_unlock(&f->lock);
+			if (rc)
+				return 0;
+		}
+		struct relay r = {fn, arg, slot, epoch, from, false, shift};
+		rc = (nodes ? sv_readdir_nodes : sv_readdir)(c, node, from > shift ? from - shift : 0,
+							     relay_one, &r);
+		put(f, slot);
+		return rc;
 	}
 	uint32_t d = (uint32_t)dir;
 	if (d == f->mdir) {
@@ -1326,9 +1619,10 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	/* A real directory: its entries as they are now. */
 	struct name_list l = {0};
 	rc = real_names(f, d, &l);
-	if (!rc && f->remote && l.n > from + 1) {
-		/* Each remote entry judged costs a request (its first bytes):
-		 * several at once. */
+	if (!rc && !f->remote && l.n > from + 1) {
+		/* Each local entry judged new costs an open (its container
+		 * confirmed): several at once.  (A remote one is judged by its
+		 * name: no request.) */
 		pthread_mutex_unlock(&f->lock);
 		judge_all(f, d, &l, from);
 		pthread_mutex_lock(&f->lock);
@@ -1551,7 +1845,7 @@ void sv_folder_release(struct sv_folder *f, sv_id n)
 
 struct census {
 	struct sv_folder *f;
-	json_t *per_format, *containers, *unclaimed;
+	json_t *per_format, *containers, *unclaimed, *unreadable;
 	uint64_t ncontainers;
 };
 
@@ -1566,11 +1860,22 @@ static int census_one(void *arg, const char *name, const struct sv_stat *st, uin
 	int kind = f->e[i].kind;
 	const struct sv_format *fmt = f->e[i].fmt;
 	char *rel = strdup(f->e[i].rel);
+	char *broken = f->e[i].broken ? strdup(f->e[i].broken) : NULL;
 	pthread_mutex_unlock(&f->lock);
-	if (!rel)
+	if (!rel) {
+		free(broken);
 		return 1;
+	}
 	if (kind == E_DIR) {
 		walk_dir(cs, i);
+	} else if (kind == E_FILE && broken && fmt) {
+		/* Claimed by its content, but its container cannot be opened:
+		 * it passes through, and here is why. */
+		json_t *one = json_object();
+		json_object_set_new(one, "path", json_string(rel));
+		json_object_set_new(one, "format", json_string(fmt->name));
+		json_object_set_new(one, "error", json_string(broken));
+		json_array_append_new(cs->unreadable, one);
 	} else if (kind == E_FILE) {
 		json_array_append_new(cs->unclaimed, json_string(rel));
 	} else if (kind == E_BOX) {
@@ -1603,6 +1908,7 @@ static int census_one(void *arg, const char *name, const struct sv_stat *st, uin
 		cs->ncontainers++;
 	}
 	free(rel);
+	free(broken);
 	return 0;
 }
 
@@ -1613,13 +1919,13 @@ static int walk_dir(struct census *cs, uint32_t d)
 
 int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err)
 {
-	struct census cs = {f, json_object(), json_array(), json_array(), 0};
+	struct census cs = {f, json_object(), json_array(), json_array(), json_array(), 0};
 	json_t *o = json_object();
 	/* How many were open when asked (the walk below opens every one). */
 	pthread_mutex_lock(&f->lock);
 	unsigned open_now = f->nopen;
 	pthread_mutex_unlock(&f->lock);
-	int rc = cs.per_format && cs.containers && cs.unclaimed && o ? 0 : -ENOMEM;
+	int rc = cs.per_format && cs.containers && cs.unclaimed && cs.unreadable && o ? 0 : -ENOMEM;
 	if (!rc)
 		rc = walk_dir(&cs, 0);
 	if (!rc) {
@@ -1629,11 +1935,13 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
 		json_object_set_new(o, "max_open", json_integer(f->opts.max_open));
 		json_object_set(o, "per_format", cs.per_format);
 		json_object_set(o, "unclaimed", cs.unclaimed);
+		json_object_set(o, "unreadable", cs.unreadable);
 		json_object_set(o, "each", cs.containers);
 	}
 	json_decref(cs.per_format);
 	json_decref(cs.containers);
 	json_decref(cs.unclaimed);
+	json_decref(cs.unreadable);
 	char *s = rc ? NULL : json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (!s)
@@ -1746,15 +2054,6 @@ int sv_folder_write(struct sv_folder *f, sv_id n, uint64_t off, const void *buf,
 	return rc;
 }
 
-/* The real path of entry i (lock not held): a new string, or NULL. */
-static char *path_of(struct sv_folder *f, uint32_t i)
-{
-	pthread_mutex_lock(&f->lock);
-	char *p = full_path(f, i);
-	pthread_mutex_unlock(&f->lock);
-	return p;
-}
-
 int sv_folder_truncate(struct sv_folder *f, sv_id n, uint64_t size, struct sv_err *err)
 {
 	struct sv_container *c;
@@ -1767,9 +2066,17 @@ int sv_folder_truncate(struct sv_folder *f, sv_id n, uint64_t size, struct sv_er
 		pthread_mutex_unlock(&f->lock);
 		if (!ok)
 			return dir ? sv_err_set(err, -EISDIR, "is a directory") : not_here(f, err);
-		char *p = path_of(f, node);
-		rc = !p ? -ENOMEM : truncate(p, (off_t)size) ? -errno : 0;
-		free(p);
+		pthread_mutex_lock(&f->lock);
+		char *rel = strdup(f->e[node].rel);
+		pthread_mutex_unlock(&f->lock);
+		int fd = rel ? sv_open_beneath(f->dfd, rel, O_WRONLY | O_NONBLOCK | O_NOCTTY, 0)
+			     : -ENOMEM;
+		free(rel);
+		struct stat st;
+		rc = fd < 0 ? fd : fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) ? -EINVAL
+		     : ftruncate(fd, (off_t)size) ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
 		return rc ? sv_err_set(err, rc, "%s", strerror(-rc)) : 0;
 	}
 	if (rc)
@@ -1857,7 +2164,7 @@ static char *real_place(struct sv_folder *f, uint32_t dir, const char *name, int
 		*rc = sv_err_set(err, -ENOTDIR, "not a directory");
 	else if (!changeable(f, dir) || (dir == 0 && !strcmp(name, ".savefs")))
 		*rc = not_here(f, err);
-	else if (!sv_name_ok(name) || strchr(name, '/'))
+	else if (!sv_real_name_ok(name) || hidden_name(dir, name))
 		*rc = sv_err_set(err, -EINVAL, "not a name savefs shows");
 	char *rel = NULL;
 	if (!*rc) {
@@ -1873,8 +2180,39 @@ static char *real_place(struct sv_folder *f, uint32_t dir, const char *name, int
 	return rel;
 }
 
+/*
+ * A file or directory just made at p (fd its descriptor, or -1) takes
+ * the mode asked for exactly (the caller's umask was applied by the
+ * kernel; the daemon's own must not apply again) and, when the daemon may
+ * give files away (it runs as root), the caller's owner, and its group
+ * unless the directory hands down its own (set-group-ID).
+ */
+static int give_to(const struct place *p, int fd, uint32_t mode, const struct sv_owner *who)
+{
+	struct stat st, ps;
+	if (fd >= 0 ? fstat(fd, &st) : fstatat(p->at, p->leaf, &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (!S_ISLNK(st.st_mode)) {
+		/* A directory made in a set-group-ID one keeps the bit. */
+		mode_t want = (mode & 07777) | (S_ISDIR(st.st_mode) ? st.st_mode & S_ISGID : 0);
+		if ((st.st_mode & 07777) != want &&
+		    (fd >= 0 ? fchmod(fd, want) : fchmodat(p->at, p->leaf, want, 0)))
+			return -errno;
+	}
+	if (!who || geteuid() != 0)
+		return 0;
+	bool inherit = !fstatat(p->at, "", &ps, AT_EMPTY_PATH) && (ps.st_mode & S_ISGID);
+	uid_t uid = who->uid;
+	gid_t gid = inherit ? st.st_gid : who->gid;
+	if (st.st_uid == uid && st.st_gid == gid)
+		return 0;
+	if (fd >= 0 ? fchown(fd, uid, gid) : fchownat(p->at, p->leaf, uid, gid, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	return 0;
+}
+
 int sv_folder_create(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, int flags,
-		     sv_id *out, int *fd, struct sv_err *err)
+		     const struct sv_owner *who, sv_id *out, int *fd, struct sv_err *err)
 {
 	*fd = -1;
 	struct sv_container *c;
@@ -1890,13 +2228,26 @@ int sv_folder_create(struct sv_folder *f, sv_id dir, const char *name, uint32_t 
 		return rc;
 	}
 	char *rel = real_place(f, node, name, &rc, err);
-	if (!rel)
-		return rc;
-	int k = openat(f->dfd, rel, (flags & ~O_CREAT) | O_CREAT | O_EXCL | O_CLOEXEC,
+	struct place p;
+	if (!rel || (rc = place_open(f, rel, &p)))
+		return rel ? sv_err_set(err, rc, "%s", strerror(-rc)) : rc;
+	int k = openat(p.at, p.leaf, (flags & ~O_CREAT) | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		       mode & 07777);
-	free(rel);
-	if (k < 0)
-		return sv_err_set(err, -errno, "%s", strerror(errno));
+	if (k < 0) {
+		rc = -errno;
+		place_close(&p);
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	}
+	rc = give_to(&p, k, mode, who);
+	if (rc) {
+		/* Made, but not as asked: it goes again (nobody saw it). */
+		unlinkat(p.at, p.leaf, 0);
+		place_close(&p);
+		close(k);
+		return sv_err_set(err, rc, "the new file could not be given its owner or mode: %s",
+				  strerror(-rc));
+	}
+	place_close(&p);
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = child(f, node, name, &rc);
 	if (i != SV_NONE && (flags & O_ACCMODE) != O_RDONLY && f->e[i].kind == E_FILE)
@@ -1924,22 +2275,30 @@ static int real_dir_of(struct sv_folder *f, sv_id dir, uint32_t *node, const cha
 	if (rc == 1)
 		return 0;
 	bool ro = sv_container_read_only(c);
+	pthread_mutex_lock(&f->lock);
+	bool removed = f->s[slot].removed;
+	pthread_mutex_unlock(&f->lock);
 	put(f, slot);
+	if (removed)
+		return 2; /* the container's file was removed through the mount */
 	return sv_err_set(err, ro ? -EROFS : -EPERM, "%s", why);
 }
 
-int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, sv_id *out,
-		    struct sv_err *err)
+int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode,
+		    const struct sv_owner *who, sv_id *out, struct sv_err *err)
 {
 	uint32_t node;
 	int rc = real_dir_of(f, dir, &node, "a container takes no new directories", err);
 	if (rc)
-		return rc;
+		return rc == 2 ? sv_err_set(err, -ENOENT, "removed") : rc;
 	char *rel = real_place(f, node, name, &rc, err);
-	if (!rel)
-		return rc;
-	rc = mkdirat(f->dfd, rel, mode & 07777) ? -errno : 0;
-	free(rel);
+	struct place p;
+	if (!rel || (rc = place_open(f, rel, &p)))
+		return rel ? sv_err_set(err, rc, "%s", strerror(-rc)) : rc;
+	rc = mkdirat(p.at, p.leaf, mode & 07777) ? -errno : 0;
+	if (!rc && (rc = give_to(&p, -1, mode, who)))
+		unlinkat(p.at, p.leaf, AT_REMOVEDIR);
+	place_close(&p);
 	if (rc)
 		return sv_err_set(err, rc, "%s", strerror(-rc));
 	uint32_t i = real_child(f, node, name, &rc, err);
@@ -1956,11 +2315,29 @@ static int real_remove(struct sv_folder *f, uint32_t dir, const char *name, int 
 {
 	int rc;
 	char *rel = real_place(f, dir, name, &rc, err);
-	if (!rel)
-		return rc;
-	rc = unlinkat(f->dfd, rel, how) ? -errno : 0;
-	free(rel);
+	struct place p;
+	if (!rel || (rc = place_open(f, rel, &p)))
+		return rel ? sv_err_set(err, rc, "%s", strerror(-rc)) : rc;
+	rc = unlinkat(p.at, p.leaf, how) ? -errno : 0;
+	place_close(&p);
 	return rc ? sv_err_set(err, rc, "%s", strerror(-rc)) : 0;
+}
+
+/* A removal in the raw form of a directory container (real directory
+ * entry d, in it) was refused: rm -r of the container goes on to its
+ * entries, which are refused too for a while (a recording's chunks would
+ * otherwise go one by one). */
+static void guard_raw(struct sv_folder *f, uint32_t d)
+{
+	pthread_mutex_lock(&f->lock);
+	while (d && f->e[d].kind != E_RAW && f->e[d].in_raw)
+		d = f->e[d].parent;
+	if (f->e[d].kind == E_RAW) {
+		uint32_t box = f->e[d].parent;
+		if (f->e[box].slot)
+			f->s[f->e[box].slot - 1].guard_ns = mono_ns() + GHOST_NS;
+	}
+	pthread_mutex_unlock(&f->lock);
 }
 
 int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_changed_fn fn,
@@ -1975,7 +2352,18 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 		pthread_mutex_lock(&f->lock);
 		bool raw = node == f->s[slot].meta && !strcmp(name, "container");
 		uint32_t box = f->s[slot].box;
+		bool removed = f->s[slot].removed;
+		bool guarded = mono_ns() < f->s[slot].guard_ns;
 		pthread_mutex_unlock(&f->lock);
+		if (removed) {
+			put(f, slot);
+			return 0; /* gone with its container (rm -r's later steps) */
+		}
+		if (guarded && !raw) {
+			put(f, slot);
+			return sv_err_set(err, -EPERM, "a directory container is not removed through "
+					  "the mount, nor emptied entry by entry: remove it outside");
+		}
 		if (!raw) {
 			struct sv_relay r = relay_for(f, slot, fn, arg);
 			rc = sv_unlink(c, node, name, sv_relay_fn(), &r, err);
@@ -1996,8 +2384,14 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 			  : sv_err_set(err, -EISDIR, "a directory container is removed as "
 				       "a directory, outside the mount");
 		if (!rc) {
+			/* rm -r NAME goes on: NAME is an empty directory until
+			 * its own rmdir, and whatever rm removes in it next is
+			 * gone already. */
 			pthread_mutex_lock(&f->lock);
 			folder_log(f, "%s: removed", f->e[box].rel);
+			f->e[box].ghost_ns = mono_ns() + GHOST_NS;
+			if (f->e[box].slot == slot + 1)
+				f->s[slot].removed = true;
 			pthread_mutex_unlock(&f->lock);
 		}
 		free(bname);
@@ -2008,13 +2402,18 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 		return rc;
 	if (kind_of(f, i) != E_FILE)
 		return sv_err_set(err, -EISDIR, "is a directory");
-	return real_remove(f, node, name, 0, err);
+	rc = real_remove(f, node, name, 0, err);
+	if (rc == -EPERM)
+		guard_raw(f, node);
+	return rc;
 }
 
 int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_err *err)
 {
 	uint32_t node;
 	int rc = real_dir_of(f, dir, &node, "a container's directories are its own", err);
+	if (rc == 2)
+		return 0; /* in a container removed through the mount */
 	if (rc)
 		return rc;
 	uint32_t i = real_child(f, node, name, &rc, err);
@@ -2022,6 +2421,18 @@ int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_
 		return rc;
 	pthread_mutex_lock(&f->lock);
 	int kind = f->e[i].kind;
+	if (f->e[i].ghost_ns) {
+		/* The last step of rm -r NAME: NAME's file is gone already. */
+		struct entry *e = &f->e[i];
+		e->ghost_ns = 0;
+		e->judged = false;
+		if (e->slot)
+			supersede(f, e->slot - 1);
+		e->slot = 0;
+		e->raw = 0;
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
 	bool file_box = kind == E_BOX && S_ISREG(f->e[i].st.st_mode);
 	if (file_box)
 		folder_log(f, "%s: a container is not removed as a directory: remove "
@@ -2031,7 +2442,10 @@ int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_
 		return sv_err_set(err, -ENOTDIR, "not a directory");
 	if (file_box)
 		return sv_err_set(err, -ENOTEMPTY, "a container: remove its .savefs/container");
-	return real_remove(f, node, name, AT_REMOVEDIR, err);
+	rc = real_remove(f, node, name, AT_REMOVEDIR, err);
+	if (rc == -EPERM)
+		guard_raw(f, i);
+	return rc;
 }
 
 int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id newdir,
@@ -2056,14 +2470,25 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 	} else if (r1 == 1 && r2 == 1) {
 		char *from = real_place(f, n1, name, &rc, err);
 		char *to = from ? real_place(f, n2, newname, &rc, err) : NULL;
-		if (to) {
-			/* A container moved is closed first (it holds its file by
-			 * its path) and opened again under its new name; one in use
+		struct place p1 = {-1, NULL, NULL}, p2 = {-1, NULL, NULL};
+		if (to && (rc = place_open(f, from, &p1)))
+			from = NULL;
+		if (to && !rc && (rc = place_open(f, to, &p2)))
+			to = NULL;
+		if (rc && !err->msg[0])
+			sv_err_set(err, rc, "%s", strerror(-rc));
+		if (!rc && to) {
+			/* A container moved (or replaced: mv -T of one container
+			 * onto another) is closed first (it holds its file by its
+			 * path) and opened again under its new name; one in use
 			 * stays where it is. */
 			pthread_mutex_lock(&f->lock);
-			uint32_t i = child(f, n1, name, &rc);
-			struct entry *e = i == SV_NONE ? NULL : &f->e[i];
-			if (e && e->kind == E_BOX && e->slot && f->s[e->slot - 1].c) {
+			for (int k = 0; k < 2 && !rc; k++) {
+				int e1;
+				uint32_t i = k ? child(f, n2, newname, &e1) : child(f, n1, name, &rc);
+				struct entry *e = i == SV_NONE ? NULL : &f->e[i];
+				if (!e || e->kind != E_BOX || !e->slot || !f->s[e->slot - 1].c)
+					continue;
 				struct slot *sl = &f->s[e->slot - 1];
 				if (sl->users || !sv_container_idle(sl->c))
 					rc = sv_err_set(err, -EBUSY, "%s is in use (a file of it "
@@ -2071,12 +2496,18 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 				else
 					close_slot(f, e->slot - 1);
 			}
-			if (!rc && renameat2(f->dfd, from, f->dfd, to, flags))
+			if (!rc && renameat2(p1.at, p1.leaf, p2.at, p2.leaf, flags))
 				rc = sv_err_set(err, -errno, "%s", strerror(errno));
 			pthread_mutex_unlock(&f->lock);
 		}
-		free(from);
-		free(to);
+		if (p1.rel)
+			place_close(&p1);
+		else
+			free(from);
+		if (p2.rel)
+			place_close(&p2);
+		else
+			free(to);
 	} else {
 		rc = sv_err_set(err, -EXDEV, "between a container and another place");
 	}
@@ -2103,10 +2534,25 @@ int sv_folder_open_real(struct sv_folder *f, sv_id n, int flags)
 	pthread_mutex_unlock(&f->lock);
 	if (rc)
 		return rc;
-	int fd = openat(f->dfd, rel, (flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) | O_CLOEXEC);
+	/* Never through a link, never blocking (a FIFO that took a regular
+	 * file's place since its look is refused). */
+	int fd = sv_open_beneath(f->dfd, rel, (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_NOFOLLOW |
+				 O_NONBLOCK | O_NOCTTY, 0);
 	free(rel);
 	if (fd < 0)
-		return -errno;
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (!(flags & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if ((flags & O_TRUNC) && wr && ftruncate(fd, 0)) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
 	if (wr) {
 		pthread_mutex_lock(&f->lock);
 		f->e[i].writers++;
@@ -2125,33 +2571,43 @@ void sv_folder_real_written(struct sv_folder *f, sv_id n)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* Entry n's relative path for a change of its attributes, or NULL with
- * *rc (1: n is a container's node). */
-static char *attr_place(struct sv_folder *f, sv_id n, int *rc)
+/* Entry n as a place for a change of its attributes (0 and *p), or 1
+ * if n is a container's node (or a remote container's root), or -errno.
+ * A local container's root is its file (*box then true): its times and
+ * owner are the file's, so that tar, cp -a and rsync -a settle. */
+static int attr_place(struct sv_folder *f, sv_id n, struct place *p, bool *box)
 {
-	if (n >> 32) {
-		*rc = 1;
-		return NULL;
-	}
+	*box = false;
+	if (n >> 32)
+		return 1;
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = (uint32_t)n;
-	*rc = i < f->ne ? judge(f, i) : -ENOENT;
+	int rc = i < f->ne ? judge(f, i) : -ENOENT;
 	char *rel = NULL;
-	if (!*rc && f->e[i].kind == E_BOX)
-		*rc = 1; /* the container's root: as its nodes */
-	else if (!*rc && (!changeable(f, i) || i == 0))
-		*rc = f->opts.read_only ? -EROFS : -EPERM;
-	else if (!*rc && !(rel = strdup(f->e[i].rel)))
-		*rc = -ENOMEM;
+	if (!rc && f->e[i].kind == E_BOX && f->remote)
+		rc = 1; /* the container's root: as its nodes */
+	else if (!rc && f->opts.read_only)
+		rc = -EROFS;
+	else if (!rc && f->e[i].kind == E_BOX && S_ISREG(f->e[i].st.st_mode))
+		*box = true;
+	else if (!rc && f->e[i].kind == E_BOX)
+		rc = 1; /* a directory container: its own directory's times */
+	else if (!rc && !changeable(f, i))
+		rc = f->opts.read_only ? -EROFS : -EPERM;
+	if (!rc && !(rel = strdup(f->e[i].rel)))
+		rc = -ENOMEM;
 	pthread_mutex_unlock(&f->lock);
-	return rel;
+	if (!rc)
+		rc = place_open(f, rel, p);
+	return rc;
 }
 
 int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *atime,
 			const struct timespec *mtime)
 {
-	int rc;
-	char *rel = attr_place(f, n, &rc);
+	struct place p;
+	bool box;
+	int rc = attr_place(f, n, &p, &box);
 	if (rc == 1) {
 		struct sv_container *c;
 		uint32_t node, slot;
@@ -2167,31 +2623,95 @@ int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *ati
 		return rc;
 	struct timespec ts[2] = {atime ? *atime : (struct timespec){0, UTIME_OMIT},
 				 mtime ? *mtime : (struct timespec){0, UTIME_OMIT}};
-	rc = utimensat(f->dfd, rel, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-	free(rel);
+	rc = utimensat(p.at, p.leaf, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	place_close(&p);
 	return rc;
 }
 
 int sv_folder_set_mode(struct sv_folder *f, sv_id n, uint32_t mode)
 {
-	int rc;
-	char *rel = attr_place(f, n, &rc);
+	struct place p;
+	bool box;
+	int rc = attr_place(f, n, &p, &box);
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	rc = fchmodat(f->dfd, rel, mode & 07777, 0) ? -errno : 0;
-	free(rel);
+	struct stat st;
+	if (box)
+		rc = 0; /* a container's file keeps its own (it shows as a directory) */
+	else if (fstatat(p.at, p.leaf, &st, AT_SYMLINK_NOFOLLOW))
+		rc = -errno;
+	else if (S_ISLNK(st.st_mode))
+		rc = -EOPNOTSUPP; /* a link has no mode of its own */
+	else
+		rc = fchmodat(p.at, p.leaf, mode & 07777, 0) ? -errno : 0;
+	place_close(&p);
 	return rc;
 }
 
 int sv_folder_set_owner(struct sv_folder *f, sv_id n, uint32_t uid, uint32_t gid)
 {
-	int rc;
-	char *rel = attr_place(f, n, &rc);
+	struct place p;
+	bool box;
+	int rc = attr_place(f, n, &p, &box);
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	rc = fchownat(f->dfd, rel, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-	free(rel);
+	rc = fchownat(p.at, p.leaf, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+	place_close(&p);
 	return rc;
+}
+
+/* The target of a symbolic link of the folder: 0 and *len bytes in buf
+ * (not terminated), or -errno. */
+int sv_folder_readlink(struct sv_folder *f, sv_id n, char *buf, size_t size, size_t *len)
+{
+	if (n >> 32)
+		return -EINVAL;
+	pthread_mutex_lock(&f->lock);
+	uint32_t i = (uint32_t)n;
+	int rc = i < f->ne ? judge(f, i) : -ENOENT;
+	char *rel = NULL;
+	if (!rc && (f->remote || f->e[i].kind != E_FILE || !S_ISLNK(f->e[i].st.st_mode)))
+		rc = -EINVAL;
+	if (!rc && !(rel = strdup(f->e[i].rel)))
+		rc = -ENOMEM;
+	pthread_mutex_unlock(&f->lock);
+	struct place p;
+	if (!rc)
+		rc = place_open(f, rel, &p);
+	if (rc)
+		return rc;
+	ssize_t k = readlinkat(p.at, p.leaf, buf, size);
+	rc = k < 0 ? -errno : 0;
+	place_close(&p);
+	if (!rc)
+		*len = (size_t)k;
+	return rc;
+}
+
+/* A symbolic link named name in real directory dir, to target (kept as
+ * it is: the folder never follows it), given to who. */
+int sv_folder_symlink(struct sv_folder *f, sv_id dir, const char *name, const char *target,
+		      const struct sv_owner *who, sv_id *out, struct sv_err *err)
+{
+	uint32_t node;
+	int rc = real_dir_of(f, dir, &node, "a container takes no symbolic links", err);
+	if (rc)
+		return rc == 2 ? sv_err_set(err, -ENOENT, "removed") : rc;
+	char *rel = real_place(f, node, name, &rc, err);
+	struct place p;
+	if (!rel || (rc = place_open(f, rel, &p)))
+		return rel ? sv_err_set(err, rc, "%s", strerror(-rc)) : rc;
+	rc = symlinkat(target, p.at, p.leaf) ? -errno : 0;
+	if (!rc && (rc = give_to(&p, -1, 0777, who)))
+		unlinkat(p.at, p.leaf, 0);
+	place_close(&p);
+	if (rc)
+		return sv_err_set(err, rc, "%s", strerror(-rc));
+	uint32_t i = real_child(f, node, name, &rc, err);
+	if (i == SV_NONE)
+		return rc;
+	*out = i;
+	return 0;
 }
 
 uint32_t sv_folder_drops(struct sv_folder *f, sv_id n)

@@ -253,11 +253,11 @@ int sv_tree_commit(struct sv_tree *t, sv_tree_changed_fn fn, void *arg, struct s
 }
 
 int sv_tree_create(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, int flags,
-		   sv_id *out, int *fd, struct sv_err *err)
+		   const struct sv_owner *who, sv_id *out, int *fd, struct sv_err *err)
 {
 	*fd = -1;
 	if (t->f)
-		return sv_folder_create(t->f, dir, name, mode, flags, out, fd, err);
+		return sv_folder_create(t->f, dir, name, mode, flags, who, out, fd, err);
 	uint32_t d, n;
 	int rc = node_of(dir, &d);
 	if (rc)
@@ -268,11 +268,11 @@ int sv_tree_create(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode
 	return rc;
 }
 
-int sv_tree_mkdir(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, sv_id *out,
-		  struct sv_err *err)
+int sv_tree_mkdir(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode,
+		  const struct sv_owner *who, sv_id *out, struct sv_err *err)
 {
 	if (t->f)
-		return sv_folder_mkdir(t->f, dir, name, mode, out, err);
+		return sv_folder_mkdir(t->f, dir, name, mode, who, out, err);
 	/* A container takes no new directories. */
 	return sv_err_set(err, sv_container_read_only(t->c) ? -EROFS : -EPERM,
 			  "a container takes no new directories");
@@ -313,6 +313,20 @@ int sv_tree_open_real(struct sv_tree *t, sv_id n, int flags)
 	if (t->f)
 		return sv_folder_open_real(t->f, n, flags);
 	return -EINVAL;
+}
+
+int sv_tree_readlink(struct sv_tree *t, sv_id n, char *buf, size_t size, size_t *len)
+{
+	return t->f ? sv_folder_readlink(t->f, n, buf, size, len) : -EINVAL;
+}
+
+int sv_tree_symlink(struct sv_tree *t, sv_id dir, const char *name, const char *target,
+		    const struct sv_owner *who, sv_id *out, struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_symlink(t->f, dir, name, target, who, out, err);
+	return sv_err_set(err, sv_container_read_only(t->c) ? -EROFS : -EPERM,
+			  "a container holds no symbolic links");
 }
 
 int sv_tree_set_times(struct sv_tree *t, sv_id n, const struct timespec *atime,

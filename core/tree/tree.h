@@ -70,9 +70,9 @@ int sv_folder_flush(struct sv_folder *f, sv_id n, sv_tree_changed_fn fn, void *a
 		    struct sv_err *err);
 int sv_folder_commit(struct sv_folder *f, sv_tree_changed_fn fn, void *arg, struct sv_err *err);
 int sv_folder_create(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, int flags,
-		     sv_id *out, int *fd, struct sv_err *err);
-int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode, sv_id *out,
-		    struct sv_err *err);
+		     const struct sv_owner *who, sv_id *out, int *fd, struct sv_err *err);
+int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode,
+		    const struct sv_owner *who, sv_id *out, struct sv_err *err);
 int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_changed_fn fn,
 		     void *arg, struct sv_err *err);
 int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_err *err);
@@ -80,6 +80,9 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 		     const char *newname, uint32_t flags, sv_tree_changed_fn fn, void *arg,
 		     struct sv_err *err);
 int sv_folder_open_real(struct sv_folder *f, sv_id n, int flags);
+int sv_folder_readlink(struct sv_folder *f, sv_id n, char *buf, size_t size, size_t *len);
+int sv_folder_symlink(struct sv_folder *f, sv_id dir, const char *name, const char *target,
+		      const struct sv_owner *who, sv_id *out, struct sv_err *err);
 void sv_folder_real_written(struct sv_folder *f, sv_id n);
 int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *atime,
 			const struct timespec *mtime);

@@ -58,7 +58,7 @@ expect_same_file "a live recording's chunk text through the folder" \
 	<(sv cat "$F/recs/live" chunks/000001.txt) <(sv cat "$F" recs/live/chunks/000001.txt)
 
 # ---- raw bytes: NAME/.savefs/container --------------------------------------
-expect_eq "a container's /.savefs/ holds its info, its log and its raw form" "info log container" \
+expect_eq "a container's /.savefs/ holds its raw form (first), its info and its log" "container info log" \
 	"$(sv ls -a "$F" storage/universe/a.world/.savefs | tr '\n' ' ' | sed 's/ $//')"
 for c in storage/universe/a.world maps/sub/two.map recs/run.hcrp storage/player/p1.player; do
 	expect_same_file "$c/.savefs/container is the file" "$F/$c" <(sv cat "$F" "$c/.savefs/container")

@@ -1866,8 +1866,11 @@ static void info_nh(struct sv_container *c, void *obj)
 	json_object_set_new(o, "torn_bytes", json_integer((json_int_t)nh->torn));
 }
 
+static const char *const names_nethack[] = {"*.nhgame", NULL};
+
 const struct sv_format sv_fmt_nethack = {
 	.name = "nethack",
+	.names = names_nethack,
 	.description = "NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0",
 	.commit_file = SV_COMMIT_APPEND,
 	.probe = probe_nh,

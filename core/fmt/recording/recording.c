@@ -1572,8 +1572,11 @@ static int commit_dir_rec(struct sv_container *c, int fd, struct sv_err *err)
 /* -o events=builtin|parkour: the host's event table. */
 static const char *const options_rec[] = {"events", NULL};
 
+static const char *const names_recording[] = {"*.hcrp", NULL};
+
 const struct sv_format sv_fmt_recording = {
 	.name = "recording",
+	.names = names_recording,
 	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
 	.commit_file = SV_COMMIT_REWRITE,
 	.commit_dir = SV_COMMIT_MEMBERS,

@@ -1320,8 +1320,11 @@ static void info_doodle(struct sv_container *c, void *obj)
 	json_object_set_new(o, "counts", n);
 }
 
+static const char *const names_doodle[] = {"*.level", "*.doodad", "*.levelpack", NULL};
+
 const struct sv_format sv_fmt_doodle = {
 	.name = "doodle",
+	.names = names_doodle,
 	.description = "Sketchy Maze level, doodad or levelpack (.level, .doodad, "
 		       ".levelpack: JSON, gzip JSON or zip)",
 	.commit_file = SV_COMMIT_REWRITE,

@@ -1706,8 +1706,11 @@ static void info_bt(struct sv_container *c, void *obj)
 	json_object_set_new(o, "free_blocks", json_integer(s->t->nfree));
 }
 
+static const char *const names_btreedb5[] = {"*.world", "*.shipworld", "*.chunks", NULL};
+
 const struct sv_format sv_fmt_btreedb5 = {
 	.name = "btreedb5",
+	.names = names_btreedb5,
 	.description = "Starbound BTreeDB5 database (.world, .shipworld, universe.chunks)",
 	.commit_file = SV_COMMIT_IN_PLACE,
 	.probe = probe_bt,
@@ -1814,8 +1817,11 @@ static int commit_vj(struct sv_container *c, int fd, struct sv_err *err)
 	return rc;
 }
 
+static const char *const names_sbvj01[] = {"*.player", "*.dat", "*.metadata", "*.clientcontext", NULL};
+
 const struct sv_format sv_fmt_sbvj01 = {
 	.name = "sbvj01",
+	.names = names_sbvj01,
 	.description = "Starbound versioned JSON file (.player, universe.dat, .metadata)",
 	.commit_file = SV_COMMIT_REWRITE,
 	.probe = probe_vj,

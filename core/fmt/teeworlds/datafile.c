@@ -1051,8 +1051,11 @@ out:
 	return rc;
 }
 
+static const char *const names_datafile[] = {"*.map", NULL};
+
 const struct sv_format sv_fmt_datafile = {
 	.name = "datafile",
+	.names = names_datafile,
 	.description = "Teeworlds/DDNet map datafile (.map), versions 3 and 4",
 	.commit_file = SV_COMMIT_REWRITE,
 	.probe = probe_df,
