@@ -121,16 +121,20 @@ int sv_cli_open_exit(int err)
 	}
 }
 
-void sv_cli_open_error(const char *path, int rc, const struct sv_err *err)
+void sv_cli_open_error(const char *location, int rc, const struct sv_err *err)
 {
 	const char *msg = err->msg[0] ? err->msg : strerror(-rc);
-	size_t n = strlen(path);
+	/* A URL's password or signature is never said. */
+	char *path = sv_location_shown(location);
+	const char *p = path ? path : "(the location)";
+	size_t n = strlen(p);
 	/* Every message names the file, once (a bad option is not the
 	 * file's). */
-	if ((!strncmp(msg, path, n) && msg[n] == ':') || rc == -EINVAL)
+	if ((!strncmp(msg, p, n) && msg[n] == ':') || rc == -EINVAL)
 		fprintf(stderr, "savefs: %s\n", msg);
 	else
-		fprintf(stderr, "savefs: %s: %s\n", path, msg);
+		fprintf(stderr, "savefs: %s: %s\n", p, msg);
+	free(path);
 }
 
 static int open_tree(const char *path, struct sv_opts *o, struct sv_tree **t)

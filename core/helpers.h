@@ -342,6 +342,20 @@ int sv_write_all(int fd, const void *p, size_t n);
  * copy_file_range(2) where the kernel can, else through a buffer. */
 int sv_copy_range(int fd_in, uint64_t off, int fd_out, uint64_t n);
 
+/*
+ * The one parser of numbers that come from outside (a server's headers
+ * and listings): s[0..n) must be decimal digits only (no sign, no space),
+ * at most max (which is at most INT64_MAX): 0 and *out, or -EINVAL.
+ */
+int sv_parse_count(const char *s, size_t n, uint64_t max, uint64_t *out);
+/* Percent-decodes s[0..n) into out (cap bytes, terminated): 0, or
+ * -EINVAL for a bad escape or a NUL, -ENAMETOOLONG past cap. */
+int sv_percent_decode(const char *s, size_t n, char *out, size_t cap);
+/* A location as it may be shown: a URL's password and a presigned
+ * URL's signature, credential and token replaced by "***" (a new
+ * string, or NULL without memory). */
+char *sv_location_shown(const char *location);
+
 /* Parses "64M", "1G", "4096", "512K" into bytes.  0 or -EINVAL. */
 int sv_parse_size(const char *s, uint64_t *out);
 

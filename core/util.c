@@ -550,6 +550,103 @@ int sv_parent_beneath(int dirfd, const char *rel, const char **leaf)
 	return fd;
 }
 
+int sv_parse_count(const char *s, size_t n, uint64_t max, uint64_t *out)
+{
+	if (!n || n > 20 || max > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		unsigned d = (unsigned)(s[i] - '0');
+		if (v > (max - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int sv_percent_decode(const char *s, size_t n, char *out, size_t cap)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+		if (c == '%') {
+			if (i + 2 >= n)
+				return -EINVAL;
+			int a = sv_hexval(s[i + 1]), b = sv_hexval(s[i + 2]);
+			if (a < 0 || b < 0)
+				return -EINVAL;
+			c = a << 4 | b;
+			i += 2;
+		} else if (c == '+') {
+			c = ' '; /* S3 encodes a space so in listings */
+		}
+		if (!c)
+			return -EINVAL;
+		if (k + 1 >= cap)
+			return -ENAMETOOLONG;
+		out[k++] = (char)c;
+	}
+	out[k] = '\0';
+	return 0;
+}
+
+char *sv_location_shown(const char *loc)
+{
+	/* Each credential becomes "***": at most three bytes more each. */
+	size_t n = strlen(loc), cap = n + 1;
+	for (const char *c = loc; *c; c++)
+		cap += *c == '=' || *c == ':' ? 3 : 0;
+	char *out = malloc(cap), *w = out;
+	if (!out)
+		return NULL;
+	const char *p = loc;
+	/* scheme://user:password@host: the password goes. */
+	const char *sch = strstr(loc, "://");
+	if (sch) {
+		const char *host = sch + 3, *end = host + strcspn(host, "/?#");
+		const char *at = memrchr(host, '@', (size_t)(end - host));
+		const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+		if (colon && at > colon + 1) {
+			memcpy(w, loc, (size_t)(colon + 1 - loc));
+			w += colon + 1 - loc;
+			memcpy(w, "***", 3);
+			w += 3;
+			p = at;
+		}
+	}
+	/* A presigned URL's query: its signature, credential and token. */
+	static const char *const keys[] = {"X-Amz-Signature=", "X-Amz-Credential=",
+					   "X-Amz-Security-Token=", "Signature=", "AWSAccessKeyId=",
+					   NULL};
+	const char *q = strchr(p, '?');
+	while (*p) {
+		if (q && p > q && (p[-1] == '?' || p[-1] == '&')) {
+			const char *const *k;
+			for (k = keys; *k && strncasecmp(p, *k, strlen(*k)); k++)
+				;
+			if (*k) {
+				size_t kl = strlen(*k);
+				memcpy(w, p, kl);
+				w += kl;
+				p += kl;
+				size_t vl = strcspn(p, "&#");
+				if (vl) {
+					memcpy(w, "***", 3);
+					w += 3;
+					p += vl;
+				}
+				continue;
+			}
+		}
+		*w++ = *p++;
+	}
+	*w = '\0';
+	return out;
+}
+
 bool sv_real_name_ok(const char *s)
 {
 	return *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/') && strlen(s) <= 255;

@@ -66,6 +66,8 @@ struct http {
 	uint32_t window;              /* blocks the next sequential fetch takes */
 	uint32_t stored;              /* blocks put on disk since the last trim */
 	bool changed;                 /* a 412: the object is not the one opened */
+	bool all;                     /* head is the whole object (a server that
+				       * ignores ranges): every read is from it */
 	bool whole_tried;             /* a small object's whole fetch was made */
 	bool s3;                      /* an object in an S3 store: */
 	struct sv_s3_place place;     /* where, and the credentials */
@@ -156,13 +158,12 @@ bool sv_source_is_url(const char *path)
 
 /* What a response said, and where its body goes. */
 struct reply {
-	long status;
-	uint64_t first, last, total; /* Content-Range; total UINT64_MAX if "*" */
-	bool ranged;
-	uint64_t length;             /* Content-Length, or UINT64_MAX */
-	char etag[256];
-	char modified[256];
-	char date[256];
+	union {
+		struct sv_http_head head; /* what the status line and headers said */
+		struct {
+			SV_HTTP_HEAD_FIELDS
+		};
+	};
 	uint8_t *body;               /* room for cap bytes (NULL: the body is text) */
 	size_t cap, got;
 	bool overflow;
@@ -171,6 +172,9 @@ struct reply {
 };
 
 #define HTTP_TEXT_MAX (8u << 20)
+/* An object on a server that answers a ranged read with the whole object
+ * (200): read whole into memory, up to this size. */
+#define HTTP_NORANGE_MAX (256u << 20)
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
@@ -191,67 +195,13 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	r->got += k;
 	return k;
 }
-/* The value of header `name` in line p[0..n), copied into out (trimmed),
- * or false if the line is another header. */
-static bool header_value(const char *p, size_t n, const char *name, char *out, size_t cap)
-{
-	size_t k = strlen(name);
-	if (n <= k || strncasecmp(p, name, k) || p[k] != ':')
-		return false;
-	p += k + 1;
-	n -= k + 1;
-	while (n && (*p == ' ' || *p == '\t'))
-		p++, n--;
-	while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' '))
-		n--;
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(out, p, n);
-	out[n] = '\0';
-	return true;
-}
-
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
 	struct reply *r = arg;
 	size_t k = size * n;
-	char v[256];
-	if (k >= 5 && !strncmp(p, "HTTP/", 5)) {
-		/* A new response (after a redirect, or a 100): its own headers. */
-		char *sp = memchr(p, ' ', k);
-		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-		r->ranged = false;
-		r->length = UINT64_MAX;
-		r->etag[0] = r->modified[0] = r->date[0] = '\0';
-		r->text.len = 0;
-	} else if (header_value(p, k, "Content-Range", v, sizeof v)) {
-		unsigned long long a, b, t;
-		char star[2];
-		if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3 && a <= b && b < t) {
-			r->first = a;
-			r->last = b;
-			r->total = t;
-			r->ranged = true;
-		} else if (sscanf(v, "bytes */%llu", &t) == 1) {
-			r->total = t;
-		} else if (sscanf(v, "bytes %llu-%llu/%1[*]", &a, &b, star) == 3 && a <= b) {
-			r->first = a;
-			r->last = b;
-			r->total = UINT64_MAX;
-			r->ranged = true;
-		}
-	} else if (header_value(p, k, "Content-Length", v, sizeof v)) {
-		char *end;
-		unsigned long long l = strtoull(v, &end, 10);
-		if (end != v && !*end)
-			r->length = l;
-	} else if (header_value(p, k, "ETag", v, sizeof v)) {
-		snprintf(r->etag, sizeof r->etag, "%s", v);
-	} else if (header_value(p, k, "Last-Modified", v, sizeof v)) {
-		snprintf(r->modified, sizeof r->modified, "%s", v);
-	} else if (header_value(p, k, "Date", v, sizeof v)) {
-		snprintf(r->date, sizeof r->date, "%s", v);
-	}
+	if (k >= 5 && !strncmp(p, "HTTP/", 5))
+		r->text.len = 0; /* a new response (after a redirect, or a 100) */
+	sv_http_header(&r->head, p, k);
 	return k;
 }
 
@@ -342,15 +292,15 @@ static int exchange(struct http *h, const struct call *k, uint8_t *body, size_t 
 		    struct reply *r, struct sv_err *err)
 {
 	memset(r, 0, sizeof *r);
+	sv_http_head_begin(&r->head);
 	sv_buf_init(&r->text);
-	r->length = UINT64_MAX;
 	r->body = body;
 	r->cap = cap;
 	CURL *e = take(h);
 	if (!e)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	const char *method = k->method ? k->method : "GET";
-	char range[64], token[2100], why[CURL_ERROR_SIZE] = "";
+	char range[64], *token = NULL, why[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
 	if (k->header)
 		hdrs = lib.slist_append(hdrs, k->header);
@@ -358,8 +308,14 @@ static int exchange(struct http *h, const struct call *k, uint8_t *body, size_t 
 	if (h->s3) {
 		hdrs = lib.slist_append(hdrs, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
 		if (h->place.token) {
-			snprintf(token, sizeof token, "x-amz-security-token: %s", h->place.token);
+			/* Whole, however long (a session token runs to kilobytes). */
+			if (asprintf(&token, "x-amz-security-token: %s", h->place.token) < 0) {
+				lib.slist_free_all(hdrs);
+				give_back(h, e);
+				return sv_err_set(err, -ENOMEM, "out of memory");
+			}
 			hdrs = lib.slist_append(hdrs, token);
+			free(token);
 		}
 		if (h->place.user) {
 			lib.easy_setopt(e, CURLOPT_AWS_SIGV4, h->place.sigv4);
@@ -432,6 +388,13 @@ static int exchange(struct http *h, const struct call *k, uint8_t *body, size_t 
 				  why[0] ? why : lib.easy_strerror(rc));
 	}
 	give_back(h, e);
+	if (r->bad[0]) {
+		char shown[300];
+		snprintf(shown, sizeof shown, "%s", r->bad);
+		sv_buf_fini(&r->text);
+		return sv_err_set(err, -EIO, "%s: the server's answer cannot be taken: %s",
+				  h->s.path, shown);
+	}
 	return 0;
 }
 
@@ -467,6 +430,15 @@ static const char *status_text(long status)
 	case 416: return "range not satisfiable";
 	default: return status >= 500 ? "server error" : "unexpected answer";
 	}
+}
+
+/* What a ranged answer said of its range, for messages: "Content-Range:
+ * bytes 0-99/100, 100 bytes", or "no Content-Range, 1024 bytes". */
+static const char *range_said(const struct reply *r, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s, %zu bytes", r->range[0] ? "Content-Range: " : "no Content-Range",
+		 r->range, r->got);
+	return buf;
 }
 
 /* "404 (not found)", or an S3 store's own words: "404 (NoSuchBucket: The
@@ -568,12 +540,13 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 				n, (unsigned long long)off);
 	} else if (!rc && r.status == 206 &&
 		   (!r.ranged || r.first != off || r.last != off + n - 1 ||
-		    (r.total != UINT64_MAX && r.total != h->size))) {
-		rc = sv_err_set(err, -EIO, "%s: asked for bytes %llu-%llu of %llu, the server sent "
-				"%llu-%llu of %llu: the object changed, or the server ignored If-Match",
-				h->s.path, (unsigned long long)off, (unsigned long long)(off + n - 1),
-				(unsigned long long)h->size, (unsigned long long)r.first,
-				(unsigned long long)r.last, (unsigned long long)r.total);
+		    (r.total != UINT64_MAX && r.total != h->size) ||
+		    (r.length != UINT64_MAX && r.length != n))) {
+		char said[160];
+		rc = sv_err_set(err, -EIO, "%s: asked for bytes %llu-%llu of %llu, the server answered "
+				"%s: the object changed, or the server ignored If-Match", h->s.path,
+				(unsigned long long)off, (unsigned long long)(off + n - 1),
+				(unsigned long long)h->size, range_said(&r, said, sizeof said));
 	} else if (!rc && r.got != n) {
 		rc = sv_err_set(err, -EIO, "%s: %zu of %zu bytes at %llu arrived", h->s.path, r.got, n,
 				(unsigned long long)off);
@@ -758,6 +731,8 @@ static uint64_t span_budget(struct http *h)
  * unless the whole object comes at its first miss anyway. */
 static void http_hint(struct sv_source *s, const struct sv_range *r, size_t n)
 {
+	if (((struct http *)s)->all)
+		return; /* held whole */
 	struct http *h = (struct http *)s;
 	struct sv_err err;
 	if (s->fd < 0 && !whole_next(h) && fetch_spans(h, r, n, span_budget(h), &err))
@@ -840,6 +815,10 @@ static int http_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 	if (off > h->size || n > h->size - off)
 		return sv_err_set(err, -EBADMSG, "range %llu+%zu lies past the end of %s (%llu bytes)",
 				  (unsigned long long)off, n, h->s.path, (unsigned long long)h->size);
+	if (h->all) {
+		memcpy(buf, h->head->data + off, n);
+		return 0;
+	}
 	/* A read across blocks: those not held fetched at once. */
 	if (n && off / HTTP_BLOCK != (off + n - 1) / HTTP_BLOCK && !whole_next(h)) {
 		struct sv_range span = {off, n};
@@ -1354,14 +1333,17 @@ static int member_get(struct sv_source *s, const char *name, uint64_t off, size_
 		rc = sv_err_set(err, r.got < n ? -EBADMSG : -EIO, "%s%s: %zu of %zu bytes at %llu "
 				"arrived", h->s.path, name, r.got, n, (unsigned long long)off);
 	if (!rc && !n) {
-		if (r.length != UINT64_MAX && r.length > max)
-			rc = sv_err_set(err, -EFBIG, "%s%s: %llu bytes, more than the %llu allowed",
-					h->s.path, name, (unsigned long long)r.length,
+		int w = sv_http_whole_body(&r.head, r.text.len, max);
+		if (w == -EFBIG)
+			rc = sv_err_set(err, -EFBIG, "%s%s: %llu bytes%s, more than the %llu allowed",
+					h->s.path, name, (unsigned long long)(r.length != UINT64_MAX
+									? r.length : r.text.len),
+					r.length != UINT64_MAX ? "" : " or more (sent without a length)",
 					(unsigned long long)max);
 		else if (r.text.len >= HTTP_TEXT_MAX && HTTP_TEXT_MAX <= max)
 			rc = sv_err_set(err, -EFBIG, "%s%s: more than %u bytes", h->s.path, name,
 					HTTP_TEXT_MAX);
-		else if (r.length != UINT64_MAX && r.text.len != r.length)
+		else if (w)
 			rc = sv_err_set(err, -EIO, "%s%s: %zu of %llu bytes arrived", h->s.path,
 					name, r.text.len, (unsigned long long)r.length);
 		else if (sv_buf_add(out, r.text.p, r.text.len))
@@ -1471,7 +1453,8 @@ static int list_url(const struct http *h, const char *key, const char *tok, unsi
 	if (max)
 		snprintf(mk, sizeof mk, "max-keys=%u&", max);
 	int rc = (tok && sv_buf_printf(&q, "continuation-token=%s&", tok)) ||
-			 sv_buf_printf(&q, "delimiter=%%2F&list-type=2&%sprefix=", mk) ||
+			 sv_buf_printf(&q, "delimiter=%%2F&encoding-type=url&list-type=2&%sprefix=",
+				       mk) ||
 			 sv_s3_encode(&q, key, false) || sv_buf_add(&q, "", 1)
 			 ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 	if (!rc && (size_t)snprintf(url, cap, "%s?%s", h->place.bucket_url,
@@ -1481,15 +1464,40 @@ static int list_url(const struct http *h, const char *key, const char *tok, unsi
 	return rc;
 }
 
+/* A listing's bounds: what a folder of more is refused with (a store that
+ * sent pages forever would take all memory, and the time). */
+#define LIST_ENTRIES_MAX 1000000
+#define LIST_BYTES_MAX (256u << 20)
+
+struct bounded {
+	int (*fn)(void *arg, const struct sv_s3_entry *e);
+	void *arg;
+	uint64_t entries, bytes;
+};
+
+static int count_entry(void *arg, const struct sv_s3_entry *e)
+{
+	struct bounded *b = arg;
+	b->entries++;
+	b->bytes += strlen(e->name) + strlen(e->etag) + 64;
+	if (b->entries > LIST_ENTRIES_MAX || b->bytes > LIST_BYTES_MAX)
+		return -EFBIG;
+	return b->fn(b->arg, e);
+}
+
 /* Every object directly under key (a prefix ending in '/', or ""), and
  * every prefix under it: fn(arg, entry), a page of ListObjectsV2 at a
- * time. */
+ * time.  A page cut short, a continuation token sent twice (a listing
+ * that would never end) and a listing past LIST_ENTRIES_MAX entries or
+ * LIST_BYTES_MAX bytes are refused with the reason. */
 static int list_key(struct http *h, const char *key,
 		    int (*fn)(void *arg, const struct sv_s3_entry *e), void *arg,
 		    struct sv_err *err)
 {
 	struct sv_buf tok;
 	sv_buf_init(&tok);
+	struct bounded bd = {fn, arg, 0, 0};
+	struct sv_u64set seen = {0};
 	int rc = 0;
 	bool more = true;
 	for (unsigned page = 0; !rc && more; page++) {
@@ -1512,22 +1520,37 @@ static int list_key(struct http *h, const char *key,
 		char next[1100] = "";
 		const char *why = NULL;
 		if (!rc)
-			rc = sv_s3_list_page((const char *)r.text.p, r.text.len, key, fn, arg, &more,
-					     next, sizeof next, &why);
-		if (!rc && why)
+			rc = sv_s3_list_page((const char *)r.text.p, r.text.len, key, count_entry, &bd,
+					     &more, next, sizeof next, &why);
+		if (rc == -EBADMSG && why)
 			rc = sv_err_set(err, -EIO, "cannot list %s: %s", h->s.path, why);
+		else if (rc == -EFBIG)
+			rc = sv_err_set(err, -EFBIG, "cannot list %s: more than %u entries or %u MiB "
+					"in one directory", h->s.path, LIST_ENTRIES_MAX,
+					LIST_BYTES_MAX >> 20);
 		more = more && !rc;
 		if (more) {
+			/* A token seen before: the store would list the same pages
+			 * again and again. */
+			uint64_t t = XXH3_64bits(next, strlen(next)) | 1;
+			bool again = false;
+			for (size_t i = 0; i < seen.n && !again; i++)
+				again = seen.v[i] == t;
+			sv_u64set_add(&seen, t);
 			tok.len = 0;
-			if (page > 1000000)
-				rc = sv_err_set(err, -EIO, "cannot list %s: more than a million pages",
-						h->s.path);
+			if (again)
+				rc = sv_err_set(err, -EIO, "cannot list %s: the store sent the same "
+						"continuation token twice (a listing that would not "
+						"end)", h->s.path);
+			else if (seen.all)
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
 			else if (sv_s3_encode(&tok, next, false) || sv_buf_add(&tok, "", 1))
 				rc = sv_err_set(err, -ENOMEM, "out of memory");
 		}
 		sv_buf_fini(&r.text);
 	}
 	sv_buf_fini(&tok);
+	sv_u64set_fini(&seen);
 	return rc;
 }
 
@@ -1648,8 +1671,8 @@ static int gather_one(void *arg, const struct sv_s3_entry *e)
 {
 	struct gather *g = arg;
 	struct listing *l = &g->l;
-	if (!sv_name_ok(e->name))
-		return 0; /* not a name savefs shows */
+	if (!sv_real_name_ok(e->name))
+		return 0; /* "." or "..": not a name a file can have */
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		struct item *v = realloc(l->v, cap * sizeof *v);
@@ -2027,6 +2050,50 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 
 /* ---- opening ------------------------------------------------------------------------- */
 
+/* The object read whole by a GET without a range (its length as the
+ * server said, UINT64_MAX if it did not): held as h's head, every read
+ * served from it; its size and identity set.  Past HTTP_NORANGE_MAX it is
+ * refused with the reason. */
+static int whole_object(struct http *h, uint64_t length, struct sv_err *err)
+{
+	const char *path = h->s.path;
+	if (length != UINT64_MAX && length > HTTP_NORANGE_MAX)
+		return sv_err_set(err, -EFBIG, "%s: the server ignores ranged reads, and the object "
+				  "is %llu bytes, more than the %u MiB read whole from such a server",
+				  path, (unsigned long long)length, HTTP_NORANGE_MAX >> 20);
+	size_t cap = length != UINT64_MAX ? (size_t)length : HTTP_NORANGE_MAX;
+	struct sv_blob *all = sv_blob_new(cap ? cap : 1);
+	if (!all)
+		return sv_err_set(err, -ENOMEM, "out of memory");
+	struct reply r;
+	struct call k = {"GET", NULL, 0, 0, NULL, NULL};
+	char a[600];
+	int rc = exchange(h, &k, all->data, cap, &r, err);
+	if (!rc && r.status != 200)
+		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(&r, a, sizeof a));
+	else if (!rc && r.overflow)
+		rc = sv_err_set(err, -EFBIG, "%s: the server ignores ranged reads, and the object "
+				"is more than the %u MiB read whole from such a server", path,
+				HTTP_NORANGE_MAX >> 20);
+	else if (!rc && length != UINT64_MAX && r.got != length)
+		rc = sv_err_set(err, -EIO, "%s: %zu of %llu bytes arrived", path, r.got,
+				(unsigned long long)length);
+	sv_buf_fini(&r.text);
+	if (rc) {
+		sv_blob_unref(all);
+		return rc;
+	}
+	all->len = r.got;
+	sv_blob_unref(h->head);
+	h->head = all;
+	h->all = true;
+	h->size = r.got;
+	snprintf(h->etag, sizeof h->etag, "%s", r.etag);
+	snprintf(h->modified, sizeof h->modified, "%s", r.modified);
+	identity(&h->s.st, path, h->size, r.etag, http_time(r.modified));
+	return 0;
+}
+
 /*
  * The object's first block read (into buf, HTTP_BLOCK bytes), which
  * tells its size and identity: h's size, ETag, times, st and head set.
@@ -2046,18 +2113,23 @@ static int first_block(struct http *h, uint8_t *buf, struct sv_err *err)
 		/* No ranges here, but the whole object fitted in the first
 		 * read: all there is to read. */
 		r.total = r.got;
+	} else if (!rc && r.status == 200 && !h->s3) {
+		/* A server that ignores ranges (python3 -m http.server): the
+		 * object is read whole, once, up to HTTP_NORANGE_MAX. */
+		sv_buf_fini(&r.text);
+		return whole_object(h, r.length, err);
 	} else if (!rc && r.status == 200) {
-		rc = sv_err_set(err, -EOPNOTSUPP, "%s: the server does not answer ranged reads "
+		rc = sv_err_set(err, -EOPNOTSUPP, "%s: the store does not answer ranged reads "
 				"(200 to a Range request, for an object larger than %u bytes)", path,
 				HTTP_BLOCK);
 	} else if (!rc && r.status != 206) {
 		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(&r, a, sizeof a));
 	} else if (!rc && (!r.ranged || r.first != 0 || r.total == UINT64_MAX ||
-			   r.got != r.last + 1)) {
-		rc = sv_err_set(err, -EIO, "%s: a ranged read from 0 answered bytes %llu-%llu of "
-				"%s, %zu bytes received", path, (unsigned long long)r.first,
-				(unsigned long long)r.last, r.total == UINT64_MAX ? "an unknown size" : "the object",
-				r.got);
+			   r.got != r.last + 1 || (r.length != UINT64_MAX && r.length != r.got))) {
+		char said[160];
+		rc = sv_err_set(err, -EIO, "%s: asked for bytes 0-%u, the server answered %s%s", path,
+				HTTP_BLOCK - 1, range_said(&r, said, sizeof said),
+				r.ranged && r.total == UINT64_MAX ? " (no size: \"*\")" : "");
 	}
 	sv_buf_fini(&r.text);
 	if (rc)
@@ -2116,13 +2188,18 @@ static int open_remote(const char *path, const char *url, struct sv_s3_place *pl
 {
 	*out = NULL;
 	pthread_once(&curl_once, curl_init);
+	/* Where it is, as messages, logs and the mount's name say it: without
+	 * a password or a presigned URL's signature (the URL asked keeps them). */
+	char *p = sv_location_shown(path);
 	if (curl_why[0]) {
 		if (place)
 			sv_s3_place_fini(place);
-		return sv_err_set(err, -EIO, "%s: %s", path, curl_why);
+		int rc = sv_err_set(err, -EIO, "%s: %s", p ? p : "(a URL)", curl_why);
+		free(p);
+		return rc;
 	}
 	struct http *h = calloc(1, sizeof *h);
-	char *p = strdup(path), *u = strdup(url);
+	char *u = strdup(url);
 	uint8_t *buf = malloc(HTTP_BLOCK);
 	if (!h || !p || !u || !buf) {
 		free(h);

@@ -389,13 +389,15 @@ void sv_s3_xml_text(const char *body, size_t n, const char *tag, char *out, size
 	xml_text(body, n, tag, out, cap);
 }
 
-/* XML's five entities in place. */
-static void xml_unescape(char *t)
+/* XML's five entities and its numeric character references, in place:
+ * false if one stands for a NUL or is not one XML allows. */
+static bool xml_unescape(char *t)
 {
 	static const struct { const char *e; char c; } ents[] = {
 		{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''},
 	};
 	char *w = t;
+	bool ok = true;
 	for (const char *p = t; *p;) {
 		size_t i;
 		for (i = 0; i < sizeof ents / sizeof *ents; i++)
@@ -404,31 +406,169 @@ static void xml_unescape(char *t)
 		if (i < sizeof ents / sizeof *ents) {
 			*w++ = ents[i].c;
 			p += strlen(ents[i].e);
+		} else if (p[0] == '&' && p[1] == '#') {
+			/* &#13; or &#x0D;: a byte (a key with characters beyond
+			 * ASCII comes percent-encoded: encoding-type=url). */
+			char *end;
+			unsigned long v = p[2] == 'x' ? strtoul(p + 3, &end, 16) : strtoul(p + 2, &end, 10);
+			if (*end != ';' || !v || v > 0x7f)
+				ok = false;
+			*w++ = (char)(v && v <= 0x7f ? v : '?');
+			p = *end == ';' ? end + 1 : end;
 		} else {
 			*w++ = *p++;
 		}
 	}
 	*w = '\0';
+	return ok;
 }
 
-/* The text of <tag> within [a, b), unescaped, into out (false: none, or
- * longer than cap allows). */
-static bool field(const char *a, const char *b, const char *tag, char *out, size_t cap)
+/* The text of <tag> within [a, b), unescaped, into out: 1, 0 if there is
+ * none, -1 if it is there but cannot be taken (longer than cap allows, a
+ * NUL, a reference XML does not allow). */
+static int field(const char *a, const char *b, const char *tag, char *out, size_t cap)
 {
 	char open[32], close[32];
 	snprintf(open, sizeof open, "<%s>", tag);
 	snprintf(close, sizeof close, "</%s>", tag);
 	const char *t = memmem(a, (size_t)(b - a), open, strlen(open));
 	if (!t)
-		return false;
+		return 0;
 	t += strlen(open);
 	const char *e = memmem(t, (size_t)(b - t), close, strlen(close));
 	if (!e || (size_t)(e - t) >= cap || memchr(t, '\0', (size_t)(e - t)))
-		return false;
+		return -1;
 	memcpy(out, t, (size_t)(e - t));
 	out[e - t] = '\0';
-	xml_unescape(out);
+	return xml_unescape(out) ? 1 : -1;
+}
+
+/* ---- what a server answers --------------------------------------------------- */
+
+void sv_http_head_begin(struct sv_http_head *h)
+{
+	memset(h, 0, sizeof *h);
+	h->length = UINT64_MAX;
+}
+
+/* Whether line p[0..n) is header `name` (any case): its value, trimmed,
+ * in *v and *vn. */
+static bool is_header(const char *p, size_t n, const char *name, const char **v, size_t *vn)
+{
+	size_t k = strlen(name);
+	if (n <= k || strncasecmp(p, name, k) || p[k] != ':')
+		return false;
+	p += k + 1;
+	n -= k + 1;
+	while (n && (*p == ' ' || *p == '\t'))
+		p++, n--;
+	while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	*v = p;
+	*vn = n;
 	return true;
+}
+
+static void refuse(struct sv_http_head *h, const char *name, const char *v, size_t n)
+{
+	if (h->bad[0])
+		return;
+	snprintf(h->bad, sizeof h->bad, "%s: %.*s", name, (int)(n > 200 ? 200 : n), v);
+	for (char *c = h->bad; *c; c++)
+		if (!isprint((unsigned char)*c))
+			*c = '?';
+}
+
+/* "bytes A-B/T", "bytes A-B/STAR" (a "*") or "bytes STAR/T". */
+static bool content_range(struct sv_http_head *h, const char *v, size_t n)
+{
+	if (n < 6 || strncmp(v, "bytes ", 6))
+		return false;
+	v += 6, n -= 6;
+	const char *slash = memchr(v, '/', n);
+	if (!slash)
+		return false;
+	size_t an = (size_t)(slash - v), tn = n - an - 1;
+	const char *t = slash + 1;
+	uint64_t total = UINT64_MAX;
+	if (!(tn == 1 && *t == '*') && sv_parse_count(t, tn, INT64_MAX, &total))
+		return false;
+	if (an == 1 && *v == '*') {
+		if (total == UINT64_MAX)
+			return false;
+		h->total = total;
+		return true;
+	}
+	const char *dash = memchr(v, '-', an);
+	uint64_t a, b;
+	if (!dash || sv_parse_count(v, (size_t)(dash - v), INT64_MAX, &a) ||
+	    sv_parse_count(dash + 1, an - (size_t)(dash - v) - 1, INT64_MAX, &b) || a > b ||
+	    (total != UINT64_MAX && b >= total))
+		return false;
+	h->first = a;
+	h->last = b;
+	h->total = total;
+	h->ranged = true;
+	return true;
+}
+
+/* A header's value into out (cap bytes): false if it does not fit. */
+static bool take_text(char *out, size_t cap, const char *v, size_t n)
+{
+	if (n >= cap || memchr(v, '\0', n))
+		return false;
+	memcpy(out, v, n);
+	out[n] = '\0';
+	return true;
+}
+
+void sv_http_header(struct sv_http_head *h, const char *p, size_t n)
+{
+	const char *v;
+	size_t vn;
+	if (n >= 5 && !strncmp(p, "HTTP/", 5)) {
+		sv_http_head_begin(h);
+		const char *sp = memchr(p, ' ', n);
+		size_t k = 0;
+		uint64_t s;
+		while (sp && sp + 1 + k < p + n && isdigit((unsigned char)sp[1 + k]) && k < 4)
+			k++;
+		if (!sp || k != 3 || sv_parse_count(sp + 1, 3, 999, &s))
+			refuse(h, "status", p, n);
+		else
+			h->status = (long)s;
+	} else if (is_header(p, n, "Content-Range", &v, &vn)) {
+		snprintf(h->range, sizeof h->range, "%.*s", (int)(vn < 79 ? vn : 79), v);
+		for (char *c = h->range; *c; c++)
+			if (!isprint((unsigned char)*c))
+				*c = '?';
+		if (!content_range(h, v, vn))
+			refuse(h, "Content-Range", v, vn);
+	} else if (is_header(p, n, "Content-Length", &v, &vn)) {
+		uint64_t l;
+		if (sv_parse_count(v, vn, INT64_MAX, &l) ||
+		    (h->length != UINT64_MAX && h->length != l))
+			refuse(h, "Content-Length", v, vn);
+		else
+			h->length = l;
+	} else if (is_header(p, n, "ETag", &v, &vn)) {
+		if (!take_text(h->etag, sizeof h->etag, v, vn))
+			refuse(h, "ETag (longer than 255 bytes)", v, vn);
+	} else if (is_header(p, n, "Last-Modified", &v, &vn)) {
+		if (!take_text(h->modified, sizeof h->modified, v, vn))
+			refuse(h, "Last-Modified", v, vn);
+	} else if (is_header(p, n, "Date", &v, &vn)) {
+		take_text(h->date, sizeof h->date, v, vn);
+	}
+}
+
+int sv_http_whole_body(const struct sv_http_head *h, uint64_t got, uint64_t max)
+{
+	if (h->length != UINT64_MAX && h->length > max)
+		return -EFBIG;
+	if (h->length != UINT64_MAX && got != h->length)
+		return -EIO;
+	return got > max ? -EFBIG : 0;
 }
 
 /* An ISO 8601 time as S3 lists it ("2026-11-27T07:30:33.000Z"): seconds
@@ -452,6 +592,21 @@ int sv_s3_list_page(const char *body, size_t n, const char *prefix,
 	*why = NULL;
 	size_t plen = strlen(prefix);
 	const char *end = body + n;
+	/* A page is taken whole or not at all: one cut short (a connection
+	 * that broke, a proxy's limit) would show a folder with less in it. */
+	const char *top = memmem(body, n, "<ListBucketResult", 17);
+	const char *last = top ? memmem(top, (size_t)(end - top), "</ListBucketResult>", 19) : NULL;
+	if (!top || !last) {
+		*why = top ? "a listing page cut short (no </ListBucketResult>)"
+			   : "not a listing (no <ListBucketResult>)";
+		return -EBADMSG;
+	}
+	end = last;
+	/* Keys percent-encoded (encoding-type=url, asked for): any byte a
+	 * key holds comes through, where XML 1.0 cannot carry some. */
+	char v[1100];
+	xml_text(top, (size_t)(end - top), "EncodingType", v, sizeof v);
+	bool url = !strcmp(v, "url");
 	int rc = 0;
 	/* Objects (<Contents>) and, with a delimiter, the prefixes under
 	 * this one (<CommonPrefixes>): in the page's order, each kind. */
@@ -460,7 +615,7 @@ int sv_s3_list_page(const char *body, size_t n, const char *prefix,
 		{"<CommonPrefixes>", "</CommonPrefixes>", "Prefix", true},
 	};
 	for (size_t k = 0; !rc && k < 2; k++) {
-		const char *t = body;
+		const char *t = top;
 		while (!rc && t < end) {
 			const char *a = memmem(t, (size_t)(end - t), kinds[k].open, strlen(kinds[k].open));
 			if (!a)
@@ -468,12 +623,21 @@ int sv_s3_list_page(const char *body, size_t n, const char *prefix,
 			a += strlen(kinds[k].open);
 			const char *b = memmem(a, (size_t)(end - a), kinds[k].close,
 					       strlen(kinds[k].close));
-			if (!b)
-				break;
+			if (!b) {
+				*why = "an entry cut short";
+				return -EBADMSG;
+			}
 			t = b + strlen(kinds[k].close);
-			char name[1100], size[32] = "", etag[300] = "", when[64] = "";
-			if (!field(a, b, kinds[k].name, name, sizeof name) ||
-			    strncmp(name, prefix, plen))
+			char raw[1100], name[1100], size[32] = "", etag[300] = "", when[64] = "";
+			int f = field(a, b, kinds[k].name, raw, sizeof raw);
+			if (f <= 0) {
+				*why = f ? "an entry whose name cannot be read" : "an entry without a name";
+				return -EBADMSG;
+			}
+			if (url ? sv_percent_decode(raw, strlen(raw), name, sizeof name)
+				: (snprintf(name, sizeof name, "%s", raw), 0))
+				continue; /* a NUL in a name: not one a file can have */
+			if (strncmp(name, prefix, plen))
 				continue;
 			char *rest = name + plen;
 			size_t len = strlen(rest);
@@ -483,15 +647,19 @@ int sv_s3_list_page(const char *body, size_t n, const char *prefix,
 				continue;
 			struct sv_s3_entry e = {rest, kinds[k].dir, 0, "", 0};
 			if (!kinds[k].dir) {
-				field(a, b, "Size", size, sizeof size);
-				if (field(a, b, "ETag", etag, sizeof etag))
-					for (char *c = etag; *c; c++)
-						if (!isprint((unsigned char)*c))
-							*c = '?';
+				if (field(a, b, "Size", size, sizeof size) != 1 ||
+				    sv_parse_count(size, strlen(size), INT64_MAX, &e.size)) {
+					*why = "an object whose <Size> is not a size";
+					return -EBADMSG;
+				}
+				if (field(a, b, "ETag", etag, sizeof etag) < 0) {
+					*why = "an ETag longer than 255 bytes";
+					return -EBADMSG;
+				}
+				for (char *c = etag; *c; c++)
+					if (!isprint((unsigned char)*c))
+						*c = '?';
 				field(a, b, "LastModified", when, sizeof when);
-				char *se;
-				unsigned long long v = strtoull(size, &se, 10);
-				e.size = size[0] && !*se ? v : 0;
 				e.etag = etag;
 				e.mtime = iso_time(when);
 			}
@@ -500,16 +668,15 @@ int sv_s3_list_page(const char *body, size_t n, const char *prefix,
 	}
 	if (rc)
 		return rc;
-	char v[1100];
-	xml_text(body, n, "IsTruncated", v, sizeof v);
+	xml_text(top, (size_t)(end - top), "IsTruncated", v, sizeof v);
 	if (strcmp(v, "true"))
 		return 0;
-	xml_text(body, n, "NextContinuationToken", v, sizeof v);
-	xml_unescape(v);
-	if (!v[0] || strlen(v) >= cap) {
+	v[0] = '\0';
+	if (field(top, end, "NextContinuationToken", v, sizeof v) != 1 || !v[0] ||
+	    strlen(v) >= cap) {
 		*why = v[0] ? "a continuation token too long" : "a truncated page without a "
 								  "continuation";
-		return 0;
+		return -EBADMSG;
 	}
 	memcpy(next, v, strlen(v) + 1);
 	*more = true;

@@ -301,6 +301,36 @@ int sv_s3_list_page(const char *body, size_t n, const char *prefix,
 		    int (*fn)(void *arg, const struct sv_s3_entry *e), void *arg, bool *more,
 		    char *next, size_t cap, const char **why);
 
+/*
+ * What a server's response says in its status line and headers, read
+ * one line at a time, strictly: every number with sv_parse_count (no sign,
+ * no space, at most INT64_MAX), a header that cannot be taken is named in
+ * `bad` (the response is then refused), never guessed.
+ */
+#define SV_HTTP_HEAD_FIELDS                                                           \
+	long status;                                                                  \
+	bool ranged;               /* Content-Range: bytes first-last/total */        \
+	uint64_t first, last;                                                          \
+	uint64_t total;            /* its total (UINT64_MAX: unknown) */              \
+	uint64_t length;           /* Content-Length, or UINT64_MAX */                \
+	char etag[256];            /* as sent ("" if none) */                          \
+	char modified[64];         /* Last-Modified ("" if none) */                    \
+	char date[64];             /* Date ("" if none) */                             \
+	char range[80];            /* Content-Range as sent ("" if none) */            \
+	char bad[300];             /* "Name: value" of the first header refused */
+struct sv_http_head {
+	SV_HTTP_HEAD_FIELDS
+};
+/* A new response begins (its status line, after a redirect or a 100). */
+void sv_http_head_begin(struct sv_http_head *h);
+/* Takes one line (a status line or a header, with or without its CRLF). */
+void sv_http_header(struct sv_http_head *h, const char *line, size_t n);
+/* Whether a whole body (a GET without a range) of `got` bytes answered
+ * with h may be taken under a cap of max bytes: 0; -EFBIG if it is more
+ * than max (by its Content-Length, or by what came without one); -EIO if
+ * fewer or more bytes came than its Content-Length said. */
+int sv_http_whole_body(const struct sv_http_head *h, uint64_t got, uint64_t max);
+
 /* A read-only file source holding a copy of p[0..n) (memory). */
 int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err);
 void sv_source_free(struct sv_source *s);

@@ -268,17 +268,37 @@ mount_sv "s3://saves/maps/" "$M" -o "noindex,s3_endpoint=http://127.0.0.1:$pport
 	die "cannot mount the maps' prefix"
 expect_eq "the maps' prefix: requests at the mount" 3 "$(counted)"
 expect_eq "the maps listed" "m1.map/ m2.map/ m3.map/ m4.map/" "$(ls -F "$M" | tr '\n' ' ' | sed 's/ $//')"
-expect_eq "the maps' prefix: requests after the listing (one, and a map's first read each)" 8 \
+expect_eq "the maps' prefix: requests after the listing (one: names and sizes judge its entries)" 4 \
 	"$(counted)"
 grep -r -c -a tele "$M"/*/map/ > "$TMP/maps.grep"
 [ $? -le 1 ] || fail "grep -r over the maps' views failed"
 [ "$(wc -l < "$TMP/maps.grep")" -gt 20 ] || fail "grep -r: too few files"
-expect_eq "the maps' prefix: requests after grep -r (the large map's rest)" 9 "$(counted)"
+expect_eq "the maps' prefix: requests after grep -r (a map's first read each, the large map's rest)" \
+	9 "$(counted)"
 cat "$M"/*/.savefs/container > /dev/null
 expect_eq "the maps' raw bytes read: no request more" 9 "$(counted)"
 for i in 1 2 3 4; do
 	expect_same_file "m$i.map: its raw bytes" "$TMP/maps/m$i.map" "$M/m$i.map/.savefs/container"
 done
+umount_sv "$M"
+# Forty maps and a text file: a listing with sizes costs its one listing,
+# not a request per entry.
+for i in $(seq 10 49); do
+	s3curl -o /dev/null -T "$TMP/maps/m1.map" "$RGW_ENDPOINT/saves/forty/m$i.map" ||
+		die "cannot put forty/m$i.map"
+done
+printf 'notes\n' > "$TMP/notes.txt"
+s3curl -o /dev/null -T "$TMP/notes.txt" "$RGW_ENDPOINT/saves/forty/notes.txt" ||
+	die "cannot put forty/notes.txt"
+M="$TMP/forty-mnt"
+before=$(counted)
+mount_sv "s3://saves/forty/" "$M" -o "noindex,s3_endpoint=http://127.0.0.1:$pport" ||
+	die "cannot mount forty maps"
+at_mount=$(($(counted) - before))
+ls -l "$M" > "$TMP/forty.ls"
+expect_eq "forty maps listed with ls -l: one request (the listing)" 1 \
+	"$(($(counted) - before - at_mount))"
+expect_eq "each a directory, judged by its name and size" 40 "$(grep -c '^d.* m[0-9]*\.map$' "$TMP/forty.ls")"
 umount_sv "$M"
 kill "$proxy_pid"
 wait "$proxy_pid" 2> /dev/null
