@@ -177,6 +177,29 @@ int main(void)
 	free(meta);
 	sv_container_free(d);
 
+	/* A segment shorter than the chunks its preamble puts in it: refused
+	 * at the open (a chunk's length is never allocated before it is
+	 * known to be there), as a compacted file's chunks are. */
+	struct stat s0st;
+	T_INT(0, stat(s0, &s0st));
+	T_INT(0, truncate(s0, s0st.st_size - 1));
+	struct sv_opts o;
+	sv_opts_init(&o);
+	struct sv_container *cut = NULL;
+	sv_err_clear(&err);
+	T_INT(-EBADMSG, sv_container_open(seg, &o, &cut, &err));
+	T_HAS(err.msg, "recording: preamble.dat: chunks 0 to ");
+	char want[200];
+	snprintf(want, sizeof want, "end at byte %lld of segment-000.dat, which has %lld",
+		 (long long)s0st.st_size, (long long)s0st.st_size - 1);
+	T_HAS(err.msg, want);
+	sv_container_free(cut);
+	T_INT(0, unlink(s0));
+	sv_err_clear(&err);
+	T_INT(-EBADMSG, sv_container_open(seg, &o, &cut, &err));
+	T_HAS(err.msg, "lie in segment-000.dat, which is not there");
+	sv_container_free(cut);
+
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	T_INT(0, system(cmd));
 	return t_done();

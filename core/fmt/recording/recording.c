@@ -164,6 +164,28 @@ static int parse_header(struct rec *r, const uint8_t *h, struct sv_err *err)
 	return 0;
 }
 
+/* Segment seg holds chunks first..last, which end at `end`: it must be
+ * that long at least (a length past it would be allocated at each read,
+ * then found short), as a compacted file's chunks are held to its size. */
+static int check_segment(struct sv_container *c, int64_t seg, int32_t first, int32_t last,
+			 uint64_t end, struct sv_err *err)
+{
+	char name[64];
+	struct stat st;
+	snprintf(name, sizeof name, "segment-%03lld.dat", (long long)seg);
+	int rc = sv_member_stat(c, name, &st, err);
+	if (rc == -ENOENT)
+		return sv_err_set(err, -EBADMSG, "recording: %s: chunks %d to %d lie in %s, which is "
+				  "not there", PREAMBLE, first, last, name);
+	if (rc)
+		return rc;
+	if ((uint64_t)st.st_size < end)
+		return sv_err_set(err, -EBADMSG, "recording: %s: chunks %d to %d end at byte %llu of "
+				  "%s, which has %llu", PREAMBLE, first, last,
+				  (unsigned long long)end, name, (unsigned long long)st.st_size);
+	return 0;
+}
+
 /* The metadata and index at r->pre + HEADER. */
 static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 		      struct sv_err *err)
@@ -190,6 +212,7 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 	uint64_t tick = 0, data_start = end, prev_end = end;
 	int64_t seg = -1;
 	uint64_t seg_next = 0;
+	int32_t seg_first = 0; /* the first chunk of segment seg */
 	struct sv_rd rd;
 	sv_rd_init_at(&rd, p, end, off);
 	for (int32_t i = 0; i < r->chunk_count; i++) {
@@ -220,6 +243,13 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 						  "segment %lld offset %llu: segments hold their "
 						  "chunks back to back from offset 0",
 						  at, i, (long long)s, (unsigned long long)so);
+			if (s != seg && seg >= 0) {
+				rc = check_segment(c, seg, seg_first, i - 1, seg_next, err);
+				if (rc)
+					return rc;
+			}
+			if (s != seg)
+				seg_first = i;
 			seg = s;
 			seg_next = so + (uint64_t)clen;
 		} else {
@@ -238,6 +268,11 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 		tick += (uint64_t)ticks;
 		r->compact_size += (uint64_t)clen;
 	}
+	if (r->segmented && seg >= 0) {
+		rc = check_segment(c, seg, seg_first, r->chunk_count - 1, seg_next, err);
+		if (rc)
+			return rc;
+	}
 	if (rd.off != end)
 		return sv_err_set(err, -EBADMSG, "recording: byte %zu: the index of %d chunks takes "
 				  "%zu bytes, the header says %d", HEADER + (size_t)r->meta_len,
@@ -255,7 +290,6 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 		r->cstart[i] = at;
 		at += r->chunks[i].clen;
 	}
-	(void)c;
 	return 0;
 }
 
