@@ -538,6 +538,10 @@ void sv_http_header(struct sv_http_head *h, const char *p, size_t n)
 		else
 			h->status = (long)s;
 	} else if (is_header(p, n, "Content-Range", &v, &vn)) {
+		if (h->range[0]) {
+			refuse(h, "Content-Range (twice)", v, vn);
+			return;
+		}
 		snprintf(h->range, sizeof h->range, "%.*s", (int)(vn < 79 ? vn : 79), v);
 		for (char *c = h->range; *c; c++)
 			if (!isprint((unsigned char)*c))

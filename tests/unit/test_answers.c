@@ -95,6 +95,10 @@ static void headers(void)
 			h = head((const char *const[]){refused[i].line, NULL});
 		T_STR(refused[i].bad, h.bad);
 	}
+	/* Two ranges in one response. */
+	h = head((const char *const[]){"HTTP/1.1 206 x", "Content-Range: bytes 0-9/100",
+				       "Content-Range: bytes */1", NULL});
+	T_STR("Content-Range (twice): bytes */1", h.bad);
 	/* Two lengths that differ. */
 	h = head((const char *const[]){"HTTP/1.1 200 x", "Content-Length: 10", "Content-Length: 11",
 				       NULL});
