@@ -621,6 +621,52 @@ static int resolve_or_fail(struct sv_tree *t, const char *path, sv_id *n)
 	return SV_EXIT_OK;
 }
 
+/* One -o argument's options, split at commas ("\\," is a comma in a
+ * value): the formats' own (-o events=NAME), the S3 options and noindex.
+ * 0, or the usage error's exit code (said). */
+static int take_options(const char *list, char **format_opts, bool *noindex)
+{
+	char *copy = malloc(strlen(list) + 1);
+	if (!copy)
+		return SV_EXIT_FAIL;
+	int status = SV_EXIT_OK;
+	char *w = copy, *kv = copy;
+	for (const char *r = list;; r++) {
+		if (r[0] == '\\' && r[1] == ',') {
+			*w++ = ',';
+			r++;
+			continue;
+		}
+		if (*r && *r != ',') {
+			*w++ = *r;
+			continue;
+		}
+		*w++ = '\0';
+		size_t k = strcspn(kv, "=");
+		if (!*kv) {
+			/* an empty option (a,,b): nothing */
+		} else if (!strcmp(kv, "noindex")) {
+			*noindex = true;
+		} else if (sv_s3_option(kv, k)) {
+			struct sv_err err;
+			sv_err_clear(&err);
+			if (sv_s3_option_set(kv, &err))
+				status = usage_error(err.msg);
+		} else if (kv[k] != '=' || !sv_format_option(kv, k)) {
+			status = usage_error("the commands take only the formats' options "
+					     "(-o events=NAME), the S3 options (-o s3_endpoint=URL...) "
+					     "and -o noindex");
+		} else if (sv_format_opts_add(format_opts, kv)) {
+			status = SV_EXIT_FAIL;
+		}
+		if (!*r || status)
+			break;
+		kv = w;
+	}
+	free(copy);
+	return status;
+}
+
 int sv_cli_main(int argc, char **argv)
 {
 	const char *verb = argv[1];
@@ -638,68 +684,54 @@ int sv_cli_main(int argc, char **argv)
 		return SV_EXIT_OK;
 	}
 	struct ls_ctx lx = {0};
-	int argi = 2;
 	char *format_opts = NULL;
-	bool noindex = false;
-	/* Options every verb takes: the formats' own (-o events=NAME), and
-	 * -o noindex. */
-	while (argi + 1 < argc && !strcmp(argv[argi], "-o")) {
-		const char *kv = argv[argi + 1];
-		size_t k = strcspn(kv, "=");
-		if (!strcmp(kv, "noindex")) {
-			noindex = true;
-			argi += 2;
-			continue;
-		}
-		if (sv_s3_option(kv, k)) {
-			struct sv_err err;
-			sv_err_clear(&err);
-			if (sv_s3_option_set(kv, &err)) {
-				free(format_opts);
-				return usage_error(err.msg);
-			}
-			argi += 2;
-			continue;
-		}
-		if (kv[k] != '=' || !sv_format_option(kv, k)) {
-			free(format_opts);
-			return usage_error("the commands take only the formats' options "
-					   "(-o events=NAME), the S3 options (-o s3_endpoint=URL...) "
-					   "and -o noindex");
-		}
-		if (sv_format_opts_add(&format_opts, kv)) {
-			free(format_opts);
-			return SV_EXIT_FAIL;
-		}
-		argi += 2;
-	}
-	bool force = false;
-	if (!strcmp(verb, "extract") && argi < argc && !strcmp(argv[argi], "--force")) {
-		force = true;
-		argi++;
-	}
-	if (!strcmp(verb, "ls")) {
-		for (; argi < argc && argv[argi][0] == '-' && argv[argi][1]; argi++) {
-			for (const char *p = argv[argi] + 1; *p; p++) {
-				if (*p == 'l')
-					lx.lng = true;
-				else if (*p == 'R')
-					lx.rec = true;
-				else if (*p == 'a')
-					lx.all = true;
-				else {
-					free(format_opts);
-					return usage_error("ls takes -l, -R and -a");
-				}
-			}
+	bool noindex = false, force = false;
+	/* Options anywhere among the arguments (as GNU tools take them), "--"
+	 * ending them: -o OPT[,OPT...] (split at commas, "\," a comma in a
+	 * value, as the mount splits them), ls's -l -R -a, extract's --force. */
+	const char **args = calloc((size_t)argc + 1, sizeof *args);
+	int nargs = 0, status = SV_EXIT_OK;
+	bool opts_done = false;
+	for (int i = 2; args && i < argc && !status; i++) {
+		const char *a = argv[i];
+		if (opts_done || a[0] != '-' || !a[1]) {
+			args[nargs++] = a;
+		} else if (!strcmp(a, "--")) {
+			opts_done = true;
+		} else if (!strcmp(a, "--force") && !strcmp(verb, "extract")) {
+			force = true;
+		} else if (!strncmp(a, "-o", 2)) {
+			const char *list = a[2] ? a + 2 : i + 1 < argc ? argv[++i] : NULL;
+			if (!list)
+				status = usage_error("-o takes an option");
+			else
+				status = take_options(list, &format_opts, &noindex);
+		} else if (!strcmp(verb, "ls") && strspn(a + 1, "lRa") == strlen(a + 1)) {
+			lx.lng |= strchr(a, 'l') != NULL;
+			lx.rec |= strchr(a, 'R') != NULL;
+			lx.all |= strchr(a, 'a') != NULL;
+		} else {
+			status = usage_error(!strcmp(verb, "ls") ? "ls takes -l, -R, -a and -o OPT"
+				 : !strcmp(verb, "extract") ? "extract takes --force and -o OPT"
+							     : "the commands take -o OPT");
 		}
 	}
-	int nargs = argc - argi;
+	if (!args)
+		status = SV_EXIT_FAIL;
+	if (status) {
+		free(args);
+		free(format_opts);
+		return status;
+	}
+	int argi = 0;
+	argv = (char **)args;
+	argc = nargs;
 	bool ok = (!strcmp(verb, "ls") && (nargs == 1 || nargs == 2)) ||
 		  ((!strcmp(verb, "cat") || !strcmp(verb, "extract")) && nargs == 2) ||
 		  (!strcmp(verb, "info") && nargs == 1) ||
 		  (!strcmp(verb, "bench-inproc") && nargs >= 1 && nargs <= 3);
 	if (!ok) {
+		free(args);
 		free(format_opts);
 		return usage_error("wrong number of arguments");
 	}
@@ -714,10 +746,12 @@ int sv_cli_main(int argc, char **argv)
 		o.readahead = 0;
 	}
 	struct sv_tree *t = NULL;
-	int status = open_tree(argv[argi], &o, &t);
+	status = open_tree(argv[argi], &o, &t);
 	free(format_opts); /* the container has its own copy */
-	if (status)
+	if (status) {
+		free(args);
 		return status;
+	}
 	const char *path = nargs >= 2 ? argv[argi + 1] : "";
 	sv_id n;
 	if (!strcmp(verb, "ls")) {
@@ -803,5 +837,6 @@ int sv_cli_main(int argc, char **argv)
 		}
 	}
 	sv_tree_free(t);
+	free(args);
 	return status;
 }

@@ -204,10 +204,41 @@ static int mount_point(const char *given, char **out)
 	return 0;
 }
 
+/* The index of the command (ls, cat, extract, info) when options come
+ * before it (savefs -o s3_profile=p info LOCATION), or 0. */
+static int verb_after_options(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-o")) {
+			i++;
+			continue;
+		}
+		if (argv[i][0] == '-')
+			continue;
+		return sv_cli_is_verb(argv[i]) ? i : 0;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && sv_cli_is_verb(argv[1]))
 		return sv_cli_main(argc, argv);
+	int verb = verb_after_options(argc, argv);
+	if (verb) {
+		/* The command first, its options after it. */
+		char **args = calloc((size_t)argc + 1, sizeof *args);
+		if (!args)
+			return SV_EXIT_FAIL;
+		args[0] = argv[0];
+		args[1] = argv[verb];
+		for (int i = 1, k = 2; i < argc; i++)
+			if (i != verb)
+				args[k++] = argv[i];
+		int status = sv_cli_main(argc, args);
+		free(args);
+		return status;
+	}
 
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct cmdline cl = {0};
@@ -252,12 +283,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (fo.mountpoint || cl.extra) {
-		fprintf(stderr, "savefs: too many arguments: `%s' after CONTAINER and MOUNTPOINT "
+		fprintf(stderr, "savefs: too many arguments: `%s' after LOCATION and MOUNTPOINT "
 			"(see savefs --help)\n", cl.extra ? cl.extra : fo.mountpoint);
 		goto out;
 	}
 	if (!cl.container || !cl.mountpoint) {
-		fprintf(stderr, "savefs: need CONTAINER and MOUNTPOINT (see savefs --help)\n");
+		fprintf(stderr, "savefs: need LOCATION and MOUNTPOINT (see savefs --help)\n");
 		goto out;
 	}
 	if (parse_size_opt("cache", cl.cache, &o.cache_cap) ||

@@ -8,6 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 need_fuse
+need_python
 [ -x "$MKDATAFILE" ] || die "MKDATAFILE=$MKDATAFILE is not an executable (build first)"
 c="$TMP/c.map"
 "$MKDATAFILE" gen "$c" --data 12 --payload 40K --items 3 --dup-uuid --seed 3 || die "mkdatafile"
@@ -16,7 +17,20 @@ printf 'not a save\n' > "$TMP/text"
 printf 'DATA\005\0\0\0' > "$TMP/v5.map"; head -c 40 /dev/zero >> "$TMP/v5.map"
 
 S=$SAVEFS
-expect_exit "no arguments" 2 "savefs: need CONTAINER and MOUNTPOINT (see savefs --help)" "$S"
+expect_exit "no arguments" 2 "savefs: need LOCATION and MOUNTPOINT (see savefs --help)" "$S"
+# The commands take -o as the mount does: split at commas, anywhere among
+# their arguments, or before the command.
+expect_exit "the commands split -o at commas" 2 \
+	"savefs: -o s3_part_size=1M: a size from 5M to 5G (an S3 multipart upload's part) (see savefs --help)" \
+	"$S" ls -o s3_part_size=1M,noindex "$c"
+expect_exit "a comma kept in a value with \\," 2 \
+	"savefs: -o s3_part_size=1M,5: a size from 5M to 5G (an S3 multipart upload's part) (see savefs --help)" \
+	"$S" ls -o 's3_part_size=1M\,5' "$c"
+expect_exit "-o after -l and -R" 0 - "$S" ls -l -R -o noindex "$c" items
+expect_exit "-o after the location" 0 - "$S" ls "$c" -o noindex,s3_region=x items
+expect_exit "-o before the command" 0 - "$S" -o noindex info "$c"
+expect_eq "-o before the command: the command's output" "datafile" \
+	"$("$S" -o noindex info "$c" | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["format"])')"
 expect_exit "bad size option" 2 "savefs: -o cache=lots: not a size (try 64M)" \
 	"$S" -o cache=lots "$c" "$TMP/m"
 expect_exit "bad readahead option" 2 "savefs: -o readahead=x: a number of files, 0 to 64" \
@@ -40,7 +54,7 @@ expect_exit "unknown short option" 2 "savefs: unknown option(s): \`-x' (see save
 expect_exit "misspelled long option" 2 \
 	"savefs: unknown option(s): \`--forground' (see savefs --help)" "$S" --forground "$c" "$TMP/m"
 expect_exit "an argument too many" 2 \
-	"savefs: too many arguments: \`extra' after CONTAINER and MOUNTPOINT (see savefs --help)" \
+	"savefs: too many arguments: \`extra' after LOCATION and MOUNTPOINT (see savefs --help)" \
 	"$S" "$c" "$TMP/m" extra
 expect_exit "a bad value of a FUSE option" 2 \
 	"savefs: invalid parameter in option \`max_threads=x' (see savefs --help)" \
@@ -54,7 +68,7 @@ expect_exit "ls of a missing path" 7 "savefs: items/9-nine: No such file or dire
 expect_exit "cat of a directory" 7 "savefs: data: is a directory" "$S" cat "$c" data
 expect_exit "cat without a path" 2 "savefs: wrong number of arguments (see savefs --help)" \
 	"$S" cat "$c"
-expect_exit "ls with a bad flag" 2 "savefs: ls takes -l, -R and -a (see savefs --help)" \
+expect_exit "ls with a bad flag" 2 "savefs: ls takes -l, -R, -a and -o OPT (see savefs --help)" \
 	"$S" ls -x "$c"
 expect_exit "info of a text file" 4 "-" "$S" info "$TMP/text"
 
