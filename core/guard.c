@@ -82,8 +82,13 @@ int sv_guard_check(struct sv_container *c, const char *when, struct sv_err *err)
 	if (how < 0)
 		return sv_err_set(err, -EBUSY, "%s cannot be looked at (%s): not overwritten",
 				  c->path, strerror(-how));
-	return sv_err_set(err, -EBUSY, "%s %s %s: not overwritten, the edit is dropped "
-			  "(remount to see the file as it is now)", c->path, what[how], when);
+	/* A folder reads a changed container again at its next look; a
+	 * container mounted alone, at the next mount (or, followed, at its
+	 * next poll). */
+	return sv_err_set(err, -EBUSY, "%s %s %s: not overwritten, the edit is dropped (%s)",
+			  c->path, what[how], when,
+			  c->opts.in_folder ? "the folder shows the file as it is now at its next look"
+					    : "remount to see the file as it is now");
 }
 
 int sv_guard_claim(struct sv_container *c, bool wait, struct sv_err *err)

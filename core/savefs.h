@@ -55,6 +55,8 @@ struct sv_opts {
 				  * events=builtin for recordings); NULL: none */
 	struct sv_cache *cache;  /* a cache to share (a folder's, for all its
 				  * containers: one cap), or NULL: its own */
+	bool in_folder;          /* a save folder's container (read again when
+				  * its file changes) */
 	bool read_only_if_held;  /* a container another savefs holds read-write
 				  * opens read-only (a folder's: two mounts of
 				  * one folder both read it), without waiting */

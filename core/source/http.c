@@ -443,12 +443,20 @@ static const char *range_said(const struct reply *r, char *buf, size_t cap)
 
 /* "404 (not found)", or an S3 store's own words: "404 (NoSuchBucket: The
  * specified bucket does not exist)". */
-static const char *answer(const struct reply *r, char *buf, size_t cap)
+static const char *answer(const struct http *h, const struct reply *r, char *buf, size_t cap)
 {
 	char said[512] = "";
 	if (r->text.len)
 		sv_s3_error_text((const char *)r->text.p, r->text.len, said, sizeof said);
-	snprintf(buf, cap, "%ld (%s)", r->status, said[0] ? said : status_text(r->status));
+	/* Refused to nobody in particular: say so, and where credentials were
+	 * looked for. */
+	bool anonymous = h->s3 && !h->place.user && (r->status == 401 || r->status == 403);
+	snprintf(buf, cap, "%ld (%s)%s%s%s", r->status, said[0] ? said : status_text(r->status),
+		 anonymous ? ": no credentials were found (AWS_ACCESS_KEY_ID and "
+			     "AWS_SECRET_ACCESS_KEY, or profile " : "",
+		 anonymous ? h->place.profile : "",
+		 anonymous ? " of ~/.aws/credentials and ~/.aws/config): the request went "
+			     "unsigned" : "");
 	return buf;
 }
 
@@ -536,7 +544,7 @@ static int fetch(struct http *h, uint64_t b, uint32_t k, uint64_t want, struct s
 		rc = sv_err_set(err, r.status == 200 ? -EIO : status_errno(r.status),
 				"%s: %s to a read of %zu bytes at %llu", h->s.path,
 				r.status == 200 ? "200 (the whole object instead of a range)"
-						: answer(&r, a, sizeof a),
+						: answer(h, &r, a, sizeof a),
 				n, (unsigned long long)off);
 	} else if (!rc && r.status == 206 &&
 		   (!r.ranged || r.first != off || r.last != off + n - 1 ||
@@ -1013,7 +1021,7 @@ static int upload_failed(const struct http *h, const struct reply *r, const char
 		return refused(h, err);
 	char a[600];
 	return sv_err_set(err, r->status == 403 ? -EACCES : -EIO, "%s: %s to %s: not "
-			  "overwritten, the edit is dropped", h->s.path, answer(r, a, sizeof a),
+			  "overwritten, the edit is dropped", h->s.path, answer(h, r, a, sizeof a),
 			  step);
 }
 
@@ -1266,7 +1274,7 @@ static int member_failed(const struct http *h, const char *name, const struct re
 {
 	char a[600];
 	return sv_err_set(err, status_errno(r->status), "%s%s: %s", h->s.path, name,
-			  answer(r, a, sizeof a));
+			  answer(h, r, a, sizeof a));
 }
 
 /* A member's stat and ETag (a HEAD). */
@@ -1512,7 +1520,7 @@ static int list_key(struct http *h, const char *key,
 		if (!rc && r.status != 200) {
 			char a[600];
 			rc = sv_err_set(err, status_errno(r.status), "cannot list %s: %s", h->s.path,
-					answer(&r, a, sizeof a));
+					answer(h, &r, a, sizeof a));
 		}
 		if (!rc && r.text.len >= HTTP_TEXT_MAX)
 			rc = sv_err_set(err, -EIO, "cannot list %s: a page of more than %u bytes",
@@ -1931,7 +1939,7 @@ static int prefix_place_read(struct sv_source *s, const char *rel, uint64_t off,
 	if (!rc && r.status != 206 && !(r.status == 200 && off == 0 && r.got == n))
 		rc = sv_err_set(err, r.status == 412 || r.status == 416 ? -EIO
 								      : status_errno(r.status),
-				"%s%s: %s", s->path, rel, answer(&r, a, sizeof a));
+				"%s%s: %s", s->path, rel, answer(h, &r, a, sizeof a));
 	if (!rc && r.got != n)
 		rc = sv_err_set(err, -EIO, "%s%s: %zu of %zu bytes at %llu arrived", s->path, rel,
 				r.got, n, (unsigned long long)off);
@@ -2034,7 +2042,7 @@ static int open_prefix(const char *location, struct sv_s3_place *place, bool rea
 		char a[600];
 		if (r.status != 200)
 			rc = sv_err_set(err, status_errno(r.status), "%s: %s", location,
-					answer(&r, a, sizeof a));
+					answer(h, &r, a, sizeof a));
 		else if (!memmem(r.text.p, r.text.len, "<Key>", 5) &&
 			 !memmem(r.text.p, r.text.len, "<CommonPrefixes>", 16))
 			rc = sv_err_set(err, -ENOENT, "%s: no object under this prefix", location);
@@ -2070,7 +2078,7 @@ static int whole_object(struct http *h, uint64_t length, struct sv_err *err)
 	char a[600];
 	int rc = exchange(h, &k, all->data, cap, &r, err);
 	if (!rc && r.status != 200)
-		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(&r, a, sizeof a));
+		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(h, &r, a, sizeof a));
 	else if (!rc && r.overflow)
 		rc = sv_err_set(err, -EFBIG, "%s: the server ignores ranged reads, and the object "
 				"is more than the %u MiB read whole from such a server", path,
@@ -2123,7 +2131,7 @@ static int first_block(struct http *h, uint8_t *buf, struct sv_err *err)
 				"(200 to a Range request, for an object larger than %u bytes)", path,
 				HTTP_BLOCK);
 	} else if (!rc && r.status != 206) {
-		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(&r, a, sizeof a));
+		rc = sv_err_set(err, status_errno(r.status), "%s: %s", path, answer(h, &r, a, sizeof a));
 	} else if (!rc && (!r.ranged || r.first != 0 || r.total == UINT64_MAX ||
 			   r.got != r.last + 1 || (r.length != UINT64_MAX && r.length != r.got))) {
 		char said[160];

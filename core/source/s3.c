@@ -221,6 +221,7 @@ int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err)
 	if (named && !*named)
 		named = NULL;
 	const char *profile = named ? named : "default";
+	snprintf(p->profile, sizeof p->profile, "%s", profile);
 	bool had = false;
 	char v[1024];
 

@@ -260,6 +260,7 @@ struct sv_s3_place {
 	char *user, *secret;     /* the access key and secret, or NULL: anonymous */
 	char *token;             /* a session token, or NULL */
 	char region[64];
+	char profile[64];        /* the profile looked in for credentials */
 	char sigv4[96];          /* libcurl's CURLOPT_AWS_SIGV4: "aws:amz:REGION:s3" */
 	uint64_t part;           /* the multipart upload's part size */
 };

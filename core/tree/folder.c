@@ -1065,6 +1065,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	f->opts.cache = sv_cache_new(opts->cache_cap);
 	f->opts.lazy_prepare = true;
 	f->opts.read_only_if_held = true;
+	f->opts.in_folder = true;
 	f->format_opts = opts->format_opts ? strdup(opts->format_opts) : NULL;
 	f->opts.format_opts = f->format_opts;
 	int rc = f->opts.cache ? 0 : sv_err_set(err, -ENOMEM, "out of memory");

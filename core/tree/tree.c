@@ -7,13 +7,40 @@
 #include "tree.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **out,
+		     struct sv_err *err);
+
 int sv_tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **out,
 		 struct sv_err *err)
+{
+	int rc = tree_open(path, opts, out, err);
+	size_t n = strlen(path);
+	if (rc == -ENOENT && sv_source_is_s3(path) && n && path[n - 1] != '/') {
+		/* s3://BUCKET/PREFIX without its slash, where no such key is:
+		 * the prefix, if anything is under it (else the key's 404). */
+		struct sv_err e2;
+		sv_err_clear(&e2);
+		char *prefix = malloc(n + 2);
+		if (!prefix)
+			return rc;
+		snprintf(prefix, n + 2, "%s/", path);
+		if (!tree_open(prefix, opts, out, &e2)) {
+			sv_err_clear(err);
+			rc = 0;
+		}
+		free(prefix);
+	}
+	return rc;
+}
+
+static int tree_open(const char *path, const struct sv_opts *opts, struct sv_tree **out,
+		     struct sv_err *err)
 {
 	*out = NULL;
 	struct sv_tree *t = calloc(1, sizeof *t);

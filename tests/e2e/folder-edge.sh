@@ -221,6 +221,26 @@ print(str(j["read_only"]).lower(), j["warnings"][0])' "$TMP/m2/maps/b.map/.savef
 write_fails "a write through the second" "Read-only file system" \
 	sh -c "echo x >> '$TMP/m2/maps/b.map/map/settings.cfg'"
 umount_sv "$TMP/m2"
+# Another program changes a container between a read and a commit: the
+# edit is refused, and the refusal says the folder shows the new file.
+"$PYTHON" - "$M/maps/b.map/map/settings.cfg" "$F/maps/b.map" "$F/maps/a.map" \
+	"$M/maps/b.map/.savefs/log" > "$TMP/refused" <<'PY'
+import errno, os, shutil, sys
+log = open(sys.argv[4])  # the log of the container the edit is made in
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b'sv_gravity 0.9\n')
+shutil.copyfile(sys.argv[3], sys.argv[2])  # the other program
+try:
+    os.close(fd)
+    print('ok')
+except OSError as e:
+    print('close', errno.errorcode[e.errno])
+print(log.read())
+PY
+expect_eq "an edit over another program's change is refused" "close EBUSY" "$(head -1 "$TMP/refused")"
+check "and says the folder shows the file as it is now" \
+	grep -q "was changed by another program since it was read: not overwritten, the edit is dropped (the folder shows the file as it is now at its next look)" \
+	"$TMP/refused" || sed 's/^/    /' "$TMP/refused"
 umount_sv "$M"
 
 # ---- max_open bounds descriptors under a walk ----------------------------------------------
@@ -231,7 +251,7 @@ mount_sv "$W" "$TMP/mw" -o max_open=4 || die "mount of 300 maps"
 pid=${SV_PID[$(realpath "$TMP/mw")]}
 # Fewer descriptors than containers: every container open at once would not fit.
 prlimit --pid "$pid" --nofile=128:128 || fail "prlimit"
-grep -r -l 'sv_gravity 0.7' "$TMP/mw" > "$TMP/found" 2> "$TMP/grep.err"
+grep -r -l 'sv_gravity' "$TMP/mw" > "$TMP/found" 2> "$TMP/grep.err"
 expect_eq "grep -r over 300 maps with 128 descriptors: exit 0" 0 "$?"
 expect_eq "every map's settings found" 300 "$(grep -c 'map/settings.cfg$' "$TMP/found")"
 expect_eq "nothing failed" "" "$(head -3 "$TMP/grep.err")"

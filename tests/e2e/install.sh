@@ -84,6 +84,14 @@ if command -v update-mime-database > /dev/null && command -v xdg-mime > /dev/nul
 		expect_eq "xdg-mime names $g" "$want" \
 			"$(XDG_DATA_DIRS="$share:/usr/share" xdg-mime query filetype "$mk/$g")"
 	done
+	# A ship from before Starbound 1.0 (SBBF03) has a ship's name, and is
+	# no container savefs reads: not named one.
+	{ printf 'SBBF03'; head -c 600 /dev/zero; } > "$mk/old.shipworld"
+	check "a pre-1.0 .shipworld (SBBF03) is not named a Starbound database" sh -c \
+		"XDG_DATA_DIRS='$share:/usr/share' xdg-mime query filetype '$mk/old.shipworld' | grep -qv starbound"
+	cp "$mk/a.world" "$mk/a.shipworld"
+	expect_eq "a 1.0 .shipworld (BTreeDB5) is, by its magic" application/x-starbound-btreedb \
+		"$(XDG_DATA_DIRS="$share:/usr/share" xdg-mime query filetype "$mk/a.shipworld")"
 	printf '{"order": [], "chatHistory": []}\n' > "$mk/metadata"
 	check "a plain JSON file is not named a level" sh -c "XDG_DATA_DIRS='$share:/usr/share' \
 		xdg-mime query filetype '$mk/metadata' | grep -qv sketchymaze"

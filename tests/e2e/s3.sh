@@ -436,6 +436,20 @@ expect_exit "a bucket that does not exist" 3 \
 expect_exit "a key that does not exist" 3 \
 	"savefs: s3://saves/nothing.map: 404 (NoSuchKey: no such key in the bucket)" \
 	"$SAVEFS" s3://saves/nothing.map "$TMP/mnt-none"
+# A prefix named without its slash, where no key has that name: the prefix.
+expect_eq "s3://saves/forty (no slash) is the prefix" "m10.map m11.map" \
+	"$(sv ls s3://saves/forty | head -2 | tr '\n' ' ' | sed 's/ $//')"
+expect_exit "a prefix without its slash under which nothing is: the key's 404" 3 \
+	"savefs: s3://saves/nothing: 404 (NoSuchKey: no such key in the bucket)" \
+	"$SAVEFS" s3://saves/nothing "$TMP/mnt-none"
+# No credentials at all: said so, and where they were looked for.
+mkdir -p "$TMP/nohome"
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+	HOME="$TMP/nohome" "$SAVEFS" s3://saves/arena.map "$TMP/mnt-none" 2> "$TMP/err.anon"
+expect_eq "no credentials: exit 3" 3 "$?"
+expect_eq "no credentials: the message" \
+	"savefs: s3://saves/arena.map: 403 (AccessDenied: access denied): no credentials were found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or profile default of ~/.aws/credentials and ~/.aws/config): the request went unsigned" \
+	"$(cat "$TMP/err.anon")"
 expect_exit "not a bucket's name" 2 \
 	"savefs: s3://no_such!/x: not s3://BUCKET/KEY (a bucket's name is 1 to 63 letters, digits, '-', '.' and '_')" \
 	"$SAVEFS" 's3://no_such!/x' "$TMP/mnt-none"
