@@ -48,7 +48,8 @@ void sv_cli_usage(void)
 	       "at NAME/.savefs/container), everything else the real files; or an\n"
 	       "object on an HTTP(S) server (http://HOST/PATH), read by range, read-only;\n"
 	       "or an object in an S3 store (s3://BUCKET/KEY), or a prefix of one\n"
-	       "(s3://BUCKET/PREFIX/: a segmented recording), written back with If-Match.\n"
+	       "(s3://BUCKET/PREFIX/: a segmented recording, or a save folder), written\n"
+	       "back with If-Match.\n"
 	       "\n");
 	printf("mount options:\n"
 	       "  -f                 stay in the foreground\n"

@@ -235,6 +235,14 @@ int sv_container_read(struct sv_container *c, uint64_t off, void *buf, size_t n,
 	return rc;
 }
 
+bool sv_container_changed(struct sv_container *c)
+{
+	struct stat now;
+	struct sv_source *s = c->src;
+	return !s->ops->remote && s->ops->held && !s->ops->held(s, &now) &&
+	       sv_source_same(&s->st, &now) != SV_SOURCE_SAME;
+}
+
 uint64_t sv_container_size_now(struct sv_container *c)
 {
 	struct stat now;

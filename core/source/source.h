@@ -67,6 +67,11 @@ struct sv_range {
  * instead of one round trip each as they are read.  Nothing to wait for,
  * nothing that fails: the reads say what goes wrong. */
 void sv_container_hint(struct sv_container *c, const struct sv_range *r, size_t n);
+/* True if the file the container was read from was changed since by
+ * another program, in place (its open handle shows another size or
+ * time): what was just read of it may mix two versions.  A local file's
+ * question (a remote object's reads are checked by their ETag). */
+bool sv_container_changed(struct sv_container *c);
 /* The container's size now (a file another program appends to grows). */
 uint64_t sv_container_size_now(struct sv_container *c);
 /* The open file descriptor of the container (for copying stored bytes);

@@ -1711,6 +1711,34 @@ static void empty_level(void)
 	dir_clean();
 }
 
+/* Another program rewrites the level in place while its preview is made:
+ * every chunk fails; the preview is refused, never a blank image. */
+static void preview_while_rewritten(void)
+{
+	fprintf(stderr, "- a preview while the file is rewritten in place\n");
+	struct sv_buf orig = fresh(&s_v4);
+	struct sv_container *c = open_file(dpath);
+	int fd = open(dpath, O_WRONLY);
+	T_OK(fd >= 0);
+	static uint8_t zeros[1 << 16];
+	T_INT((ssize_t)(orig.len - 4), pwrite(fd, zeros, orig.len - 4 < sizeof zeros
+						       ? orig.len - 4 : sizeof zeros, 4));
+	struct timespec later[2] = {{0, UTIME_OMIT}, {time(NULL) + 100, 0}};
+	T_INT(0, futimens(fd, later));
+	close(fd);
+	uint32_t n = node_of(c, "preview.png");
+	struct sv_blob *b = NULL;
+	struct sv_err err;
+	sv_err_clear(&err);
+	T_INT(-EIO, sv_content(c, n, &b, &err));
+	T_STR("doodle: the file was changed by another program while its preview was made: not "
+	      "shown", err.msg);
+	sv_blob_unref(b);
+	sv_container_free(c);
+	sv_buf_fini(&orig);
+	dir_clean();
+}
+
 /* A v4 zip: a chunk's text edited, then another in a second commit. */
 static void edit_txt_v4(void)
 {
@@ -3226,6 +3254,7 @@ int main(void)
 		die("mkdtemp");
 	snprintf(dpath, sizeof dpath, "%s/d.level", tmpdir);
 	edit_txt_v4();
+	preview_while_rewritten();
 	big_level_commit();
 	empty_level();
 	edit_other_ways();

@@ -100,6 +100,7 @@ static int load_preview(struct drawing *d, struct sv_blob **out, struct sv_err *
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	memset(img, 0xff, (size_t)w * h * sizeof *img);
 	int rc = 0;
+	bool holes = false;
 	for (size_t i = 0; i < d->nchunks && d->chunks[i].layer == 0 && !rc; i++) {
 		struct sv_doodle_grid g;
 		struct sv_err e;
@@ -107,6 +108,7 @@ static int load_preview(struct drawing *d, struct sv_blob **out, struct sv_err *
 		if (sv_dd_chunk_grid(d, &d->chunks[i], &g, &e)) {
 			if (e.code == -ENOMEM)
 				rc = sv_err_set(err, -ENOMEM, "out of memory");
+			holes = true;
 			continue; /* a bad chunk leaves a hole, not a failed preview */
 		}
 		for (uint32_t r = 0; r < g.size; r++) {
@@ -121,6 +123,11 @@ static int load_preview(struct drawing *d, struct sv_blob **out, struct sv_err *
 		}
 		sv_doodle_grid_fini(&g);
 	}
+	/* Unless the chunks failed because another program was rewriting
+	 * the file meanwhile: then a preview of holes is no preview. */
+	if (!rc && holes && sv_container_changed(d->c))
+		rc = sv_err_set(err, -EIO, "doodle: the file was changed by another program while "
+				"its preview was made: not shown");
 	struct sv_buf b;
 	sv_buf_init(&b);
 	if (!rc && sv_png_encode(w, h, img, &d->pal, &b))
