@@ -238,12 +238,23 @@ int sv_container_open(const char *path, const struct sv_opts *opts,
 }
 
 /* The container of a source opened (taken: freed on failure); why: the
- * errno that made a read-write open read-only, or 0. */
+ * errno that made a read-write open read-only, or 0.  *again: the open
+ * failed on blocks the disk cache served, which were dropped (the caller
+ * opens once more, from the server). */
 static int open_source(struct sv_container *c, const char *path, int why,
-		       const struct sv_opts *opts, struct sv_container **out, struct sv_err *err)
+		       const struct sv_opts *opts, struct sv_container **out, bool *again,
+		       struct sv_err *err)
 {
 	c->read_only = c->src->read_only;
 	int rc = open_common(c, path, opts, err);
+	if (rc && rc != -ENOMEM && again && c->src->ops->forget &&
+	    __atomic_load_n(&c->src->disk_hits, __ATOMIC_RELAXED)) {
+		/* What the disk cache kept may be what failed (a record
+		 * rewritten with its hash): dropped, never blamed on the
+		 * object. */
+		c->src->ops->forget(c->src);
+		*again = true;
+	}
 	if (rc)
 		goto fail;
 	if (why && c->src->ops->read_only_why)
@@ -283,9 +294,8 @@ fail:
 	return rc;
 }
 
-int sv_container_open_as(const char *path, const struct sv_format *fmt,
-			 const struct sv_opts *opts, struct sv_container **out,
-			 struct sv_err *err)
+static int open_as(const char *path, const struct sv_format *fmt, const struct sv_opts *opts,
+		   struct sv_container **out, bool may_retry, struct sv_err *err)
 {
 	*out = NULL;
 	struct sv_container *c = alloc_container(opts);
@@ -298,7 +308,26 @@ int sv_container_open_as(const char *path, const struct sv_format *fmt,
 		sv_container_free(c);
 		return rc;
 	}
-	return open_source(c, path, why, opts, out, err);
+	bool again = false;
+	rc = open_source(c, path, why, opts, out, may_retry ? &again : NULL, err);
+	if (rc && again) {
+		/* Once more, every block from the server. */
+		char first[SV_ERR_MAX];
+		snprintf(first, sizeof first, "%s", err->msg);
+		sv_err_clear(err);
+		rc = open_as(path, fmt, opts, out, false, err);
+		if (!rc)
+			sv_log(*out, "%s: the disk cache's blocks of it could not be used (%s): "
+			       "dropped, read again from the server", (*out)->path, first);
+	}
+	return rc;
+}
+
+int sv_container_open_as(const char *path, const struct sv_format *fmt,
+			 const struct sv_opts *opts, struct sv_container **out,
+			 struct sv_err *err)
+{
+	return open_as(path, fmt, opts, out, true, err);
 }
 
 int sv_container_open_src(struct sv_source *src, const struct sv_format *fmt,
@@ -315,7 +344,7 @@ int sv_container_open_src(struct sv_source *src, const struct sv_format *fmt,
 	c->src = src;
 	if (opts->read_only)
 		src->read_only = true;
-	return open_source(c, src->path, 0, opts, out, err);
+	return open_source(c, src->path, 0, opts, out, NULL, err);
 }
 
 int sv_container_open_mem(const void *p, size_t n, const struct sv_opts *opts,
@@ -429,6 +458,10 @@ static int open_common(struct sv_container *c, const char *path,
 		goto fail;
 	}
 	memset(c->htab, 0xff, c->hsize * sizeof *c->htab);
+	char idir[4096];
+	if (!c->opts.noindex && sv_index_dir(idir, sizeof idir) == -EPERM)
+		sv_warn(c, "%s is not this user's own directory (another owner, a link, or open to "
+			"others): nothing is kept there between mounts", idir);
 	if (sv_node_new(c, SV_ROOT, "", SV_N_DIR, 0, 0) != SV_ROOT ||
 	    sv_add_meta(c)) {
 		rc = sv_err_set(err, -ENOMEM, "out of memory");

@@ -113,8 +113,12 @@ struct sv_index_key {
 	const char *what;    /* which record of the container (under 32 bytes) */
 	struct stat st;      /* the container as read */
 };
-/* The store's directory into buf: 0, or -ENOENT with no home at all. */
+/* The store's directory into buf: 0; -ENOENT with no home at all; -EPERM
+ * if it is there but not this user's own (another owner, a link, open to
+ * others: what it holds could be anyone's), and then nothing is kept. */
 int sv_index_dir(char *buf, size_t size);
+/* Removes the record for k, if there is one. */
+void sv_index_drop(const char *dir, const struct sv_index_key *k);
 /* The record for k: 0 and *out; -ENOENT if there is none; -ESTALE (made
  * for the container before it changed), -EBADMSG (damaged or foreign) or
  * -EFBIG (over max bytes), the record then removed. */

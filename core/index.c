@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <sys/uio.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,9 @@ struct head {
 	char format[32];
 	char what[32];
 };
+/* (tests/tools/recordtool.c writes records of this layout.) */
+_Static_assert(sizeof(struct head) == 160 && offsetof(struct head, payload_hash) == 88,
+	       "the record's layout");
 
 /* Reads n bytes at off: 0, or -errno (-EIO if the file is shorter). */
 static int pread_all(int fd, void *buf, size_t n, off_t off)
@@ -71,8 +75,17 @@ int sv_index_dir(char *buf, size_t size)
 		n = snprintf(buf, size, "%s/.cache/savefs", home);
 	else
 		return -ENOENT;
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	/* Made 0700 when first needed (make_dirs); one that is there must be
+	 * a directory of this user's, closed to everyone else. */
+	struct stat st;
+	if (!lstat(buf, &st) && (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+				 (st.st_mode & 0077)))
+		return -EPERM;
+	return 0;
 }
+
 
 static void fill_head(struct head *h, const struct sv_index_key *k, uint64_t len, uint64_t hash)
 {
@@ -113,6 +126,14 @@ static char *record_path(const char *dir, const struct sv_index_key *k)
 static bool key_ok(const struct sv_index_key *k)
 {
 	return k->format && k->what && strlen(k->format) < 32 && strlen(k->what) < 32;
+}
+
+void sv_index_drop(const char *dir, const struct sv_index_key *k)
+{
+	char *path = key_ok(k) ? record_path(dir, k) : NULL;
+	if (path)
+		unlink(path);
+	free(path);
 }
 
 int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,

@@ -488,7 +488,23 @@ static struct sv_blob *disk_get(struct http *h, uint64_t b)
 		sv_blob_unref(blob);
 		return NULL;
 	}
+	__atomic_add_fetch(&h->s.disk_hits, 1, __ATOMIC_RELAXED);
 	return blob;
+}
+
+/* Every block of the object the disk cache holds, dropped (an open that
+ * failed on them: they are fetched from the server again). */
+static void http_forget(struct sv_source *s)
+{
+	struct http *h = (struct http *)s;
+	if (!h->s.store)
+		return;
+	uint64_t blocks = (h->size + HTTP_BLOCK - 1) / HTTP_BLOCK;
+	for (uint64_t b = 0; b < blocks; b++) {
+		char what[32];
+		struct sv_index_key k = disk_key(h, b, what, sizeof what);
+		sv_index_drop(h->s.store, &k);
+	}
 }
 
 static void disk_put(struct http *h, uint64_t b, const struct sv_blob *blob)
@@ -926,6 +942,7 @@ static int http_reopen(struct sv_source *s, struct sv_err *err);
 static void http_hint(struct sv_source *s, const struct sv_range *r, size_t n);
 
 const struct sv_source_ops sv_source_http_ops = {
+	.forget = http_forget,
 	.kind = "HTTP object",
 	.remote = true,
 	.read_only_why = "an object on an HTTP server is read by range, never written",
@@ -1223,6 +1240,7 @@ static int s3_rewrite(struct sv_source *s, int (*write)(void *arg, int fd, struc
 }
 
 const struct sv_source_ops sv_source_s3_ops = {
+	.forget = http_forget,
 	.kind = "S3 object",
 	.remote = true,
 	.whole_only = true,

@@ -152,6 +152,9 @@ struct sv_source_ops {
 	void (*hint)(struct sv_source *s, const struct sv_range *r, size_t n);
 	bool (*stale)(struct sv_source *s);
 	int (*reopen)(struct sv_source *s, struct sv_err *err);
+	/* What the disk cache keeps of it is dropped (an open that failed on
+	 * blocks it served: they are fetched again).  NULL: none kept. */
+	void (*forget)(struct sv_source *s);
 	int (*pread)(struct sv_source *s, uint64_t off, void *buf, size_t n,
 		     struct sv_err *err);
 	/* Up to n bytes, fewer where it ends now (NULL: pread within the
@@ -223,6 +226,7 @@ struct sv_source {
 				     * or NULL */
 	char *store;                /* a remote source's disk cache of blocks
 				     * (a directory), or NULL (-o noindex) */
+	uint64_t disk_hits;         /* blocks the disk cache served (atomic) */
 	uint64_t failures;          /* reads that failed for the host's sake
 				     * (a server that did not answer), not the
 				     * bytes' (atomic) */

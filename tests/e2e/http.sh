@@ -335,6 +335,35 @@ umount_sv "$TMP/old"
 umount_sv "$TMP/new"
 umount_sv "$M"
 
+# ---- the disk cache of blocks: its records are never blamed on the object --------
+: "${RECORDTOOL:=$SRC_ROOT/build/tests/recordtool}"
+M="$TMP/cached"
+mount_sv "$base/castle.level" "$M" || die "cannot mount castle.level with the disk cache"
+tree_listing "$M" > "$TMP/castle.cold"
+umount_sv "$M"
+blocks=$(find "$XDG_CACHE_HOME/savefs/blocks" -type f -name '????????????????????????????????' | wc -l)
+check "the cold mount kept blocks on disk" test "$blocks" -gt 1
+# Every record spoiled, its hash made to match (as someone who could
+# write the cache could): the warm mount drops them and reads the server.
+find "$XDG_CACHE_HOME/savefs/blocks" -type f -name '????????????????????????????????' \
+	-exec "$RECORDTOOL" spoil {} + || fail "recordtool spoil"
+mount_sv "$base/castle.level" "$M" || fail "a mount over spoiled cache records"
+tree_listing "$M" > "$TMP/castle.warm"
+expect_same_text "castle.level over spoiled cache records: the same tree" "$TMP/castle.cold" \
+	"$TMP/castle.warm"
+log_has "the spoiled records were dropped" "the disk cache's blocks of it could not be used"
+umount_sv "$M"
+# A cache directory open to others is not used (what it holds could be
+# anyone's), and the mount says so.
+chmod 777 "$XDG_CACHE_HOME/savefs"
+before=$(find "$XDG_CACHE_HOME/savefs" -type f | wc -l)
+mount_sv "$base/arena.map" "$M" || fail "a mount beside a cache directory open to others"
+tree_listing "$M" > /dev/null
+check "the mount warns" grep -q "$XDG_CACHE_HOME/savefs is not this user's own directory (another owner, a link, or open to others): nothing is kept there between mounts" "$M/.savefs/info"
+umount_sv "$M"
+expect_eq "and kept nothing there" "$before" "$(find "$XDG_CACHE_HOME/savefs" -type f | wc -l)"
+chmod 700 "$XDG_CACHE_HOME/savefs"
+
 # ---- credentials in a URL are never said -------------------------------------
 secret_url="http://player:s3cr3t-pw@127.0.0.1:$port"
 M="$TMP/with-password"
