@@ -421,6 +421,10 @@ int sv_zip_data_offset(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *ar
 	return sv_zip_data_offset_in(e, rd, arg, size, h, LOCAL_LEN, off, err);
 }
 
+/* A member larger than this is read a window at a time (or, stored,
+ * straight into its blob), never held twice. */
+#define ZIP_WINDOW (1u << 20)
+
 /* Moves up to UINT_MAX of *left into *avail: zlib counts in uInt. */
 static void take(uInt *avail, uint64_t *left)
 {
@@ -428,8 +432,19 @@ static void take(uInt *avail, uint64_t *left)
 	*left -= *avail;
 }
 
-/* Inflates e's raw deflate data src into exactly e->usize bytes at dst. */
-static int inflate_exact(const struct sv_zip_entry *e, const uint8_t *src, uint8_t *dst,
+/* Where a member's compressed bytes come from: memory (src), or the
+ * reader, a window at a time (a large member is never held twice). */
+struct zin {
+	const uint8_t *src;
+	sv_zip_read_fn rd;
+	void *arg;
+	uint64_t off;
+	uint8_t *win;
+	size_t wsize;
+};
+
+/* Inflates e's raw deflate data into exactly e->usize bytes at dst. */
+static int inflate_exact(const struct sv_zip_entry *e, struct zin *from, uint8_t *dst,
 			 struct sv_err *err)
 {
 	z_stream z;
@@ -439,12 +454,23 @@ static int inflate_exact(const struct sv_zip_entry *e, const uint8_t *src, uint8
 	uint64_t in = e->csize, out = e->usize;
 	uint8_t spare;
 	bool over = false; /* dst is full: output goes to spare, which must stay empty */
-	int zr;
-	z.next_in = (Bytef *)(uintptr_t)src;
+	int zr = Z_OK;
+	z.next_in = (Bytef *)(uintptr_t)from->src;
 	z.next_out = dst;
 	do {
-		if (!z.avail_in)
+		if (!z.avail_in && from->src) {
 			take(&z.avail_in, &in);
+		} else if (!z.avail_in && in) {
+			size_t k = in < from->wsize ? (size_t)in : from->wsize;
+			if (from->rd(from->arg, from->off, from->win, k, err)) {
+				inflateEnd(&z);
+				return err->code ? err->code : -EIO;
+			}
+			from->off += k;
+			in -= k;
+			z.next_in = from->win;
+			z.avail_in = (uInt)k;
+		}
 		if (!z.avail_out) {
 			if (over)
 				break; /* a byte past usize */
@@ -516,7 +542,33 @@ int sv_zip_extract(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *arg,
 	uint64_t off = 0;
 	int rc = 0;
 	struct sv_blob *b = sv_blob_new((size_t)e->usize);
-	if (!b || !(src = malloc((size_t)want))) {
+	if (!b) {
+		rc = sv_err_set(err, -ENOMEM, "zip: out of memory");
+		goto out;
+	}
+	if (e->csize > ZIP_WINDOW) {
+		/* A large member: read straight into its blob (stored), or
+		 * inflated from a window of its compressed bytes: one copy. */
+		if ((rc = sv_zip_data_offset(e, rd, arg, size, &off, err)))
+			goto out;
+		if (off > size || e->csize > size - off) {
+			rc = sv_err_set(err, -EBADMSG, "zip: " NAME ": data at %" PRIu64 "+%" PRIu64
+					" lies past the end of the file", e->name, off, e->csize);
+			goto out;
+		}
+		if (e->method == METHOD_STORED) {
+			rc = rd(arg, off, b->data, b->len, err);
+		} else if (!(src = malloc(ZIP_WINDOW))) {
+			rc = sv_err_set(err, -ENOMEM, "zip: out of memory");
+		} else {
+			struct zin from = {NULL, rd, arg, off, src, ZIP_WINDOW};
+			rc = inflate_exact(e, &from, b->data, err);
+		}
+		if (rc)
+			goto out;
+		goto check;
+	}
+	if (!(src = malloc((size_t)want))) {
 		rc = sv_err_set(err, -ENOMEM, "zip: out of memory");
 		goto out;
 	}
@@ -534,12 +586,15 @@ int sv_zip_extract(const struct sv_zip_entry *e, sv_zip_read_fn rd, void *arg,
 			goto out;
 		data = src;
 	}
-	if (e->method == METHOD_STORED)
+	if (e->method == METHOD_STORED) {
 		memcpy(b->data, data, b->len);
-	else
-		rc = inflate_exact(e, data, b->data, err);
+	} else {
+		struct zin from = {data, NULL, NULL, 0, NULL, 0};
+		rc = inflate_exact(e, &from, b->data, err);
+	}
 	if (rc)
 		goto out;
+check:;
 	uint32_t crc = (uint32_t)crc32_z(0, b->data, b->len);
 	if (crc != e->crc) {
 		rc = sv_err_set(err, -EBADMSG, "zip: " NAME ": CRC mismatch (stored 0x%08" PRIx32

@@ -1759,6 +1759,69 @@ static void test_directory_window(void)
 	sv_buf_fini(&mem);
 }
 
+/* Reads as mem_rd does, noting the largest read and whether one went
+ * straight into the blob being made. */
+struct watched {
+	struct src s;
+	size_t largest;
+	const uint8_t *into;   /* where the read of a whole stored member went */
+	size_t whole;
+};
+
+static int watched_rd(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err)
+{
+	struct watched *w = arg;
+	if (n > w->largest)
+		w->largest = n;
+	if (n == w->whole)
+		w->into = buf;
+	return mem_rd(&w->s, off, buf, n, err);
+}
+
+/* A large member is never held twice: a stored one is read straight into
+ * its blob, a deflated one inflated from a window of its bytes. */
+static void test_large_once(void)
+{
+	size_t n = 3u << 20;
+	uint8_t *data = malloc(n);
+	if (!data)
+		die("malloc");
+	uint64_t x = 88172645463325252ull; /* xorshift: bytes that do not compress */
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		data[i] = (uint8_t)x;
+	}
+	struct sv_buf mem;
+	sv_buf_init(&mem);
+	struct sv_zip_writer w;
+	struct sv_err err = {0};
+	sv_zip_writer_init(&w, -1, &mem);
+	T_INT(0, sv_zip_add(&w, "stored.bin", data, n, true, &err));
+	T_INT(0, sv_zip_add(&w, "deflated.bin", data, n, false, &err));
+	T_INT(0, sv_zip_finish(&w, NULL, 0, &err));
+	sv_zip_writer_fini(&w);
+	struct watched wt = {{mem.p, mem.len}, 0, NULL, n};
+	struct sv_zip z;
+	T_INT(0, sv_zip_open(&z, watched_rd, &wt, mem.len, 10, &err));
+	for (size_t i = 0; i < z.n; i++) {
+		const struct sv_zip_entry *e = &z.e[i];
+		T_OK(e->csize > (1u << 20));
+		wt.largest = 0;
+		wt.into = NULL;
+		struct sv_blob *b = NULL;
+		T_INT(0, sv_zip_extract(e, watched_rd, &wt, mem.len, UINT64_MAX, &b, &err));
+		T_OK(b && b->len == n && !memcmp(b->data, data, n));
+		if (!strcmp(e->name, "stored.bin"))
+			T_OK(b && wt.into == b->data);
+		else
+			T_OK(wt.largest <= (1u << 20));
+		sv_blob_unref(b);
+	}
+	sv_zip_fini(&z);
+	sv_buf_fini(&mem);
+	free(data);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_zip.XXXXXX");
@@ -1777,6 +1840,7 @@ int main(void)
 
 	struct sv_buf z64;
 	test_roundtrip();
+	test_large_once();
 	test_raw();
 	test_members();
 	test_members_order();
