@@ -84,8 +84,7 @@ static bool note_push(struct note **v, size_t *n, size_t *cap, fuse_ino_t parent
  * could never exit: its thread stuck in the kernel keeps the process and
  * the mount, whose readers then hang.  So an entry is invalidated only
  * while its directory has no request here (the wait is the daemon's own,
- * which a kill ends).  A save folder's names are never invalidated: they
- * are kept a second at most (FOLDER_TIMEOUT).
+ * which a kill ends).
  */
 #define BUSY_SLOTS 64
 
@@ -233,7 +232,7 @@ static void on_live(void *arg, sv_id node, sv_id parent, const char *name, bool 
 		return;
 	}
 	enqueue(fs, 0, INO(node), NULL);
-	if (gone && fs->c)
+	if (gone)
 		enqueue(fs, INO(parent), 0, name);
 }
 
@@ -348,9 +347,7 @@ static void publish(struct changes *ch, bool names, fuse_ino_t self)
 		 * added or removed (a directory emptied and gone with it). */
 		if (v->parent != dir)
 			inval_inode(fs, dir = v->parent, false);
-		if (v->name && !fs->c)
-			; /* a folder's names go within FOLDER_TIMEOUT */
-		else if (v->name && names && !fs->one_thread)
+		if (v->name && names && !fs->one_thread)
 			inval_entry(fs, v->parent, v->name);
 		else if (v->name)
 			enqueue(fs, v->parent, 0, v->name);

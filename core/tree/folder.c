@@ -79,6 +79,10 @@ struct entry {
 	int64_t ghost_ns;   /* a container whose file was removed through the
 			     * mount (rm -r's first step): an empty directory
 			     * until it is removed too, or this time (mono) */
+	bool times_set;     /* a container's directory: times a client set
+			     * (touch, tar, rsync), kept while its file is the
+			     * same, as a container's files keep theirs */
+	struct timespec set_mtime, set_atime;
 	char *broken;       /* owned: why the container a format claims it as
 			     * cannot be opened (it passes through as itself),
 			     * or NULL */
@@ -102,8 +106,9 @@ struct slot {
 	char why[SV_ERR_MAX];
 	struct sv_relay *live;  /* owned: its changes outside commits, by id */
 	bool removed;           /* its file was removed through the mount: its
-				 * directories list nothing, and removals in
-				 * it are done (rm -r goes on from there) */
+				 * directories list nothing, and removals in it
+				 * are done (rm -r goes on from there: its
+				 * lookups still find what rm removes) */
 	int64_t guard_ns;       /* a removal of its raw form was refused (rm -r
 				 * of a directory container): removals of its
 				 * entries are refused too until then (mono) */
@@ -555,6 +560,7 @@ static int judge(struct sv_folder *f, uint32_t i)
 	e->st = st;
 	e->judged = true;
 	e->probed = false;
+	e->times_set = false;
 	if (opened)
 		adopt(f, i, opened);
 	return 0;
@@ -1158,10 +1164,6 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		struct sv_container *c;
 		uint32_t node, slot, n;
 		rc = node_fresh(f, dir, &c, &node, &slot);
-		if (!rc && f->s[slot].removed) {
-			put_locked(f, slot);
-			rc = -ENOENT; /* gone with its container's file */
-		}
 		uint32_t meta = rc ? SV_NONE : f->s[slot].meta;
 		uint32_t box = rc ? 0 : f->s[slot].box;
 		pthread_mutex_unlock(&f->lock);
@@ -1214,8 +1216,6 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		uint32_t i = child(f, d, name, &rc);
 		if (i != SV_NONE)
 			*out = i;
-	} else if (f->e[d].kind == E_BOX && f->e[d].ghost_ns) {
-		rc = -ENOENT; /* removed through the mount: empty until its rmdir */
 	} else if (f->e[d].kind == E_BOX) {
 		struct sv_container *c;
 		uint32_t slot, n;
@@ -1311,6 +1311,10 @@ static void entry_stat(struct sv_folder *f, uint32_t i, struct sv_stat *st)
 		return;
 	}
 	real_stat(&e->st, i, e->kind == E_DIR || e->kind == E_BOX, st);
+	if (e->kind == E_BOX && e->times_set) {
+		st->mtime = e->set_mtime;
+		st->atime = e->set_atime;
+	}
 	/* A remote file is read through the tree (it has no descriptor). */
 	st->real = e->kind == E_FILE && !f->remote;
 	st->writable = st->real && changeable(f, i);
@@ -2573,26 +2577,22 @@ void sv_folder_real_written(struct sv_folder *f, sv_id n)
 }
 
 /* Entry n as a place for a change of its attributes (0 and *p), or 1
- * if n is a container's node (or a remote container's root), or -errno.
- * A local container's root is its file (*box then true): its times and
- * owner are the file's, so that tar, cp -a and rsync -a settle. */
-static int attr_place(struct sv_folder *f, sv_id n, struct place *p, bool *box)
+ * if n is a container's node, 2 if it is a container's directory (a box:
+ * its times are kept by the folder while its file is the same, as a
+ * container's files keep theirs; its mode and owner are accepted, not
+ * kept; the file itself is not touched), or -errno. */
+static int attr_place(struct sv_folder *f, sv_id n, struct place *p)
 {
-	*box = false;
 	if (n >> 32)
 		return 1;
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = (uint32_t)n;
 	int rc = i < f->ne ? judge(f, i) : -ENOENT;
 	char *rel = NULL;
-	if (!rc && f->e[i].kind == E_BOX && f->remote)
-		rc = 1; /* the container's root: as its nodes */
+	if (!rc && f->e[i].kind == E_BOX)
+		rc = 2;
 	else if (!rc && f->opts.read_only)
 		rc = -EROFS;
-	else if (!rc && f->e[i].kind == E_BOX && S_ISREG(f->e[i].st.st_mode))
-		*box = true;
-	else if (!rc && f->e[i].kind == E_BOX)
-		rc = 1; /* a directory container: its own directory's times */
 	else if (!rc && !changeable(f, i))
 		rc = f->opts.read_only ? -EROFS : -EPERM;
 	if (!rc && !(rel = strdup(f->e[i].rel)))
@@ -2607,8 +2607,7 @@ int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *ati
 			const struct timespec *mtime)
 {
 	struct place p;
-	bool box;
-	int rc = attr_place(f, n, &p, &box);
+	int rc = attr_place(f, n, &p);
 	if (rc == 1) {
 		struct sv_container *c;
 		uint32_t node, slot;
@@ -2619,6 +2618,21 @@ int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *ati
 		rc = sv_set_times(c, node, atime, mtime);
 		put(f, slot);
 		return rc;
+	}
+	if (rc == 2) {
+		pthread_mutex_lock(&f->lock);
+		struct entry *e = &f->e[(uint32_t)n];
+		if (!e->times_set) {
+			e->set_mtime = e->st.st_mtim;
+			e->set_atime = e->st.st_atim;
+		}
+		if (mtime)
+			e->set_mtime = *mtime;
+		if (atime)
+			e->set_atime = *atime;
+		e->times_set = true;
+		pthread_mutex_unlock(&f->lock);
+		return 0;
 	}
 	if (rc)
 		return rc;
@@ -2632,14 +2646,11 @@ int sv_folder_set_times(struct sv_folder *f, sv_id n, const struct timespec *ati
 int sv_folder_set_mode(struct sv_folder *f, sv_id n, uint32_t mode)
 {
 	struct place p;
-	bool box;
-	int rc = attr_place(f, n, &p, &box);
+	int rc = attr_place(f, n, &p);
 	if (rc)
-		return rc == 1 ? 0 : rc;
+		return rc == 1 || rc == 2 ? 0 : rc;
 	struct stat st;
-	if (box)
-		rc = 0; /* a container's file keeps its own (it shows as a directory) */
-	else if (fstatat(p.at, p.leaf, &st, AT_SYMLINK_NOFOLLOW))
+	if (fstatat(p.at, p.leaf, &st, AT_SYMLINK_NOFOLLOW))
 		rc = -errno;
 	else if (S_ISLNK(st.st_mode))
 		rc = -EOPNOTSUPP; /* a link has no mode of its own */
@@ -2652,10 +2663,9 @@ int sv_folder_set_mode(struct sv_folder *f, sv_id n, uint32_t mode)
 int sv_folder_set_owner(struct sv_folder *f, sv_id n, uint32_t uid, uint32_t gid)
 {
 	struct place p;
-	bool box;
-	int rc = attr_place(f, n, &p, &box);
+	int rc = attr_place(f, n, &p);
 	if (rc)
-		return rc == 1 ? 0 : rc;
+		return rc == 1 || rc == 2 ? 0 : rc;
 	rc = fchownat(p.at, p.leaf, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 	place_close(&p);
 	return rc;
