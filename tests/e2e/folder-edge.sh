@@ -175,6 +175,22 @@ expect_same_file "the container moved over the other" "$TMP/b.orig" "$F/maps/a.m
 expect_same_file "and shows its own tree" <(sv cat "$TMP/b.orig" map/game.png) "$M/maps/a.map/map/game.png"
 "$MKDATAFILE" map "$F/maps/b.map" --seed 2 > /dev/null || die mkdatafile
 
+# ---- a copy of a container within the folder, as the README says -----------------------
+cp "$M/maps/a.map/.savefs/container" "$M/maps/dup.map" || fail "cp NAME/.savefs/container NEW"
+expect_same_file "the copy is the container's file" "$F/maps/a.map" "$F/maps/dup.map"
+expect_eq "and shows as a container" "directory" "$(stat -c %F "$M/maps/dup.map")"
+rm -r "$M/maps/dup.map" || fail "rm -r of the copy"
+
+# ---- gio trash: in the folder's own directories, not inside a container ------------------
+echo note > "$F/maps/note.txt"
+gio trash "$M/maps/note.txt" || fail "gio trash of a file in the folder"
+check "trashed into the real folder's .Trash" test -f "$F/.Trash-$(id -u)/files/note.txt"
+check "and gone from its place" test ! -e "$F/maps/note.txt"
+gio trash "$M/maps/a.map/map/settings.cfg" 2> /dev/null
+expect_eq "gio trash inside a container is refused" 1 "$?"
+check "and the view stays" test -f "$M/maps/a.map/map/settings.cfg"
+rm -rf "$F/.Trash-$(id -u)"
+
 # ---- times of the folder and of a container's directory ---------------------------------
 touch -d '2001-02-03 04:05:06 UTC' "$M/maps/b.map" || fail "touch -d of a container's directory"
 expect_eq "a container's directory keeps its time (the file's own untouched)" \
