@@ -61,18 +61,14 @@ static void layout(char *o, bool neg, const char *digits, size_t nd, int x)
 	*o = '\0';
 }
 
-/* 10^n for n <= 38. */
+/* 10^n for n <= 38 (a few multiplications: no table to make, and none to
+ * share between threads). */
 static sv_u128 pow10_u128(int n)
 {
-	static sv_u128 t[39];
-	static bool made;
-	if (!__atomic_load_n(&made, __ATOMIC_ACQUIRE)) {
-		sv_u128 v = 1;
-		for (int i = 0; i < 39; i++, v *= 10)
-			t[i] = v;
-		__atomic_store_n(&made, true, __ATOMIC_RELEASE);
-	}
-	return t[n];
+	sv_u128 v = 1;
+	while (n-- > 0)
+		v *= 10;
+	return v;
 }
 
 /* The shortest digits of v = m / 2^k (0 <= k <= 68) in exact integer
