@@ -79,8 +79,7 @@ void sv_release(struct sv_container *c, uint32_t n)
 static int sv_lookup_new(struct sv_container *c, uint32_t dir, const char *name, uint32_t *out,
 			 bool hold)
 {
-	pthread_rwlock_unlock(&c->lock);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_lock_upgrade(c);
 	int rc = -ENOENT;
 	if (sv_live(c, dir) && !c->broken) {
 		*out = sv_make_entry(c, dir, name);
@@ -88,8 +87,7 @@ static int sv_lookup_new(struct sv_container *c, uint32_t dir, const char *name,
 		if (!rc && hold)
 			__atomic_add_fetch(&c->nodes[*out].held, 1, __ATOMIC_ACQ_REL);
 	}
-	pthread_rwlock_unlock(&c->lock);
-	pthread_rwlock_rdlock(&c->lock);
+	sv_lock_downgrade(c);
 	return rc;
 }
 
@@ -355,8 +353,7 @@ static int readdir_(struct sv_container *c, uint32_t dir, uint64_t from, sv_dir_
 		    c->fmt->lookup) {
 			/* Made entries change the table: the write lock, and
 			 * the directory looked at again under it. */
-			pthread_rwlock_unlock(&c->lock);
-			pthread_rwlock_wrlock(&c->lock);
+			sv_lock_upgrade(c);
 			make = !c->broken;
 		} else {
 			make = false;

@@ -32,12 +32,68 @@
  *   tree/     what a client opens at a location: tree.c (a container, or
  *             a folder), folder.c (a save folder of containers)
  *
- * Locking: `lock` is a read-write lock.  Lookups, stats, reads and the
- * formats' load() run under the read lock; anything that changes the node
- * table, a pending edit or the format state (edits, create, unlink,
- * rename, commit) takes the write lock.  The log has its own mutex so that
- * it can be written from under either.  The cache has its own mutex.
- * Every function declared here expects the lock as its comment says.
+ * Locks.  Every lock of the daemon, outermost first: a thread holding one
+ * takes only locks below it in this table, never one above (ThreadSanitizer
+ * in `meson test` over the threaded suites checks the orders it sees).
+ *
+ *   lock                  where           guards
+ *   fs->open_lock         fs/fs.h         the list of open files (alone: nothing
+ *                                         is called under it)
+ *   sv_folder.lock        tree/folder.c   a folder's entry table, container slots,
+ *                                         kept sources, its log; released around
+ *                                         a container's open and any call into a
+ *                                         container but sv_container_idle()
+ *                                         (a try-lock) and its close
+ *   sv_container.lock     internal.h      read-write: lookups, stats, reads and a
+ *                                         format's load() under the read lock;
+ *                                         anything that changes the node table, a
+ *                                         pending edit or the format's state
+ *                                         (edits, commits, re-index) under the
+ *                                         write lock
+ *   format locks          fmt/            taken under the container's lock, read or
+ *                                         write, and holding nothing of the core:
+ *                                         nethack det_lock, scan_lock, st_lock;
+ *                                         recording cur_lock; starbound cel_lock
+ *   ld_lock               load.c          loads under way (waiters sleep on ld_cond;
+ *                                         the load itself runs without it)
+ *   pf_lock               prefetch.c      the read-ahead queue; its worker drops it
+ *                                         before taking the container's read lock
+ *   fp_lock               guard.c         the fingerprint's result (its worker holds
+ *                                         nothing else)
+ *   http lock             source/http.c   a remote object's idle handles, next block,
+ *                                         window (never held over a request)
+ *   dirs_lock             source/http.c   the time a store's prefixes show
+ *   store lock            cache.c         the decoded-data cache (a leaf)
+ *   tab lock              tab.c           the arrays that left the heap (a leaf)
+ *   log_lock              log.c           the container's log ring (a leaf: written
+ *                                         from under any lock above)
+ *   fs_notify.lock        fs/ops.c        the kernel notifications queued, the busy
+ *                                         guard's counts (a leaf: taken from the
+ *                                         core's change callbacks, under the
+ *                                         container's or the folder's lock)
+ *   fh lock               fs/ops.c        one open file's big blob (a leaf)
+ *
+ * Read to write: the read lock cannot become the write lock in place.
+ * sv_lock_upgrade() drops the read lock and takes the write lock, and
+ * sv_lock_downgrade() goes back; another writer may run in between, so a
+ * caller looks again, under the new lock, at everything it saw before
+ * (sv_live() of its node, flags, pointers into the node table, nnodes).
+ *
+ * Atomics, outside any lock, in three patterns:
+ *   published once  a value made by whichever reader needs it first (a
+ *                   node's lazy size and digest, a format's table, a
+ *                   failure remembered): its fields stored, then its flag
+ *                   (sized, dstate, failed, scanned, detailed) with a
+ *                   release store; a reader that sees the flag with an
+ *                   acquire load sees the fields.  A commit clears the flag
+ *                   under the write lock.
+ *   counts          a node's held, opens and drops; a blob's refs (acq_rel
+ *                   on the last drop, which frees it); a source's failures
+ *                   (release, read with acquire).
+ *   statistics      requests, bytes, reads and hits shown in /.savefs/info:
+ *                   relaxed, exact only when nothing runs.
+ * A remote object's `changed` (a 412 seen) is a published flag too: set by
+ * the read that met it, cleared by the reopen under the write lock.
  */
 #ifndef SV_INTERNAL_H
 #define SV_INTERNAL_H
@@ -45,6 +101,11 @@
 #include "format.h"
 
 #include <sys/stat.h>
+
+/* The write lock in place of the read lock c's caller holds, and back
+ * (see "Read to write" above: not atomic; look again after either). */
+static inline void sv_lock_upgrade(struct sv_container *c);
+static inline void sv_lock_downgrade(struct sv_container *c);
 
 /* ---- nodes: the core's own fields and state ---- */
 
@@ -256,6 +317,18 @@ struct sv_container {
 	char *log[LOG_LINES];
 	size_t log_next, log_count;
 };
+
+static inline void sv_lock_upgrade(struct sv_container *c)
+{
+	pthread_rwlock_unlock(&c->lock);
+	pthread_rwlock_wrlock(&c->lock);
+}
+
+static inline void sv_lock_downgrade(struct sv_container *c)
+{
+	pthread_rwlock_unlock(&c->lock);
+	pthread_rwlock_rdlock(&c->lock);
+}
 
 
 /* Node numbers a commit or a direct write changed, for the client. */

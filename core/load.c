@@ -82,8 +82,7 @@ int sv_expand(struct sv_container *c, uint32_t dir)
 		return -EIO; /* its entries could not be read */
 	if (!(c->nodes[dir].flags & SV_N_LAZYDIR))
 		return 0;
-	pthread_rwlock_unlock(&c->lock);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_lock_upgrade(c);
 	int rc = 0;
 	struct sv_inode *d = &c->nodes[dir];
 	if (sv_live(c, dir) && (d->flags & SV_N_LAZYDIR)) {
@@ -98,8 +97,7 @@ int sv_expand(struct sv_container *c, uint32_t dir)
 	}
 	if (dir < c->nnodes && (c->nodes[dir].flags & SV_N_BAD))
 		rc = -EIO;
-	pthread_rwlock_unlock(&c->lock);
-	pthread_rwlock_rdlock(&c->lock);
+	sv_lock_downgrade(c);
 	return rc;
 }
 

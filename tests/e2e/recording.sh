@@ -34,7 +34,7 @@ need_samples
 command -v zstd > /dev/null || skip "zstd is not installed"
 RCDECODE="$SRC_ROOT/tests/tools/rcdecode.py"
 R="$SAMPLES/recording"
-[ -d "$R" ] || skip "$R not found"
+[ -d "$R" ] || skip_samples "$R not found"
 COMP="$R/SYNTHETIC-compacted.hcrp"
 
 SEG="$R/SYNTHETIC-segmented"

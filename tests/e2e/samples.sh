@@ -16,7 +16,7 @@ need_python
 need_samples
 shopt -s nullglob
 maps=("$SAMPLES"/teeworlds/*.map)
-[ "${#maps[@]}" -gt 0 ] || skip "no $SAMPLES/teeworlds/*.map"
+[ "${#maps[@]}" -gt 0 ] || skip_samples "no $SAMPLES/teeworlds/*.map"
 
 n=0
 for src in "${maps[@]}"; do
