@@ -1,11 +1,11 @@
 /*
  * source/source.h - where a container's bytes come from.
  *
- * A source is one place a container lives: a file, or a directory of
- * member files (a recording still being written).  The next ones are an
- * object in a store and a folder of containers; each is one
- * implementation of struct sv_source_ops in this folder, and nothing
- * else in the core knows which one it has.
+ * A source is one place a container lives: a file, a directory of member
+ * files (a recording still being written), an object on an HTTP server or
+ * in an S3 store, or a prefix of a store (a segmented recording's
+ * members); each is one implementation of struct sv_source_ops in this
+ * folder, and nothing else in the core knows which one it has.
  *
  * What a source answers:
  *   - its bytes: pread of exactly n bytes at an offset, checked against
@@ -141,15 +141,15 @@ struct sv_source_ops {
 	/* How often a followed container of this source is polled, in ms
 	 * (0: every 200 ms). */
 	unsigned follow_ms;
+	/* Ranges the container will read soon (sv_container_hint): a
+	 * remote source fetches those it does not hold together.  NULL:
+	 * nothing to gain. */
+	void (*hint)(struct sv_source *s, const struct sv_range *r, size_t n);
 	/* A remote object found changed since it was read (a 412 to a
 	 * read: the read failed, nothing of the new one read): the container
 	 * reads it again, after reopen() took its new first block and
 	 * identity and dropped what was held of the old one.  Polled (a flag,
 	 * no request); NULL: never. */
-	/* Ranges the container will read soon (sv_container_hint): a
-	 * remote source fetches those it does not hold together.  NULL:
-	 * nothing to gain. */
-	void (*hint)(struct sv_source *s, const struct sv_range *r, size_t n);
 	bool (*stale)(struct sv_source *s);
 	int (*reopen)(struct sv_source *s, struct sv_err *err);
 	/* What the disk cache keeps of it is dropped (an open that failed on

@@ -5,8 +5,10 @@
  *
  * Ids: an entry of the folder's own (a real directory, a file that passes
  * through, a claimed entry, a container's raw bytes) is its index in the
- * entry table, below 2^32; a node of a container is (slot + 1) << 32 | its
- * node number, except the container's root, which is its claimed entry.
+ * entry table, below 2^32; a node of a container is its slot's epoch (9
+ * bits: which container opened in the slot) << 54 | (slot + 1) << 32 |
+ * its node number (tree.h, sv_slot_id), except the container's root, which
+ * is its claimed entry.
  * A container's raw bytes are NAME/.savefs/container: a file beside the
  * container's own /.savefs/ files, the same for every format.
  *
@@ -38,7 +40,9 @@
  * told to the client (live_fn), which drops what the kernel holds of it.
  *
  * Locking: `lock` guards the tables; a container's calls run outside it
- * (the container has its own locks), and so do the callers' callbacks.
+ * (the container has its own locks) but its close and sv_container_idle()
+ * (a try-lock), and so do the callers' callbacks but live_fn, which only
+ * queues (internal.h's lock table).
  */
 #include "tree.h"
 
