@@ -648,11 +648,13 @@ static int take_options(const char *list, char **format_opts, bool *noindex)
 			/* an empty option (a,,b): nothing */
 		} else if (!strcmp(kv, "noindex")) {
 			*noindex = true;
-		} else if (sv_s3_option(kv, k)) {
+		} else if (sv_source_option(kv, k)) {
 			struct sv_err err;
 			sv_err_clear(&err);
-			if (sv_s3_option_set(kv, &err))
+			if (sv_source_option_check(kv, &err))
 				status = usage_error(err.msg);
+			else if (sv_format_opts_add(format_opts, kv))
+				status = SV_EXIT_FAIL;
 		} else if (kv[k] != '=' || !sv_format_option(kv, k)) {
 			status = usage_error("the commands take only the formats' options "
 					     "(-o events=NAME), the S3 options (-o s3_endpoint=URL...) "

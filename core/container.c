@@ -195,12 +195,12 @@ const struct sv_format *sv_sniff_source(struct sv_source *src)
 	return fmt;
 }
 
-const struct sv_format *sv_sniff(const char *path, int *why)
+const struct sv_format *sv_sniff(const char *path, const char *opts, int *why)
 {
 	struct sv_source *src = NULL;
 	struct sv_err err;
 	int ro = 0;
-	*why = sv_source_open(path, true, &src, &ro, &err);
+	*why = sv_source_open(path, opts, true, &src, &ro, &err);
 	if (*why)
 		return NULL;
 	const struct sv_format *fmt = sv_sniff_source(src);
@@ -303,7 +303,7 @@ static int open_as(const char *path, const struct sv_format *fmt, const struct s
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	c->fmt = fmt;
 	int why = 0; /* why a read-write open was refused */
-	int rc = sv_source_open(path, opts->read_only, &c->src, &why, err);
+	int rc = sv_source_open(path, opts->format_opts, opts->read_only, &c->src, &why, err);
 	if (rc) {
 		sv_container_free(c);
 		return rc;

@@ -460,7 +460,7 @@ void sv_pf_stop(struct sv_container *c);
 /* The format that claims what is at path by its content (a file's first
  * bytes, a directory's members), opening nothing but its source; NULL if
  * none (then *why is 0, or the -errno that kept it from being looked at). */
-const struct sv_format *sv_sniff(const char *path, int *why);
+const struct sv_format *sv_sniff(const char *path, const char *opts, int *why);
 /* The same of a source opened (kept open). */
 const struct sv_format *sv_sniff_source(struct sv_source *src);
 /* The container of a source already opened (taken, freed on failure)

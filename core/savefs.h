@@ -50,9 +50,11 @@ struct sv_opts {
 			       * version (formats that have several) */
 	unsigned max_open;    /* a save folder: containers held open at once
 			       * (default 16); idle ones close past it */
-	const char *format_opts; /* the formats' own options, "key=value,..."
-				  * (keys a format lists in its `options`:
-				  * events=builtin for recordings); NULL: none */
+	const char *format_opts; /* the formats' and the locations' own
+				  * options, "key=value,..." (keys a format
+				  * lists in its `options`, events=builtin for
+				  * recordings; keys a kind of source lists,
+				  * s3_endpoint=URL); NULL: none */
 	struct sv_cache *cache;  /* a cache to share (a folder's, for all its
 				  * containers: one cap), or NULL: its own */
 	bool in_folder;          /* a save folder's container (read again when
@@ -96,12 +98,12 @@ bool sv_format_option(const char *key, size_t len);
 /* Appends "key=value" to *opts (a comma-separated list the caller owns,
  * freed with free()).  0 or -ENOMEM. */
 int sv_format_opts_add(char **opts, const char *kv);
-/* True if `key` is an option of S3 locations (s3_endpoint, s3_region,
- * s3_profile, s3_path_style, s3_part_size); sv_s3_option_set takes one
- * "key=value" for every later open in the process (0, or -EINVAL with the
- * reason).  Set before any container opens. */
-bool sv_s3_option(const char *key, size_t len);
-int sv_s3_option_set(const char *kv, struct sv_err *err);
+/* True if some kind of location takes the option `key` (an S3 store's
+ * s3_endpoint, ...: the sources' table), so that a client passes it on in
+ * format_opts too; sv_source_option_check checks one "key=value" (0, or
+ * -EINVAL with the reason) before it is passed on. */
+bool sv_source_option(const char *key, size_t len);
+int sv_source_option_check(const char *kv, struct sv_err *err);
 
 /*
  * Opens the container at path: sniffs the format (unless opts->format),

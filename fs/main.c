@@ -69,15 +69,16 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		size_t k = strcspn(arg, "=");
 		if (arg[k] == '=' && sv_format_option(arg, k))
 			return sv_format_opts_add(&cl->format_opts, arg) ? -1 : 0;
-		if (sv_s3_option(arg, k)) {
-			/* Where S3 locations are, and how they are asked. */
+		if (sv_source_option(arg, k)) {
+			/* An option of a kind of location: checked now, and
+			 * passed on as the formats' are. */
 			struct sv_err err;
 			sv_err_clear(&err);
-			if (sv_s3_option_set(arg, &err)) {
+			if (sv_source_option_check(arg, &err)) {
 				snprintf(fuse_said, sizeof fuse_said, "%s", err.msg);
 				return -1;
 			}
-			return 0;
+			return sv_format_opts_add(&cl->format_opts, arg) ? -1 : 0;
 		}
 		return 1;
 	}
@@ -205,7 +206,7 @@ static int mount_point(const char *given, char **out)
 }
 
 /* The index of the command (ls, cat, extract, info) when options come
- * before it (savefs -o s3_profile=p info LOCATION), or 0. */
+ * before it (savefs -o noindex info LOCATION), or 0. */
 static int verb_after_options(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {

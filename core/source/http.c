@@ -2265,13 +2265,13 @@ int sv_source_open_http(const char *url, bool read_only, struct sv_source **out,
 	return open_remote(url, url, NULL, true, out, err);
 }
 
-int sv_source_open_s3(const char *location, bool read_only, struct sv_source **out, int *why,
-		      struct sv_err *err)
+int sv_source_open_s3(const char *location, const char *opts, bool read_only,
+		      struct sv_source **out, int *why, struct sv_err *err)
 {
 	*out = NULL;
 	*why = 0;
 	struct sv_s3_place place;
-	int rc = sv_s3_place(location, &place, err);
+	int rc = sv_s3_place(location, opts, &place, err);
 	if (rc)
 		return rc;
 	if (!place.key[0] || place.key[strlen(place.key) - 1] == '/')

@@ -17,70 +17,99 @@
 #include <strings.h>
 #include <time.h>
 
-/* What -o s3_* set (before any thread: the command line's parse). */
-static struct {
-	char *endpoint, *region, *profile;
+/* The options of S3 locations (the source table's, source.c): where the
+ * store is and how it is asked.  Each open reads them from the options it
+ * was given; nothing is kept between opens. */
+const char *const sv_s3_options[] = {"s3_endpoint", "s3_region", "s3_profile", "s3_path_style",
+				     "s3_part_size", NULL};
+
+struct s3_opts {
+	char endpoint[1024], region[128], profile[64];
 	int path_style;   /* -1: unset */
 	uint64_t part;    /* 0: unset */
-} opt = {NULL, NULL, NULL, -1, 0};
+};
 
-static const char *const opt_keys[] = {"s3_endpoint", "s3_region", "s3_profile",
-				       "s3_path_style", "s3_part_size"};
-
-bool sv_s3_option(const char *kv, size_t klen)
+/* One "key=value" (value `vlen` bytes) checked and, if `o`, taken into o:
+ * 0, or -EINVAL with the reason. */
+static int s3_option(const char *kv, size_t k, const char *v, size_t vlen, struct s3_opts *o,
+		     struct sv_err *err)
 {
-	for (size_t i = 0; i < sizeof opt_keys / sizeof *opt_keys; i++)
-		if (strlen(opt_keys[i]) == klen && !strncmp(kv, opt_keys[i], klen))
-			return true;
-	return false;
-}
-
-static int set_str(char **dst, const char *v)
-{
-	char *d = strdup(v);
-	if (!d)
-		return -ENOMEM;
-	free(*dst);
-	*dst = d;
+	if (!vlen)
+		return sv_err_set(err, -EINVAL, "-o %.*s: a value is needed (%.*s=...)", (int)k, kv,
+				  (int)k, kv);
+	char val[1024];
+	if (vlen >= sizeof val)
+		return sv_err_set(err, -EINVAL, "-o %.*s: the value is too long", (int)k, kv);
+	memcpy(val, v, vlen);
+	val[vlen] = '\0';
+	char *dst = NULL;
+	size_t cap = 0;
+	if (k == 11 && !strncmp(kv, "s3_endpoint", k)) {
+		if (strncasecmp(val, "http://", 7) && strncasecmp(val, "https://", 8))
+			return sv_err_set(err, -EINVAL, "-o s3_endpoint=%s: not an http:// or "
+					  "https:// URL", val);
+		dst = o ? o->endpoint : NULL, cap = sizeof o->endpoint;
+	} else if (k == 9 && !strncmp(kv, "s3_region", k)) {
+		dst = o ? o->region : NULL, cap = sizeof o->region;
+	} else if (k == 10 && !strncmp(kv, "s3_profile", k)) {
+		dst = o ? o->profile : NULL, cap = sizeof o->profile;
+	} else if (k == 13 && !strncmp(kv, "s3_path_style", k)) {
+		if (strcmp(val, "0") && strcmp(val, "1"))
+			return sv_err_set(err, -EINVAL, "-o s3_path_style=%s: 1 (path-style URLs) "
+					  "or 0 (the bucket in the host name)", val);
+		if (o)
+			o->path_style = val[0] == '1';
+		return 0;
+	} else if (k == 12 && !strncmp(kv, "s3_part_size", k)) {
+		uint64_t n;
+		if (sv_parse_size(val, &n) || n < (5u << 20) || n > (5ull << 30))
+			return sv_err_set(err, -EINVAL, "-o s3_part_size=%s: a size from 5M to 5G "
+					  "(an S3 multipart upload's part)", val);
+		if (o)
+			o->part = n;
+		return 0;
+	} else {
+		return sv_err_set(err, -EINVAL, "-o %.*s: not an S3 option", (int)k, kv);
+	}
+	if (vlen >= cap)
+		return sv_err_set(err, -EINVAL, "-o %.*s: the value is too long", (int)k, kv);
+	if (dst)
+		memcpy(dst, val, vlen + 1);
 	return 0;
 }
 
-int sv_s3_option_set(const char *kv, struct sv_err *err)
+int sv_s3_option_check(const char *kv, struct sv_err *err)
 {
 	const char *eq = strchr(kv, '=');
-	if (!eq || !eq[1])
-		return sv_err_set(err, -EINVAL, "-o %s: a value is needed (%s=...)", kv, kv);
-	size_t k = (size_t)(eq - kv);
-	const char *v = eq + 1;
-	int rc = 0;
-	if (k == 11 && !strncmp(kv, "s3_endpoint", k)) {
-		if (strncasecmp(v, "http://", 7) && strncasecmp(v, "https://", 8))
-			return sv_err_set(err, -EINVAL, "-o %s: not an http:// or https:// URL", kv);
-		rc = set_str(&opt.endpoint, v);
-	} else if (k == 9 && !strncmp(kv, "s3_region", k)) {
-		rc = set_str(&opt.region, v);
-	} else if (k == 10 && !strncmp(kv, "s3_profile", k)) {
-		rc = set_str(&opt.profile, v);
-	} else if (k == 13 && !strncmp(kv, "s3_path_style", k)) {
-		if (strcmp(v, "0") && strcmp(v, "1"))
-			return sv_err_set(err, -EINVAL, "-o %s: 1 (path-style URLs) or 0 "
-					  "(the bucket in the host name)", kv);
-		opt.path_style = v[0] == '1';
-	} else if (k == 12 && !strncmp(kv, "s3_part_size", k)) {
-		uint64_t n;
-		if (sv_parse_size(v, &n) || n < (5u << 20) || n > (5ull << 30))
-			return sv_err_set(err, -EINVAL, "-o %s: a size from 5M to 5G (an S3 "
-					  "multipart upload's part)", kv);
-		opt.part = n;
-	} else {
-		return sv_err_set(err, -EINVAL, "-o %s: not an S3 option", kv);
-	}
-	return rc ? sv_err_set(err, rc, "out of memory") : 0;
+	size_t k = eq ? (size_t)(eq - kv) : strlen(kv);
+	return s3_option(kv, k, eq ? eq + 1 : "", eq ? strlen(eq + 1) : 0, NULL, err);
 }
 
 bool sv_source_is_s3(const char *path)
 {
 	return !strncmp(path, "s3://", 5);
+}
+
+/* The S3 options among `opts` ("key=value,...", anyone's; the last one
+ * given counts): 0, or -EINVAL. */
+static int s3_opts_read(const char *opts, struct s3_opts *o, struct sv_err *err)
+{
+	memset(o, 0, sizeof *o);
+	o->path_style = -1;
+	for (const char *p = opts; p && *p;) {
+		size_t n = strcspn(p, ",");
+		size_t k = strcspn(p, "=");
+		if (k < n) {
+			for (const char *const *key = sv_s3_options; *key; key++)
+				if (strlen(*key) == k && !memcmp(*key, p, k)) {
+					int rc = s3_option(p, k, p + k + 1, n - k - 1, o, err);
+					if (rc)
+						return rc;
+				}
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
 }
 
 /* ---- the AWS files ------------------------------------------------------------ */
@@ -198,9 +227,14 @@ static int place_fail(struct sv_s3_place *p, int rc, struct sv_err *err)
 	return rc;
 }
 
-int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err)
+int sv_s3_place(const char *location, const char *opts, struct sv_s3_place *p,
+		struct sv_err *err)
 {
 	memset(p, 0, sizeof *p);
+	struct s3_opts opt;
+	int orc = s3_opts_read(opts, &opt, err);
+	if (orc)
+		return orc;
 	const char *b = location + 5, *slash = strchr(b, '/');
 	size_t blen = slash ? (size_t)(slash - b) : strlen(b);
 	bool bad = blen == 0 || blen > 63;
@@ -217,7 +251,7 @@ int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err)
 
 	/* The profile: named on the command line or in the environment, then
 	 * it must exist; else "default", if it does. */
-	const char *named = opt.profile ? opt.profile : getenv("AWS_PROFILE");
+	const char *named = opt.profile[0] ? opt.profile : getenv("AWS_PROFILE");
 	if (named && !*named)
 		named = NULL;
 	const char *profile = named ? named : "default";
@@ -228,7 +262,7 @@ int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err)
 	/* Credentials: the environment's, unless a profile is named on the
 	 * command line; then the profile's; else none (an anonymous read). */
 	const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
-	if (!opt.profile && ak && *ak && sk && *sk) {
+	if (!opt.profile[0] && ak && *ak && sk && *sk) {
 		const char *tok = getenv("AWS_SESSION_TOKEN");
 		p->user = strdup(ak);
 		p->secret = strdup(sk);
@@ -257,7 +291,7 @@ int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err)
 	}
 
 	/* The region and the endpoint. */
-	const char *region = opt.region ? opt.region : getenv("AWS_REGION");
+	const char *region = opt.region[0] ? opt.region : getenv("AWS_REGION");
 	if (!region || !*region)
 		region = getenv("AWS_DEFAULT_REGION");
 	char rbuf[128];
@@ -272,7 +306,7 @@ int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err)
 	}
 	memcpy(p->region, region, strlen(region) + 1);
 	snprintf(p->sigv4, sizeof p->sigv4, "aws:amz:%s:s3", p->region);
-	const char *endpoint = opt.endpoint ? opt.endpoint : getenv("AWS_ENDPOINT_URL_S3");
+	const char *endpoint = opt.endpoint[0] ? opt.endpoint : getenv("AWS_ENDPOINT_URL_S3");
 	if (!endpoint || !*endpoint)
 		endpoint = getenv("AWS_ENDPOINT_URL");
 	char ebuf[1024];

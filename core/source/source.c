@@ -35,15 +35,37 @@ static struct sv_source *source_new(const struct sv_source_ops *ops, char *path,
 	return s;
 }
 
-int sv_source_open(const char *path, bool read_only, struct sv_source **out, int *why,
-		   struct sv_err *err)
+static const struct sv_source_kind s3_kind = {"s3", sv_s3_options, sv_s3_option_check};
+const struct sv_source_kind *const sv_source_kinds[] = {&s3_kind, NULL};
+
+bool sv_source_option(const char *key, size_t len)
+{
+	for (size_t i = 0; sv_source_kinds[i]; i++)
+		for (const char *const *o = sv_source_kinds[i]->options; o && *o; o++)
+			if (strlen(*o) == len && !memcmp(*o, key, len))
+				return true;
+	return false;
+}
+
+int sv_source_option_check(const char *kv, struct sv_err *err)
+{
+	size_t k = strcspn(kv, "=");
+	for (size_t i = 0; sv_source_kinds[i]; i++)
+		for (const char *const *o = sv_source_kinds[i]->options; o && *o; o++)
+			if (strlen(*o) == k && !memcmp(*o, kv, k))
+				return sv_source_kinds[i]->check(kv, err);
+	return sv_err_set(err, -EINVAL, "-o %s: no location takes it", kv);
+}
+
+int sv_source_open(const char *path, const char *opts, bool read_only, struct sv_source **out,
+		   int *why, struct sv_err *err)
 {
 	*out = NULL;
 	*why = 0;
 	if (sv_source_is_url(path))
 		return sv_source_open_http(path, read_only, out, why, err);
 	if (sv_source_is_s3(path))
-		return sv_source_open_s3(path, read_only, out, why, err);
+		return sv_source_open_s3(path, opts, read_only, out, why, err);
 	char *real = realpath(path, NULL);
 	if (!real)
 		return sv_err_set(err, -errno, "%s: %s", path, strerror(errno));

@@ -239,12 +239,24 @@ struct sv_source {
 
 /*
  * Opens what is at path: a directory as a directory source, anything else
- * as a file.  Read-write unless read_only or the place cannot be written;
- * then *why is the errno that made it read-only (0 if asked).  0, or
- * -errno with the reason.
+ * as a file, a URL or an s3:// location as a remote source.  `opts` are
+ * the options given ("key=value,...", anyone's: each kind of source takes
+ * those its table names, sv_source_kinds).  Read-write unless read_only or
+ * the place cannot be written; then *why is the errno that made it
+ * read-only (0 if asked).  0, or -errno with the reason.
  */
-int sv_source_open(const char *path, bool read_only, struct sv_source **out, int *why,
-		   struct sv_err *err);
+int sv_source_open(const char *path, const char *opts, bool read_only, struct sv_source **out,
+		   int *why, struct sv_err *err);
+
+/* The kinds of source that take options of their own, as formats do
+ * (sv_format.options): the keys, and a check of one "key=value" (0, or
+ * -EINVAL with the reason).  NULL-terminated. */
+struct sv_source_kind {
+	const char *name;
+	const char *const *options;
+	int (*check)(const char *kv, struct sv_err *err);
+};
+extern const struct sv_source_kind *const sv_source_kinds[];
 /* How many reads failed for the host's sake so far: a failure while it
  * grew is not remembered against an entry. */
 uint64_t sv_source_failures(const struct sv_source *s);
@@ -257,8 +269,11 @@ int sv_source_open_http(const char *url, bool read_only, struct sv_source **out,
 /* An object in an S3 store, s3://BUCKET/KEY (http.c): read by range,
  * written whole with If-Match; or a prefix, s3://BUCKET/PREFIX/ (or the
  * bucket, s3://BUCKET/): a directory of member objects. */
-int sv_source_open_s3(const char *location, bool read_only, struct sv_source **out, int *why,
-		      struct sv_err *err);
+int sv_source_open_s3(const char *location, const char *opts, bool read_only,
+		      struct sv_source **out, int *why, struct sv_err *err);
+/* S3 locations' options (s3.c): their keys, and one checked. */
+extern const char *const sv_s3_options[];
+int sv_s3_option_check(const char *kv, struct sv_err *err);
 
 /* Where an S3 object is, and with what credentials (s3.c). */
 #define SV_S3_PART (16ull << 20) /* an upload's part; larger objects go in parts */
@@ -282,7 +297,8 @@ bool sv_source_is_s3(const char *path);
  * environment (AWS_ENDPOINT_URL[_S3], AWS_REGION, AWS_DEFAULT_REGION,
  * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
  * AWS_PROFILE), then ~/.aws/credentials and ~/.aws/config. */
-int sv_s3_place(const char *location, struct sv_s3_place *p, struct sv_err *err);
+int sv_s3_place(const char *location, const char *opts, struct sv_s3_place *p,
+		struct sv_err *err);
 void sv_s3_place_fini(struct sv_s3_place *p);
 /* Appends s percent-encoded as S3 signs it: every byte but the unreserved
  * ones, and but '/' if slash (a key in a path; a query's value encodes

@@ -383,7 +383,7 @@ static const struct sv_format *judge_local(struct sv_folder *f, const char *path
 	int why = 0;
 	if (!path_is_real(path))
 		return NULL;
-	const struct sv_format *fmt = sv_sniff(path, &why);
+	const struct sv_format *fmt = sv_sniff(path, f->opts.format_opts, &why);
 	if (!fmt)
 		return NULL;
 	struct sv_container *c = NULL;
@@ -420,10 +420,10 @@ static const struct sv_format *judge_by_name(const char *name, const struct stat
 
 /* A remote directory judged by its members (a segmented recording under a
  * prefix): the format that claims it, or NULL (lock not held). */
-static const struct sv_format *judge_remote_dir(const char *path)
+static const struct sv_format *judge_remote_dir(struct sv_folder *f, const char *path)
 {
 	int why = 0;
-	return sv_sniff(path, &why);
+	return sv_sniff(path, f->opts.format_opts, &why);
 }
 
 /* What a kept source holds: its first block (the whole object within it). */
@@ -640,7 +640,7 @@ static void probe_dir(struct sv_folder *f, uint32_t d)
 	char *p = full_path(f, d);
 	struct stat was = e->st;
 	pthread_mutex_unlock(&f->lock);
-	const struct sv_format *fmt = p ? judge_remote_dir(p) : NULL;
+	const struct sv_format *fmt = p ? judge_remote_dir(f, p) : NULL;
 	free(p);
 	pthread_mutex_lock(&f->lock);
 	e = &f->e[d];
@@ -1083,7 +1083,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	 * through the directory's descriptor, where it has one). */
 	int why = 0;
 	if (!rc)
-		rc = sv_source_open(path, true, &f->src, &why, err);
+		rc = sv_source_open(path, f->opts.format_opts, true, &f->src, &why, err);
 	if (!rc && !f->src->ops->place_stat)
 		rc = sv_err_set(err, -ENOTDIR, "%s: not a directory", path);
 	if (!rc && !(f->path = strdup(f->src->path)))

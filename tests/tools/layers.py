@@ -18,7 +18,7 @@ import sys
 def layers(core):
     text = open(os.path.join(core, "internal.h")).read()
     start = text.index("The core in layers, bottom up")
-    end = text.index(" * Locking:", start)
+    end = text.index(" * Locks.", start)
     order = []  # (layer index, pattern of files)
     for line in text[start:end].splitlines()[1:]:
         body = line[2:].strip() if line.startswith(" *") else ""

@@ -5,7 +5,9 @@
  * under a cap (sv_http_whole_body), a page of an S3 listing
  * (sv_s3_list_page: a page cut short, keys percent-encoded, a size that
  * is no size), percent-decoding, and locations shown without their
- * credentials (sv_location_shown).
+ * credentials (sv_location_shown); and a location's options taken per open
+ * from the sources' table (sv_source_option, sv_s3_place), never kept
+ * for the process.
  */
 #include "internal.h"
 #include "t.h"
@@ -253,8 +255,52 @@ static void shown(void)
 	}
 }
 
+/* Two opens in one process with different -o s3_*: each takes its own
+ * (the options once were the process's, the last command line's). */
+static void source_options(void)
+{
+	T_OK(sv_source_option("s3_endpoint", 11));
+	T_OK(sv_source_option("s3_part_size", 12));
+	T_OK(!sv_source_option("events", 6));
+	T_OK(!sv_source_option("s3_bogus", 8));
+	struct sv_err err;
+	sv_err_clear(&err);
+	T_INT(0, sv_source_option_check("s3_region=eu-west-3", &err));
+	T_INT(-EINVAL, sv_source_option_check("s3_endpoint=ftp://x", &err));
+	T_STR("-o s3_endpoint=ftp://x: not an http:// or https:// URL", err.msg);
+	T_INT(-EINVAL, sv_source_option_check("s3_part_size=1M", &err));
+	T_STR("-o s3_part_size=1M: a size from 5M to 5G (an S3 multipart upload's part)", err.msg);
+	T_INT(-EINVAL, sv_source_option_check("s3_path_style=yes", &err));
+	T_INT(-EINVAL, sv_source_option_check("s3_profile=", &err));
+	T_STR("-o s3_profile: a value is needed (s3_profile=...)", err.msg);
+
+	unsetenv("AWS_PROFILE");
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	unsetenv("AWS_ENDPOINT_URL");
+	unsetenv("AWS_REGION");
+	unsetenv("AWS_DEFAULT_REGION");
+	setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+	setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+	setenv("AWS_ACCESS_KEY_ID", "AK", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "SK", 1);
+	struct sv_s3_place a, b;
+	T_INT(0, sv_s3_place("s3://bkt/k.map", "events=builtin,s3_endpoint=http://127.0.0.1:9/,"
+			     "s3_region=r1,s3_part_size=8M", &a, &err));
+	T_INT(0, sv_s3_place("s3://bkt/k.map", "s3_region=r2,s3_path_style=0,s3_region=r3", &b, &err));
+	T_STR("http://127.0.0.1:9/bkt/k.map", a.url);
+	T_STR("r1", a.region);
+	T_UINT(8u << 20, a.part);
+	T_STR("https://bkt.s3.r3.amazonaws.com/k.map", b.url); /* the last given counts */
+	T_STR("r3", b.region);
+	T_UINT(SV_S3_PART, b.part);
+	sv_s3_place_fini(&a);
+	sv_s3_place_fini(&b);
+	T_INT(-EINVAL, sv_s3_place("s3://bkt/k", "s3_part_size=1K", &a, &err));
+}
+
 int main(void)
 {
+	source_options();
 	counts();
 	headers();
 	whole_bodies();
