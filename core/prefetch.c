@@ -28,8 +28,10 @@ static bool worth_ahead(struct sv_container *c, uint32_t k)
 {
 	const struct sv_inode *kn = &c->nodes[k];
 	bool unsized = (kn->flags & SV_N_LAZYSIZE) && !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
+	/* Settled by another reader under the read lock (sv_settle_size). */
+	uint64_t size = __atomic_load_n(&kn->size, __ATOMIC_RELAXED);
 	return sv_plain_file(c, k) &&
-	       (unsized || (kn->size >= PF_MIN_SIZE && kn->size <= c->opts.cache_cap / 8));
+	       (unsized || (size >= PF_MIN_SIZE && size <= c->opts.cache_cap / 8));
 }
 
 /* The entry at position pos of index directory dir, made a node if it is

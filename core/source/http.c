@@ -998,7 +998,8 @@ static int s3_localize(struct sv_source *s, struct sv_err *err)
 		close(fd);
 		return rc;
 	}
-	s->fd = fd;
+	/* Published: the notify thread's http_stale() reads it unlocked. */
+	__atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -1234,7 +1235,7 @@ static int s3_rewrite(struct sv_source *s, int (*write)(void *arg, int fd, struc
 	s->st.st_mode = S_IFREG | 0644;
 	if (s->fd >= 0)
 		close(s->fd);
-	s->fd = fd;
+	__atomic_store_n(&s->fd, fd, __ATOMIC_RELEASE); /* read by http_stale() */
 	__atomic_store_n(&h->changed, false, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -2178,7 +2179,8 @@ static int first_block(struct http *h, uint8_t *buf, struct sv_err *err)
  * a read): the container reads it again (reopen). */
 static bool http_stale(struct sv_source *s)
 {
-	return s->fd < 0 && __atomic_load_n(&((struct http *)s)->changed, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&s->fd, __ATOMIC_ACQUIRE) < 0 &&
+	       __atomic_load_n(&((struct http *)s)->changed, __ATOMIC_ACQUIRE);
 }
 
 /* The object as it is now, read again from its first block: the blocks

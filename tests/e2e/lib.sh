@@ -459,6 +459,21 @@ need_fuse()
 	command -v fusermount3 > /dev/null || skip "fusermount3 is not installed"
 }
 
+# rss_bounded DESC FILE KB: the peak RSS /usr/bin/time wrote to FILE is
+# under KB.  A ThreadSanitizer build's shadow memory is several times
+# what it tracks, so there the bound is not checked (the plain and ASan
+# builds check it) and a note says so.
+rss_bounded()
+{
+	local rss
+	rss=$(tail -n 1 "$2")
+	if ldd "$SAVEFS" 2> /dev/null | grep -q libtsan; then
+		printf 'note: %s: peak RSS %s kB not checked under ThreadSanitizer\n' "$1" "$rss"
+		return 0
+	fi
+	check "$1 (peak RSS $rss kB)" test "$rss" -lt "$3"
+}
+
 need_samples()
 {
 	[ -d "$SAMPLES" ] || skip_samples "../shared/samples not found"
