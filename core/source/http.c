@@ -213,7 +213,7 @@ static CURL *take(struct http *h)
 	return e ? e : lib.easy_init();
 }
 
-static void give_back(struct http *h, CURL *e)
+static void return_handle(struct http *h, CURL *e)
 {
 	pthread_mutex_lock(&h->lock);
 	if (h->nidle < HTTP_IDLE) {
@@ -311,7 +311,7 @@ static int exchange(struct http *h, const struct call *k, uint8_t *body, size_t 
 			/* Whole, however long (a session token runs to kilobytes). */
 			if (asprintf(&token, "x-amz-security-token: %s", h->place.token) < 0) {
 				lib.slist_free_all(hdrs);
-				give_back(h, e);
+				return_handle(h, e);
 				return sv_err_set(err, -ENOMEM, "out of memory");
 			}
 			hdrs = lib.slist_append(hdrs, token);
@@ -387,7 +387,7 @@ static int exchange(struct http *h, const struct call *k, uint8_t *body, size_t 
 		return sv_err_set(err, -EIO, "%s: %s", h->s.path,
 				  why[0] ? why : lib.easy_strerror(rc));
 	}
-	give_back(h, e);
+	return_handle(h, e);
 	if (r->bad[0]) {
 		char shown[300];
 		snprintf(shown, sizeof shown, "%s", r->bad);

@@ -90,7 +90,7 @@ struct entry {
 	char *broken;       /* owned: why the container a format claims it as
 			     * cannot be opened (it passes through as itself),
 			     * or NULL */
-	struct sv_source *held; /* a remote file's source as its judge opened
+	struct sv_source *held; /* a remote file's source as classify() opened
 				 * it (its first bytes read), for its
 				 * container's open; or NULL */
 	uint32_t hnext;     /* the next entry in its hash chain, or SV_NONE */
@@ -331,7 +331,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return sv_source_same(a, b) == SV_SOURCE_SAME;
 }
 
-static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
+static int open_box(struct sv_folder *f, uint32_t i, struct sv_container **out,
 			 uint32_t *slot, struct sv_err *err);
 static void put_locked(struct sv_folder *f, uint32_t slot);
 static void adopt(struct sv_folder *f, uint32_t i, struct sv_container *c);
@@ -349,7 +349,7 @@ static void close_slot(struct sv_folder *f, uint32_t s)
 			f->superseded--;
 		if (f->remote && current && !f->e[box].held)
 			/* Its source (a remote object's first block and identity)
-			 * kept for its next open, as its judge's is. */
+			 * kept for its next open, as classify()'s is. */
 			keep_held(f, box, sv_container_free_keep(f->s[s].c));
 		else
 			sv_container_free(f->s[s].c);
@@ -376,7 +376,7 @@ static bool path_is_real(const char *path)
  * first use), or NULL.  A container its format claims but cannot open
  * (cut short, damaged) is *broken (a new string: why): it passes through.
  */
-static const struct sv_format *judge_local(struct sv_folder *f, const char *path,
+static const struct sv_format *classify_local(struct sv_folder *f, const char *path,
 					   const struct stat *st, struct sv_container **opened,
 					   char **broken)
 {
@@ -407,7 +407,7 @@ static const struct sv_format *judge_local(struct sv_folder *f, const char *path
 /* The format whose containers are usually named like `name` (a glob of
  * its names), or NULL.  A remote entry is judged so until its container
  * is opened: judging it by its first bytes would cost a request each. */
-static const struct sv_format *judge_by_name(const char *name, const struct stat *st)
+static const struct sv_format *format_by_name(const char *name, const struct stat *st)
 {
 	if (!S_ISREG(st->st_mode) || st->st_size < 8)
 		return NULL;
@@ -420,7 +420,7 @@ static const struct sv_format *judge_by_name(const char *name, const struct stat
 
 /* A remote directory judged by its members (a segmented recording under a
  * prefix): the format that claims it, or NULL (lock not held). */
-static const struct sv_format *judge_remote_dir(struct sv_folder *f, const char *path)
+static const struct sv_format *classify_remote_dir(struct sv_folder *f, const char *path)
 {
 	int why = 0;
 	return sv_sniff(path, f->opts.format_opts, &why);
@@ -443,7 +443,7 @@ static struct sv_source *take_held(struct sv_folder *f, uint32_t i)
 	return src;
 }
 
-/* Entry i's source as its judge opened it (or its container left it),
+/* Entry i's source as classify() opened it (or its container left it),
  * kept (lock held): the oldest kept go while more than half the cache's
  * worth of first blocks is kept, or more than ringcap sources. */
 static void keep_held(struct sv_folder *f, uint32_t i, struct sv_source *src)
@@ -484,13 +484,13 @@ static void supersede(struct sv_folder *f, uint32_t s)
  * is a box (its container, if open, closed: it is read again at its next
  * use), else it passes through.
  */
-static int judge(struct sv_folder *f, uint32_t i)
+static int classify(struct sv_folder *f, uint32_t i)
 {
 	struct entry *e = &f->e[i];
 	if (kind_is_meta(e->kind))
 		return 0;
 	if (e->kind == E_RAW)
-		return judge(f, e->parent);
+		return classify(f, e->parent);
 	struct stat st;
 	struct sv_err err;
 	int r0 = f->src->ops->place_stat(f->src, e->rel, &st, &err);
@@ -532,11 +532,11 @@ static int judge(struct sv_folder *f, uint32_t i)
 		if (f->remote) {
 			/* By name; a directory by its members once it is looked
 			 * into (probe_dir). */
-			fmt = judge_by_name(e->name, &st);
+			fmt = format_by_name(e->name, &st);
 		} else {
 			char *p = full_path(f, i);
 			pthread_mutex_unlock(&f->lock);
-			fmt = p ? judge_local(f, p, &st, &opened, &broken) : NULL;
+			fmt = p ? classify_local(f, p, &st, &opened, &broken) : NULL;
 			free(p);
 			pthread_mutex_lock(&f->lock);
 			e = &f->e[i];
@@ -616,7 +616,7 @@ static uint32_t child(struct sv_folder *f, uint32_t dir, const char *name, int *
 	} else {
 		free(rel);
 	}
-	*rc = judge(f, i);
+	*rc = classify(f, i);
 	return *rc ? SV_NONE : i;
 }
 
@@ -640,7 +640,7 @@ static void probe_dir(struct sv_folder *f, uint32_t d)
 	char *p = full_path(f, d);
 	struct stat was = e->st;
 	pthread_mutex_unlock(&f->lock);
-	const struct sv_format *fmt = p ? judge_remote_dir(f, p) : NULL;
+	const struct sv_format *fmt = p ? classify_remote_dir(f, p) : NULL;
 	free(p);
 	pthread_mutex_lock(&f->lock);
 	e = &f->e[d];
@@ -741,7 +741,7 @@ static int install(struct sv_folder *f, uint32_t i, uint32_t s, struct sv_contai
 	return 0;
 }
 
-/* A container its judge opened for box entry i, kept for its first use
+/* A container classify() opened for box entry i, kept for its first use
  * (lock held); closed if another was opened meanwhile. */
 static void adopt(struct sv_folder *f, uint32_t i, struct sv_container *c)
 {
@@ -761,7 +761,7 @@ static void adopt(struct sv_folder *f, uint32_t i, struct sv_container *c)
  * slot in *slot), or -errno with the reason.  -EMEDIUMTYPE, or a failure
  * to open a container judged by its name only (remote): the entry passes
  * through from now on, and the client is told. */
-static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
+static int open_box(struct sv_folder *f, uint32_t i, struct sv_container **out,
 			 uint32_t *slot, struct sv_err *err)
 {
 	uint32_t s;
@@ -791,7 +791,7 @@ static int box_container(struct sv_folder *f, uint32_t i, struct sv_container **
 	 * not hold up the other containers' calls.  The tables may move. */
 	struct sv_container *c = NULL;
 	f->s[s].opening = true;
-	/* The source its judge opened, if it is still the entry's file. */
+	/* The source classify() opened, if it is still the entry's file. */
 	struct entry *e = &f->e[i];
 	struct sv_source *held = take_held(f, i);
 	const struct sv_format *fmt = e->fmt;
@@ -864,7 +864,7 @@ static int node_container_as(struct sv_folder *f, sv_id id, struct sv_container 
 		return -ESTALE;
 	if (fresh) {
 		uint32_t box = f->s[s].box;
-		if (judge(f, box) || f->e[box].slot != s + 1 || !f->s[s].c)
+		if (classify(f, box) || f->e[box].slot != s + 1 || !f->s[s].c)
 			return -ESTALE;
 	}
 	f->s[s].used = ++f->clock;
@@ -898,7 +898,7 @@ static int grab(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t
 	return rc;
 }
 
-/* A call that box_container or node_container gave a container to is
+/* A call that open_box or node_container gave a container to is
  * done with it (lock held / not held). */
 static void put_locked(struct sv_folder *f, uint32_t slot)
 {
@@ -1103,7 +1103,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	if (!rc)
-		rc = judge(f, 0) ? sv_err_set(err, -EIO, "%s: cannot be looked at", path) : 0;
+		rc = classify(f, 0) ? sv_err_set(err, -EIO, "%s: cannot be looked at", path) : 0;
 	/* /.savefs/: the folder's info and log (not found by path). */
 	static const struct {
 		const char *rel;
@@ -1204,7 +1204,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		return rc;
 	}
 	uint32_t d = (uint32_t)dir;
-	if (d < f->ne && !(rc = judge(f, d)))
+	if (d < f->ne && !(rc = classify(f, d)))
 		probe_dir(f, d);
 	if (d >= f->ne) {
 		rc = -ENOENT;
@@ -1223,7 +1223,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 	} else if (f->e[d].kind == E_BOX) {
 		struct sv_container *c;
 		uint32_t slot, n;
-		rc = box_container(f, d, &c, &slot, &err);
+		rc = open_box(f, d, &c, &slot, &err);
 		bool passes = f->e[d].kind == E_FILE; /* not a container after all */
 		pthread_mutex_unlock(&f->lock);
 		if (rc)
@@ -1344,7 +1344,7 @@ static int folder_stat(struct sv_folder *f, sv_id n, struct sv_stat *st, bool fr
 	}
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = (uint32_t)n;
-	int rc = i < f->ne ? judge(f, i) : -ENOENT;
+	int rc = i < f->ne ? classify(f, i) : -ENOENT;
 	if (!rc) {
 		const struct entry *e = &f->e[i];
 		if (kind_is_meta(e->kind)) {
@@ -1486,10 +1486,10 @@ struct judging {
 	struct sv_folder *f;
 	uint32_t d;
 	const struct name_list *l;
-	size_t next;  /* the next name to judge (atomic) */
+	size_t next;  /* the next name to classify (atomic) */
 };
 
-static void *judge_main(void *arg)
+static void *classify_worker(void *arg)
 {
 	struct judging *j = arg;
 	for (;;) {
@@ -1524,7 +1524,7 @@ static size_t unjudged(struct sv_folder *f, uint32_t d, const struct name_list *
 /* The entries of directory d from `from` on judged (lock not held), by
  * as many threads as there are cores (two at least) when several were
  * never judged. */
-static void judge_all(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
+static void classify_names(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
 {
 	struct judging j = {f, d, l, from};
 	pthread_t t[JUDGE_AT_ONCE - 1];
@@ -1535,9 +1535,9 @@ static void judge_all(struct sv_folder *f, uint32_t d, const struct name_list *l
 	pthread_mutex_unlock(&f->lock);
 	size_t n = 0;
 	while (todo > 1 && n < most - 1 && n + 1 < todo &&
-	       !pthread_create(&t[n], NULL, judge_main, &j))
+	       !pthread_create(&t[n], NULL, classify_worker, &j))
 		n++;
-	judge_main(&j);
+	classify_worker(&j);
 	for (size_t k = 0; k < n; k++)
 		pthread_join(t[k], NULL);
 }
@@ -1556,11 +1556,11 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 			meta = f->s[slot].meta;
 	} else if ((uint32_t)dir >= f->ne) {
 		rc = -ENOENT;
-	} else if (!(rc = judge(f, (uint32_t)dir))) {
+	} else if (!(rc = classify(f, (uint32_t)dir))) {
 		uint32_t d = (uint32_t)dir;
 		probe_dir(f, d);
 		if (f->e[d].kind == E_BOX) {
-			rc = box_container(f, d, &c, &slot, &err);
+			rc = open_box(f, d, &c, &slot, &err);
 			if (rc)
 				rc = rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
 			meta = rc ? SV_NONE : f->s[slot].meta;
@@ -1633,7 +1633,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		 * confirmed): several at once.  (A remote one is judged by its
 		 * name: no request.) */
 		pthread_mutex_unlock(&f->lock);
-		judge_all(f, d, &l, from);
+		classify_names(f, d, &l, from);
 		pthread_mutex_lock(&f->lock);
 	}
 	struct item {
@@ -1683,7 +1683,7 @@ static int real_read(struct sv_folder *f, uint32_t i, uint64_t off, void *buf, s
 static uint32_t real_file(struct sv_folder *f, sv_id n, int *rc)
 {
 	uint32_t i = (uint32_t)n;
-	*rc = i < f->ne ? judge(f, i) : -ENOENT;
+	*rc = i < f->ne ? classify(f, i) : -ENOENT;
 	if (*rc)
 		return SV_NONE;
 	int kind = f->e[i].kind;
@@ -1759,7 +1759,7 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 		 * blocks its tree has read (not a request per read). */
 		struct sv_container *c;
 		uint32_t slot;
-		rc = box_container(f, i, &c, &slot, err);
+		rc = open_box(f, i, &c, &slot, err);
 		pthread_mutex_unlock(&f->lock);
 		if (rc == -EMEDIUMTYPE)
 			return real_read(f, i, off, buf, size, got, err);
@@ -1852,17 +1852,17 @@ void sv_folder_release(struct sv_folder *f, sv_id n)
 
 /* ---- info ------------------------------------------------------------------------ */
 
-struct census {
+struct info_count {
 	struct sv_folder *f;
 	json_t *per_format, *containers, *unclaimed, *unreadable;
 	uint64_t ncontainers;
 };
 
-static int walk_dir(struct census *cs, uint32_t d);
+static int walk_dir(struct info_count *cs, uint32_t d);
 
-static int census_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+static int count_entry(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
 {
-	struct census *cs = arg;
+	struct info_count *cs = arg;
 	struct sv_folder *f = cs->f;
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = (uint32_t)st->id;
@@ -1898,7 +1898,7 @@ static int census_one(void *arg, const char *name, const struct sv_stat *st, uin
 		struct sv_container *c;
 		uint32_t slot, meta;
 		pthread_mutex_lock(&f->lock);
-		int rc = box_container(f, i, &c, &slot, &err);
+		int rc = open_box(f, i, &c, &slot, &err);
 		pthread_mutex_unlock(&f->lock);
 		struct sv_blob *b = NULL;
 		if (rc) {
@@ -1921,14 +1921,14 @@ static int census_one(void *arg, const char *name, const struct sv_stat *st, uin
 	return 0;
 }
 
-static int walk_dir(struct census *cs, uint32_t d)
+static int walk_dir(struct info_count *cs, uint32_t d)
 {
-	return sv_folder_readdir(cs->f, d, 0, census_one, cs, false);
+	return sv_folder_readdir(cs->f, d, 0, count_entry, cs, false);
 }
 
 int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err)
 {
-	struct census cs = {f, json_object(), json_array(), json_array(), json_array(), 0};
+	struct info_count cs = {f, json_object(), json_array(), json_array(), json_array(), 0};
 	json_t *o = json_object();
 	/* How many were open when asked (the walk below opens every one). */
 	pthread_mutex_lock(&f->lock);
@@ -1985,10 +1985,10 @@ static int take_as(struct sv_folder *f, sv_id id, struct sv_container **c, uint3
 			sv_err_set(err, rc, "a container closed or replaced under its user");
 	} else if ((uint32_t)id >= f->ne) {
 		rc = sv_err_set(err, -ENOENT, "no such file");
-	} else if ((rc = judge(f, (uint32_t)id))) {
+	} else if ((rc = classify(f, (uint32_t)id))) {
 		sv_err_set(err, rc, "%s", strerror(-rc));
 	} else if (f->e[id].kind == E_BOX) {
-		rc = box_container(f, (uint32_t)id, c, slot, err);
+		rc = open_box(f, (uint32_t)id, c, slot, err);
 		if (rc)
 			rc = sv_err_set(err, rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO, "%s", err->msg);
 		*node = SV_ROOT;
@@ -2167,7 +2167,7 @@ static char *real_place(struct sv_folder *f, uint32_t dir, const char *name, int
 {
 	*rc = 0;
 	pthread_mutex_lock(&f->lock);
-	if (dir >= f->ne || judge(f, dir))
+	if (dir >= f->ne || classify(f, dir))
 		*rc = sv_err_set(err, -ENOENT, "no such directory");
 	else if (!real_dir(f, dir))
 		*rc = sv_err_set(err, -ENOTDIR, "not a directory");
@@ -2591,7 +2591,7 @@ static int attr_place(struct sv_folder *f, sv_id n, struct place *p)
 		return 1;
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = (uint32_t)n;
-	int rc = i < f->ne ? judge(f, i) : -ENOENT;
+	int rc = i < f->ne ? classify(f, i) : -ENOENT;
 	char *rel = NULL;
 	if (!rc && f->e[i].kind == E_BOX)
 		rc = 2;
@@ -2683,7 +2683,7 @@ int sv_folder_readlink(struct sv_folder *f, sv_id n, char *buf, size_t size, siz
 		return -EINVAL;
 	pthread_mutex_lock(&f->lock);
 	uint32_t i = (uint32_t)n;
-	int rc = i < f->ne ? judge(f, i) : -ENOENT;
+	int rc = i < f->ne ? classify(f, i) : -ENOENT;
 	char *rel = NULL;
 	if (!rc && (f->remote || f->e[i].kind != E_FILE || !S_ISLNK(f->e[i].st.st_mode)))
 		rc = -EINVAL;
