@@ -59,9 +59,8 @@ enum sv_commit_kind sv_container_commit_kind(const struct sv_container *c) { ret
 bool sv_format_option(const char *key, size_t len)
 {
 	for (size_t i = 0; sv_formats[i]; i++)
-		for (const char *const *o = sv_formats[i]->options; o && *o; o++)
-			if (strlen(*o) == len && !memcmp(*o, key, len))
-				return true;
+		if (sv_key_listed(sv_formats[i]->options, key, len))
+			return true;
 	return false;
 }
 

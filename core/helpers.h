@@ -18,6 +18,10 @@
 #include <sys/stat.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+/* True if the first len bytes of key are one of list's names (a
+ * NULL-terminated list, or NULL: none). */
+bool sv_key_listed(const char *const *list, const char *key, size_t len);
+
 #endif
 
 /* ---- errors ------------------------------------------------------------ */
@@ -206,6 +210,10 @@ static inline uint64_t sv_nl_mask(const uint8_t *p, size_t n)
 		return m;
 #else
 		n = 64;
+/* True if the first len bytes of key are one of list's names (a
+ * NULL-terminated list, or NULL: none). */
+bool sv_key_listed(const char *const *list, const char *key, size_t len);
+
 #endif
 	}
 	for (size_t i = 0; i < n; i++)
@@ -362,5 +370,9 @@ char *sv_location_shown(const char *location);
 
 /* Parses "64M", "1G", "4096", "512K" into bytes.  0 or -EINVAL. */
 int sv_parse_size(const char *s, uint64_t *out);
+
+/* True if the first len bytes of key are one of list's names (a
+ * NULL-terminated list, or NULL: none). */
+bool sv_key_listed(const char *const *list, const char *key, size_t len);
 
 #endif

@@ -747,3 +747,11 @@ void sv_u64set_fini(struct sv_u64set *s)
 	free(s->v);
 	*s = (struct sv_u64set){0};
 }
+
+bool sv_key_listed(const char *const *list, const char *key, size_t len)
+{
+	for (const char *const *o = list; o && *o; o++)
+		if (strlen(*o) == len && !memcmp(*o, key, len))
+			return true;
+	return false;
+}

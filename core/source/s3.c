@@ -99,13 +99,10 @@ static int s3_opts_read(const char *opts, struct s3_opts *o, struct sv_err *err)
 	for (const char *p = opts; p && *p;) {
 		size_t n = strcspn(p, ",");
 		size_t k = strcspn(p, "=");
-		if (k < n) {
-			for (const char *const *key = sv_s3_options; *key; key++)
-				if (strlen(*key) == k && !memcmp(*key, p, k)) {
-					int rc = s3_option(p, k, p + k + 1, n - k - 1, o, err);
-					if (rc)
-						return rc;
-				}
+		if (k < n && sv_key_listed(sv_s3_options, p, k)) {
+			int rc = s3_option(p, k, p + k + 1, n - k - 1, o, err);
+			if (rc)
+				return rc;
 		}
 		p += n + (p[n] == ',');
 	}

@@ -38,23 +38,24 @@ static struct sv_source *source_new(const struct sv_source_ops *ops, char *path,
 static const struct sv_source_kind s3_kind = {"s3", sv_s3_options, sv_s3_option_check};
 const struct sv_source_kind *const sv_source_kinds[] = {&s3_kind, NULL};
 
-bool sv_source_option(const char *key, size_t len)
+/* The kind of source whose option key is (len bytes), or NULL. */
+static const struct sv_source_kind *kind_taking(const char *key, size_t len)
 {
 	for (size_t i = 0; sv_source_kinds[i]; i++)
-		for (const char *const *o = sv_source_kinds[i]->options; o && *o; o++)
-			if (strlen(*o) == len && !memcmp(*o, key, len))
-				return true;
-	return false;
+		if (sv_key_listed(sv_source_kinds[i]->options, key, len))
+			return sv_source_kinds[i];
+	return NULL;
+}
+
+bool sv_source_option(const char *key, size_t len)
+{
+	return kind_taking(key, len) != NULL;
 }
 
 int sv_source_option_check(const char *kv, struct sv_err *err)
 {
-	size_t k = strcspn(kv, "=");
-	for (size_t i = 0; sv_source_kinds[i]; i++)
-		for (const char *const *o = sv_source_kinds[i]->options; o && *o; o++)
-			if (strlen(*o) == k && !memcmp(*o, kv, k))
-				return sv_source_kinds[i]->check(kv, err);
-	return sv_err_set(err, -EINVAL, "-o %s: no location takes it", kv);
+	const struct sv_source_kind *k = kind_taking(kv, strcspn(kv, "="));
+	return k ? k->check(kv, err) : sv_err_set(err, -EINVAL, "-o %s: no location takes it", kv);
 }
 
 int sv_source_open(const char *path, const char *opts, bool read_only, struct sv_source **out,
