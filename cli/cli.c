@@ -800,7 +800,7 @@ int sv_cli_main(int argc, char **argv)
 		if (mkdir(out, 0755) && errno != EEXIST) {
 			fprintf(stderr, "savefs: %s: %s\n", out, strerror(errno));
 			status = SV_EXIT_FAIL;
-		} else if (!sv_tree_container(t) && sv_path_within(out, argv[argi])) {
+		} else if (sv_tree_is_folder(t) && sv_path_within(out, argv[argi])) {
 			/* It would read what it writes, without end. */
 			fprintf(stderr, "savefs: %s: inside the folder %s: extract it elsewhere\n",
 				out, argv[argi]);
@@ -820,7 +820,7 @@ int sv_cli_main(int argc, char **argv)
 	} else if (!strcmp(verb, "info")) {
 		struct sv_blob *b = NULL;
 		struct sv_err err;
-		if (sv_tree_container(t))
+		if (!sv_tree_is_folder(t))
 			count_files(t, SV_TREE_ROOT); /* every lazy directory listed: all counted */
 		if (!sv_tree_info(t, &b, &err))
 			fwrite(b->data, 1, b->len, stdout);

@@ -488,7 +488,7 @@ static struct sv_source *container_free(struct sv_container *c, bool keep)
 	}
 	free(c->nodes);
 	free(c->freed);
-	free(c->shed);
+	free(c->evict);
 	free(c->htab);
 	sv_u64set_fini(&c->tgroups);
 	sv_cache_free(c->cache);

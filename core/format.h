@@ -2,8 +2,8 @@
  * format.h - the core as a format module sees it: the interface a format
  * implements (struct sv_format), how its edits land (enum
  * sv_commit_kind), and the calls that build and read the tree.  Formats
- * include this and nothing of the core's own (internal.h); where their
- * bytes come from is source/source.h, which this includes.
+ * include this and nothing of the core's own (internal.h); their bytes
+ * come through the container's calls below (sources are the core's).
  *
  * A node, to a format, is what it declared at sv_node_add (name, parent,
  * flags, mode, size, key) and, for a directory, its children.  The core
@@ -15,7 +15,80 @@
 #define SV_FORMAT_H
 
 #include "savefs.h"
-#include "source/source.h"
+
+#include <sys/stat.h>
+
+/* ---- the container ------------------------------------------------------ */
+
+struct sv_container;
+/* Its location as opened (for messages). */
+const char *sv_container_path(const struct sv_container *c);
+/* How many node numbers were given so far (the highest is one less). */
+uint32_t sv_node_count(const struct sv_container *c);
+
+/* ---- the container's bytes ------------------------------------------------ */
+
+/* The container's size in bytes as opened. */
+uint64_t sv_container_size(const struct sv_container *c);
+/* Reads exactly n bytes at off from the container file.  -EBADMSG with a
+ * reason if the range lies outside the file, -EIO if the host fails. */
+int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
+		       size_t n, struct sv_err *err);
+/* Reads up to n bytes at off: fewer where the container ends now (a file
+ * another program appends to is read as it is now, past the size it was
+ * opened at).  *got receives the count; -EIO with a reason if the host
+ * fails. */
+int sv_container_read(struct sv_container *c, uint64_t off, void *buf, size_t n, size_t *got,
+		      struct sv_err *err);
+/* Says the container will read ranges r[0..n) soon (the chunks an index
+ * names): a remote source fetches those it does not hold at once, merged,
+ * instead of one round trip each as they are read.  Nothing to wait for,
+ * nothing that fails: the reads say what goes wrong. */
+void sv_container_hint(struct sv_container *c, const struct sv_range *r, size_t n);
+/* True if the file the container was read from was changed since by
+ * another program, in place (its open handle shows another size or
+ * time): what was just read of it may mix two versions.  A local file's
+ * question (a remote object's reads are checked by their ETag). */
+bool sv_container_changed(struct sv_container *c);
+/* The container's size now (a file another program appends to grows). */
+uint64_t sv_container_size_now(struct sv_container *c);
+/* The open file descriptor of the container (for copying stored bytes);
+ * of a directory container, the directory. */
+int sv_container_fd(const struct sv_container *c);
+
+/*
+ * Containers that are directories (a recording being written: a preamble
+ * and segments).  Members are regular files directly inside it, named
+ * without '/'; a symbolic link is refused (-EBADMSG).  Each call opens the
+ * member afresh, so a member replaced by rename is seen whole, old or new.
+ * Thread-safe.
+ */
+bool sv_container_is_dir(const struct sv_container *c);
+/* Stats a member: -ENOENT if it is not there, -EBADMSG if not a file. */
+int sv_member_stat(struct sv_container *c, const char *name, struct stat *st,
+		   struct sv_err *err);
+/* Reads exactly n bytes at off of a member: -EBADMSG past its end. */
+int sv_member_pread(struct sv_container *c, const char *name, uint64_t off, void *buf,
+		    size_t n, struct sv_err *err);
+/* Appends a whole member to out: -EFBIG if it is larger than max. */
+int sv_member_read_all(struct sv_container *c, const char *name, uint64_t max,
+		       struct sv_buf *out, struct sv_err *err);
+/* Calls fn with each entry's name (not "." or ".."), in no order, until
+ * it returns non-zero (which is returned). */
+int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name),
+		   void *arg, struct sv_err *err);
+/* Replaces (or creates) a member with p[0..n): written to
+ * "<tmp_prefix>XXXXXXXX.tmp" in the directory, synced, renamed over it,
+ * and the directory synced: a crash leaves the old member or the new one
+ * (and perhaps the temporary file).  With `expect` (the member as read),
+ * the two are exchanged atomically and, if what was exchanged out is not
+ * that file (another writer replaced it meanwhile), exchanged back:
+ * -EBUSY, nothing of the other writer's lost.  Test steps
+ * "member-written", "member-renamed". */
+int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
+		      const void *p, size_t n, const struct stat *expect, struct sv_err *err);
+
+
 
 /* ---- nodes -------------------------------------------------------------- */
 

@@ -24,6 +24,11 @@ bool sv_key_listed(const char *const *list, const char *key, size_t len);
 
 #endif
 
+/* A range of bytes (of a container, a file). */
+struct sv_range {
+	uint64_t off, len;
+};
+
 /* ---- errors ------------------------------------------------------------ */
 
 #define SV_ERR_MAX 320

@@ -11,9 +11,10 @@
  *             and tab.c (arrays that leave the heap for a file),
  *             codec/ (PNG, base64, gzip, zip)
  *   sources   source/: source.c (opening, identity, the calls formats make
- *             for bytes and members), file.c, dir.c, and for an object on
- *             an HTTP server or in an S3 store http.c (requests) and s3.c
- *             (where, and with what credentials)
+ *             for bytes and members), file.c, dir.c, and the remote layer
+ *             remote.c (an object) and remote_prefix.c (a prefix) over the
+ *             transports http.c and s3.c (curl.c their libcurl; s3place.c
+ *             where, and with what credentials; s3xml.c the answers)
  *   log.c     the container's log and warnings
  *   guard.c   identity checks, the commit's lock, the fingerprint
  *   nodes.c   the node table: add, find by (parent, name), names made
@@ -60,9 +61,12 @@
  *                                         before taking the container's read lock
  *   fp_lock               guard.c         the fingerprint's result (its worker holds
  *                                         nothing else)
- *   http lock             source/http.c   a remote object's idle handles, next block,
- *                                         window (never held over a request)
- *   dirs_lock             source/http.c   the time a store's prefixes show
+ *   remote lock           source/remote.c a remote object's next block, window,
+ *                                         whole fetch tried (never held over a
+ *                                         request)
+ *   prefix lock           source/remote_prefix.c  a prefix's listings held (never
+ *                                         held over a request)
+ *   curl lock             source/curl.c   a transport's idle handles (a leaf)
  *   store lock            cache.c         the decoded-data cache (a leaf)
  *   tab lock              tab.c           the arrays that left the heap (a leaf)
  *   log_lock              log.c           the container's log ring (a leaf: written
@@ -98,7 +102,9 @@
 #ifndef SV_INTERNAL_H
 #define SV_INTERNAL_H
 
+#include "container.h"
 #include "format.h"
+#include "source/source.h"
 
 #include <sys/stat.h>
 
@@ -136,7 +142,7 @@ _Static_assert((SV_N_STATE & SV_N_DECLARED) == 0, "declared and state bits overl
  * sv_node() gives &pub), then the core's own. */
 /* An index directory's entry made a node, as it was then (the number is
  * given again once the node goes; its generation tells). */
-struct sv_shed {
+struct sv_evictee {
 	uint32_t node, gen;
 };
 
@@ -229,9 +235,9 @@ struct sv_container {
 	uint32_t *freed;         /* numbers of SV_N_FREE nodes, given again
 				  * by sv_node_new while `reuse` is set */
 	uint32_t nfreed, capfreed;
-	struct sv_shed *shed;    /* index directories' entries made, oldest
-				  * first from shed_head (sv_node_shed) */
-	size_t shed_head, nshed, capshed;
+	struct sv_evictee *evict;    /* index directories' entries made, oldest
+				  * first from evict_head (sv_node_evictable) */
+	size_t evict_head, nevict, capevict;
 	bool reuse;              /* a lookup in an index directory is making
 				  * its entry's node */
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
@@ -399,7 +405,7 @@ bool sv_node_room(const struct sv_container *c);
  * its budget the oldest the client holds is told (notify, as gone) to
  * the client, which drops its name and then forgets it: the nodes follow
  * what the client holds, and that stays near the budget. */
-void sv_node_shed(struct sv_container *c, uint32_t k);
+void sv_node_evictable(struct sv_container *c, uint32_t k);
 /* True if node i is an index directory's entry nothing holds: no lookup
  * the client has not forgotten, no open, no edit, no listed children. */
 bool sv_node_forgettable(struct sv_container *c, uint32_t i);

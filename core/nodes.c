@@ -215,7 +215,7 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
 	c->reuse = false;
 	n = rc ? SV_NONE : sv_find_child(c, dir, name);
 	if (n != SV_NONE && index)
-		sv_node_shed(c, n);
+		sv_node_evictable(c, n);
 	return n;
 }
 
@@ -245,7 +245,7 @@ bool sv_node_room(const struct sv_container *c)
 
 /* Whether made entry s is still the node it was, an index directory's
  * entry nothing but the client's lookups keeps. */
-static bool shed_live(struct sv_container *c, struct sv_shed s)
+static bool evictee_live(struct sv_container *c, struct sv_evictee s)
 {
 	if (s.node >= c->nnodes || c->nodes[s.node].gen != s.gen)
 		return false;
@@ -256,31 +256,31 @@ static bool shed_live(struct sv_container *c, struct sv_shed s)
 	       (c->nodes[n->parent].flags & SV_N_INDEXDIR) && !n->nkids;
 }
 
-static bool shed_push(struct sv_container *c, struct sv_shed s)
+static bool evict_push(struct sv_container *c, struct sv_evictee s)
 {
-	if (c->nshed >= c->capshed / 4 * 3 || (c->shed_head && c->shed_head >= c->nshed / 2)) {
+	if (c->nevict >= c->capevict / 4 * 3 || (c->evict_head && c->evict_head >= c->nevict / 2)) {
 		/* What was popped goes, and with it the entries whose node
 		 * went meanwhile (forgotten, removed): under the budget
 		 * nothing is popped, and a mount whose client forgets what it
 		 * looked up would otherwise keep an entry for every lookup. */
 		size_t k = 0;
-		for (size_t i = c->shed_head; i < c->nshed; i++)
-			if (shed_live(c, c->shed[i]))
-				c->shed[k++] = c->shed[i];
-		c->shed_head = 0;
-		c->nshed = k;
+		for (size_t i = c->evict_head; i < c->nevict; i++)
+			if (evictee_live(c, c->evict[i]))
+				c->evict[k++] = c->evict[i];
+		c->evict_head = 0;
+		c->nevict = k;
 		/* Room for twice what is left: the next pass comes a quarter
 		 * of the array's worth of pushes or pops later at least. */
-		if (sv_grow((void **)&c->shed, &c->capshed, 2 * k + 1, sizeof *c->shed))
+		if (sv_grow((void **)&c->evict, &c->capevict, 2 * k + 1, sizeof *c->evict))
 			return false;
 	}
-	c->shed[c->nshed++] = s;
+	c->evict[c->nevict++] = s;
 	return true;
 }
 
-void sv_node_shed(struct sv_container *c, uint32_t k)
+void sv_node_evictable(struct sv_container *c, uint32_t k)
 {
-	if (!shed_push(c, (struct sv_shed){k, c->nodes[k].gen}))
+	if (!evict_push(c, (struct sv_evictee){k, c->nodes[k].gen}))
 		return; /* it stays until the client forgets it */
 	if (!c->notify)
 		return;
@@ -299,15 +299,15 @@ void sv_node_shed(struct sv_container *c, uint32_t k)
 	 * client's lookup) go to the back, to be told when their turn comes
 	 * again. */
 	int go = live - budget > budget / 8 ? 2 : 1;
-	for (size_t tries = c->nshed - c->shed_head; go && tries && c->shed_head < c->nshed;
+	for (size_t tries = c->nevict - c->evict_head; go && tries && c->evict_head < c->nevict;
 	     tries--) {
-		struct sv_shed s = c->shed[c->shed_head++];
-		if (!shed_live(c, s))
+		struct sv_evictee s = c->evict[c->evict_head++];
+		if (!evictee_live(c, s))
 			continue;
 		struct sv_inode *n = &c->nodes[s.node];
 		if (s.node == k || __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) ||
 		    !__atomic_load_n(&n->held, __ATOMIC_ACQUIRE)) {
-			if (!shed_push(c, s))
+			if (!evict_push(c, s))
 				return;
 			continue;
 		}
@@ -559,9 +559,9 @@ uint32_t sv_node_count(const struct sv_container *c)
 	return c->nnodes;
 }
 
-size_t sv_container_shed_queued(const struct sv_container *c)
+size_t sv_container_evict_queued(const struct sv_container *c)
 {
-	return c->nshed - c->shed_head;
+	return c->nevict - c->evict_head;
 }
 
 uint64_t sv_container_name_steps(const struct sv_container *c)

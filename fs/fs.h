@@ -16,8 +16,7 @@ struct fh;        /* an open file (ops.c) */
 
 struct fs {
 	struct sv_tree *t;            /* owned by main.c: what is mounted */
-	struct sv_container *c;       /* the container it is, or NULL for a
-				       * save folder */
+	bool folder;                  /* a save folder (else one container) */
 	struct fuse_session *se;
 	double timeout;               /* entry/attr timeout of stable nodes */
 	uint64_t cache_cap;           /* the core cache's byte cap */

@@ -246,7 +246,6 @@ int main(int argc, char **argv)
 	struct fuse_cmdline_opts fo = {0};
 	struct sv_opts o;
 	struct sv_tree *t = NULL;
-	struct sv_container *c = NULL;
 	struct fuse_session *se = NULL;
 	struct fs fs = {0};
 	char *mnt = NULL;
@@ -337,7 +336,6 @@ int main(int argc, char **argv)
 	struct sv_err err;
 	sv_err_clear(&err);
 	int rc = sv_tree_open(cl.container, &o, &t, &err);
-	c = t ? sv_tree_container(t) : NULL;
 	if (rc == -ENOENT && !strchr(cl.container, '/')) {
 		/* "savefs bogus x": a mistyped command, or a missing file. */
 		fprintf(stderr, "savefs: %s: neither a command (ls, cat, extract, info) nor a "
@@ -352,10 +350,9 @@ int main(int argc, char **argv)
 	}
 
 	char fsname[4200];
-	char *real = c ? NULL : realpath(cl.container, NULL);
-	snprintf(fsname, sizeof fsname, "-ofsname=%s", c ? sv_container_path(c) :
-		 real ? real : cl.container);
-	free(real);
+	char *where = sv_tree_location(t);
+	snprintf(fsname, sizeof fsname, "-ofsname=%s", where ? where : cl.container);
+	free(where);
 	for (char *p = fsname + 9; *p; p++)
 		if (*p == ',' || *p == '\\')
 			*p = '_'; /* would split or escape the option */
@@ -363,12 +360,12 @@ int main(int argc, char **argv)
 	fuse_opt_add_arg(&args, "-osubtype=savefs");
 
 	fs.t = t;
-	fs.c = c;
+	fs.folder = sv_tree_is_folder(t);
 	fs.timeout = 86400.0;
 	fs.cache_cap = o.cache_cap;
 	fs.one_thread = fo.singlethread;
 	status = SV_EXIT_MOUNT;
-	if (!c && sv_path_within(cl.mountpoint, cl.container)) {
+	if (fs.folder && sv_path_within(cl.mountpoint, cl.container)) {
 		/* The folder would list its own mount, and the daemon serve
 		 * itself. */
 		fprintf(stderr, "savefs: %s: inside the folder %s: mount it elsewhere\n",
@@ -388,17 +385,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "savefs: cannot mount on %s\n", cl.mountpoint);
 		goto out_signals;
 	}
-	if (!fo.foreground) {
-		if (c)
-			sv_container_before_fork(c);
-		sv_tab_before_fork();
-	}
+	if (!fo.foreground)
+		sv_tree_before_fork(t);
 	fuse_daemonize(fo.foreground);
-	if (!fo.foreground) {
-		sv_tab_after_fork();
-		if (c)
-			sv_container_after_fork(c);
-	}
+	if (!fo.foreground)
+		sv_tree_after_fork(t);
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {

@@ -165,10 +165,10 @@ static void *notify_main(void *arg)
 {
 	struct fs *fs = arg;
 	struct fs_notify *q = fs->notify;
-	bool follow = fs->c && sv_container_follows(fs->c);
+	bool follow = sv_tree_follows(fs->t);
 	/* How often a followed container (a log a game appends to, a
 	 * recording being written) is looked at: its source says. */
-	long poll_ns = follow ? (long)sv_container_follow_ns(fs->c) : 0;
+	long poll_ns = follow ? (long)sv_tree_follow_ns(fs->t) : 0;
 	struct timespec next;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	pthread_mutex_lock(&q->lock);
@@ -182,7 +182,7 @@ static void *notify_main(void *arg)
 				continue;
 			/* The poll reports through enqueue(), which takes q->lock. */
 			pthread_mutex_unlock(&q->lock);
-			sv_container_poll(fs->c, NULL);
+			sv_tree_poll(fs->t);
 			clock_gettime(CLOCK_MONOTONIC, &next);
 			next.tv_sec += poll_ns / 1000000000L;
 			next.tv_nsec += poll_ns % 1000000000L;
@@ -385,7 +385,7 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 
 static double stable_timeout(struct fs *fs)
 {
-	return fs->c ? fs->timeout : FOLDER_TIMEOUT;
+	return fs->folder ? FOLDER_TIMEOUT : fs->timeout;
 }
 
 /* A file that passes through is asked for each time, as the file system
@@ -778,8 +778,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		reply_err(req, -ENOMEM);
 		return;
 	}
-	uint32_t up = SV_ROOT;
-	int rc = fs->c ? sv_lookup(fs->c, (uint32_t)NODE(ino), "..", &up) : 0;
+	sv_id up = SV_TREE_ROOT;
+	int rc = sv_tree_parent(fs->t, NODE(ino), &up);
 	for (; !rc && off < 2; off++) {
 		/* "." and "..": inode numbers only; the kernel looks them up. */
 		struct stat st;
@@ -841,9 +841,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	/* A container's listings change only by its commits (which drop
 	 * them); a folder's at any time.  In a folder, an open directory of a
 	 * container keeps the container open until its release. */
-	fi->cache_readdir = FS(req)->c != NULL;
-	fi->keep_cache = FS(req)->c != NULL;
-	if (!FS(req)->c && (rc = sv_tree_hold(FS(req)->t, NODE(ino)))) {
+	fi->cache_readdir = !FS(req)->folder;
+	fi->keep_cache = !FS(req)->folder;
+	if (FS(req)->folder && (rc = sv_tree_hold(FS(req)->t, NODE(ino)))) {
 		reply_err(req, rc);
 		return;
 	}
@@ -852,7 +852,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (!FS(req)->c)
+	if (FS(req)->folder)
 		sv_tree_release(FS(req)->t, NODE(ino));
 	fuse_reply_err(req, 0);
 }
@@ -1315,7 +1315,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	memset(&sv, 0, sizeof sv);
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;
-	sv.f_files = fs->c ? sv_node_count(fs->c) : 0;
+	sv.f_files = sv_tree_count(fs->t);
 	sv.f_namemax = 255;
 	fuse_reply_statfs(req, &sv);
 }

@@ -35,8 +35,7 @@ static struct sv_source *source_new(const struct sv_source_ops *ops, char *path,
 	return s;
 }
 
-static const struct sv_source_kind s3_kind = {"s3", sv_s3_options, sv_s3_option_check};
-const struct sv_source_kind *const sv_source_kinds[] = {&s3_kind, NULL};
+const struct sv_source_kind *const sv_source_kinds[] = {&sv_s3_kind, NULL};
 
 /* The kind of source whose option key is (len bytes), or NULL. */
 static const struct sv_source_kind *kind_taking(const char *key, size_t len)

@@ -34,82 +34,17 @@
  * likewise.  Ops a source cannot do are NULL, and the core refuses what
  * needs them with a reason.
  *
- * The top of this header is the part formats use (through the
- * container); the interface follows it.
+ * Formats never see this header: they read through the container's calls
+ * (format.h).  Remote sources are the remote layer over a transport
+ * (remote.h).
  */
 #ifndef SV_SOURCE_H
 #define SV_SOURCE_H
 
+#include "helpers.h"
 #include "savefs.h"
 
 #include <sys/stat.h>
-
-/* ---- what formats call ---------------------------------------------------- */
-
-/* The container's size in bytes as opened. */
-uint64_t sv_container_size(const struct sv_container *c);
-/* Reads exactly n bytes at off from the container file.  -EBADMSG with a
- * reason if the range lies outside the file, -EIO if the host fails. */
-int sv_container_pread(struct sv_container *c, uint64_t off, void *buf,
-		       size_t n, struct sv_err *err);
-/* Reads up to n bytes at off: fewer where the container ends now (a file
- * another program appends to is read as it is now, past the size it was
- * opened at).  *got receives the count; -EIO with a reason if the host
- * fails. */
-int sv_container_read(struct sv_container *c, uint64_t off, void *buf, size_t n, size_t *got,
-		      struct sv_err *err);
-/* A range of the container's bytes. */
-struct sv_range {
-	uint64_t off, len;
-};
-/* Says the container will read ranges r[0..n) soon (the chunks an index
- * names): a remote source fetches those it does not hold at once, merged,
- * instead of one round trip each as they are read.  Nothing to wait for,
- * nothing that fails: the reads say what goes wrong. */
-void sv_container_hint(struct sv_container *c, const struct sv_range *r, size_t n);
-/* True if the file the container was read from was changed since by
- * another program, in place (its open handle shows another size or
- * time): what was just read of it may mix two versions.  A local file's
- * question (a remote object's reads are checked by their ETag). */
-bool sv_container_changed(struct sv_container *c);
-/* The container's size now (a file another program appends to grows). */
-uint64_t sv_container_size_now(struct sv_container *c);
-/* The open file descriptor of the container (for copying stored bytes);
- * of a directory container, the directory. */
-int sv_container_fd(const struct sv_container *c);
-
-/*
- * Containers that are directories (a recording being written: a preamble
- * and segments).  Members are regular files directly inside it, named
- * without '/'; a symbolic link is refused (-EBADMSG).  Each call opens the
- * member afresh, so a member replaced by rename is seen whole, old or new.
- * Thread-safe.
- */
-bool sv_container_is_dir(const struct sv_container *c);
-/* Stats a member: -ENOENT if it is not there, -EBADMSG if not a file. */
-int sv_member_stat(struct sv_container *c, const char *name, struct stat *st,
-		   struct sv_err *err);
-/* Reads exactly n bytes at off of a member: -EBADMSG past its end. */
-int sv_member_pread(struct sv_container *c, const char *name, uint64_t off, void *buf,
-		    size_t n, struct sv_err *err);
-/* Appends a whole member to out: -EFBIG if it is larger than max. */
-int sv_member_read_all(struct sv_container *c, const char *name, uint64_t max,
-		       struct sv_buf *out, struct sv_err *err);
-/* Calls fn with each entry's name (not "." or ".."), in no order, until
- * it returns non-zero (which is returned). */
-int sv_member_list(struct sv_container *c, int (*fn)(void *arg, const char *name),
-		   void *arg, struct sv_err *err);
-/* Replaces (or creates) a member with p[0..n): written to
- * "<tmp_prefix>XXXXXXXX.tmp" in the directory, synced, renamed over it,
- * and the directory synced: a crash leaves the old member or the new one
- * (and perhaps the temporary file).  With `expect` (the member as read),
- * the two are exchanged atomically and, if what was exchanged out is not
- * that file (another writer replaced it meanwhile), exchanged back:
- * -EBUSY, nothing of the other writer's lost.  Test steps
- * "member-written", "member-renamed". */
-int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_prefix,
-		      const void *p, size_t n, const struct stat *expect, struct sv_err *err);
-
 
 /* ---- the interface sources implement ---------------------------------------- */
 
@@ -262,101 +197,23 @@ extern const struct sv_source_kind *const sv_source_kinds[];
 uint64_t sv_source_failures(const struct sv_source *s);
 /* Whether path is a URL (http:// or https://): an object on a server. */
 bool sv_source_is_url(const char *path);
-/* An object on an HTTP(S) server (http.c): read by range, read-only
- * (*why EROFS unless read_only was asked). */
+/* An object on an HTTP(S) server (http.c over remote.c): read by range,
+ * read-only (*why EROFS unless read_only was asked). */
 int sv_source_open_http(const char *url, bool read_only, struct sv_source **out, int *why,
 			struct sv_err *err);
-/* An object in an S3 store, s3://BUCKET/KEY (http.c): read by range,
- * written whole with If-Match; or a prefix, s3://BUCKET/PREFIX/ (or the
- * bucket, s3://BUCKET/): a directory of member objects. */
+/* An object in an S3 store, s3://BUCKET/KEY (s3.c over remote.c): read
+ * by range, written whole with If-Match; or a prefix, s3://BUCKET/PREFIX/
+ * (or the bucket, s3://BUCKET/): a directory of member objects, and a
+ * save folder's place. */
 int sv_source_open_s3(const char *location, const char *opts, bool read_only,
 		      struct sv_source **out, int *why, struct sv_err *err);
-/* S3 locations' options (s3.c): their keys, and one checked. */
-extern const char *const sv_s3_options[];
-int sv_s3_option_check(const char *kv, struct sv_err *err);
-
-/* Where an S3 object is, and with what credentials (s3.c). */
-#define SV_S3_PART (16ull << 20) /* an upload's part; larger objects go in parts */
-struct sv_s3_place {
-	char *bucket, *key;      /* as given */
-	char *bucket_url;        /* the bucket's URL, ending in '/' */
-	char *url;               /* the object's (its key encoded) */
-	char *user, *secret;     /* the access key and secret, or NULL: anonymous */
-	char *token;             /* a session token, or NULL */
-	char region[64];
-	char profile[64];        /* the profile looked in for credentials */
-	char sigv4[96];          /* libcurl's CURLOPT_AWS_SIGV4: "aws:amz:REGION:s3" */
-	uint64_t part;           /* the multipart upload's part size */
-};
+/* Whether path is an S3 location (s3://), and the options S3 locations
+ * take (s3place.c). */
+bool sv_source_is_s3(const char *path);
+extern const struct sv_source_kind sv_s3_kind;
 /* Whether path names a place a save folder may be: a directory, or a
  * prefix of an S3 store (s3://BUCKET/, s3://BUCKET/PREFIX/). */
 bool sv_source_is_folder(const char *path);
-/* Whether path is an S3 location (s3://). */
-bool sv_source_is_s3(const char *path);
-/* The place of location s3://BUCKET/KEY: the -o s3_* options, then the
- * environment (AWS_ENDPOINT_URL[_S3], AWS_REGION, AWS_DEFAULT_REGION,
- * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
- * AWS_PROFILE), then ~/.aws/credentials and ~/.aws/config. */
-int sv_s3_place(const char *location, const char *opts, struct sv_s3_place *p,
-		struct sv_err *err);
-void sv_s3_place_fini(struct sv_s3_place *p);
-/* Appends s percent-encoded as S3 signs it: every byte but the unreserved
- * ones, and but '/' if slash (a key in a path; a query's value encodes
- * it). */
-int sv_s3_encode(struct sv_buf *b, const char *s, bool slash);
-/* "Code: Message" of an S3 error body ("" if it is not one). */
-void sv_s3_error_text(const char *body, size_t n, char *out, size_t cap);
-/* The text of the first <tag> in an XML body ("" if none). */
-void sv_s3_xml_text(const char *body, size_t n, const char *tag, char *out, size_t cap);
-/* One entry of a listing: an object, or (dir) a prefix under the one
- * listed, its name after that prefix (no '/' in it); an object's size,
- * ETag as listed (quoted, "" if none) and time (0 if none). */
-struct sv_s3_entry {
-	const char *name;
-	bool dir;
-	uint64_t size;
-	const char *etag;
-	int64_t mtime;
-};
-/* One page of a ListObjectsV2 answer: fn(arg, entry) for each object
- * directly under prefix, then each prefix under it (with a delimiter), in
- * the page's order, until fn returns non-zero (returned).  *more and next
- * (the continuation token, unescaped) when the listing goes on; *why says
- * what is wrong with a page that cannot go on (NULL if nothing). */
-int sv_s3_list_page(const char *body, size_t n, const char *prefix,
-		    int (*fn)(void *arg, const struct sv_s3_entry *e), void *arg, bool *more,
-		    char *next, size_t cap, const char **why);
-
-/*
- * What a server's response says in its status line and headers, read
- * one line at a time, strictly: every number with sv_parse_count (no sign,
- * no space, at most INT64_MAX), a header that cannot be taken is named in
- * `bad` (the response is then refused), never guessed.
- */
-#define SV_HTTP_HEAD_FIELDS                                                           \
-	long status;                                                                  \
-	bool ranged;               /* Content-Range: bytes first-last/total */        \
-	uint64_t first, last;                                                          \
-	uint64_t total;            /* its total (UINT64_MAX: unknown) */              \
-	uint64_t length;           /* Content-Length, or UINT64_MAX */                \
-	char etag[256];            /* as sent ("" if none) */                          \
-	char modified[64];         /* Last-Modified ("" if none) */                    \
-	char date[64];             /* Date ("" if none) */                             \
-	char range[80];            /* Content-Range as sent ("" if none) */            \
-	char bad[300];             /* "Name: value" of the first header refused */
-struct sv_http_head {
-	SV_HTTP_HEAD_FIELDS
-};
-/* A new response begins (its status line, after a redirect or a 100). */
-void sv_http_head_begin(struct sv_http_head *h);
-/* Takes one line (a status line or a header, with or without its CRLF). */
-void sv_http_header(struct sv_http_head *h, const char *line, size_t n);
-/* Whether a whole body (a GET without a range) of `got` bytes answered
- * with h may be taken under a cap of max bytes: 0; -EFBIG if it is more
- * than max (by its Content-Length, or by what came without one); -EIO if
- * fewer or more bytes came than its Content-Length said. */
-int sv_http_whole_body(const struct sv_http_head *h, uint64_t got, uint64_t max);
-
 /* A read-only file source holding a copy of p[0..n) (memory). */
 int sv_source_open_mem(const void *p, size_t n, struct sv_source **out, struct sv_err *err);
 void sv_source_free(struct sv_source *s);
@@ -381,7 +238,6 @@ int sv_source_flock_lock(struct sv_source *s, struct sv_err *err);
 void sv_source_flock_unlock(struct sv_source *s);
 int sv_source_look_path(struct sv_source *s, struct stat *now);
 int sv_source_held_fd(struct sv_source *s, struct stat *now);
-extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops, sv_source_http_ops,
-	sv_source_s3_ops, sv_source_s3_prefix_ops;
+extern const struct sv_source_ops sv_source_file_ops, sv_source_dir_ops;
 
 #endif

@@ -108,7 +108,7 @@ struct slot {
 	uint32_t epoch;         /* containers opened in it so far */
 	int err;                /* its last open's failure, or 0 */
 	char why[SV_ERR_MAX];
-	struct sv_relay *live;  /* owned: its changes outside commits, by id */
+	struct sv_forward *live;  /* owned: its changes outside commits, by id */
 	bool removed;           /* its file was removed through the mount: its
 				 * directories list nothing, and removals in it
 				 * are done (rm -r goes on from there: its
@@ -733,9 +733,9 @@ static int install(struct sv_folder *f, uint32_t i, uint32_t s, struct sv_contai
 		close_slot(f, s);
 		return -ENOMEM;
 	}
-	*sl->live = (struct sv_relay){f->live_fn, f->live_arg, i, s, sl->epoch};
+	*sl->live = (struct sv_forward){f->live_fn, f->live_arg, i, s, sl->epoch};
 	if (f->live_fn)
-		sv_container_set_notify(sl->c, sv_relay_fn(), sl->live);
+		sv_container_set_notify(sl->c, sv_forward_fn(), sl->live);
 	uint32_t meta;
 	sl->meta = sv_resolve(sl->c, ".savefs", &meta) ? SV_NONE : meta;
 	return 0;
@@ -889,7 +889,7 @@ static int node_fresh(struct sv_folder *f, sv_id id, struct sv_container **c, ui
 }
 
 /* node_container for a call outside the lock: takes and lets go of it. */
-static int grab(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
+static int container_of_id(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
 		uint32_t *slot)
 {
 	pthread_mutex_lock(&f->lock);
@@ -1128,6 +1128,11 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 	}
 	*out = f;
 	return 0;
+}
+
+char *sv_folder_location(const struct sv_folder *f)
+{
+	return strdup(f->path);
 }
 
 void sv_folder_free(struct sv_folder *f)
@@ -1452,7 +1457,7 @@ static void names_free(struct name_list *l)
 }
 
 /* A container's listing passed on with the tree's ids. */
-struct relay {
+struct listing_pass {
 	sv_dir_fn fn;
 	void *arg;
 	uint32_t slot, epoch;
@@ -1467,9 +1472,9 @@ static bool dir_stop(int r)
 	return r && r != SV_DIR_HELD;
 }
 
-static int relay_one(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+static int pass_entry(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
 {
-	struct relay *r = arg;
+	struct listing_pass *r = arg;
 	struct sv_stat s = *st;
 	s.id = st->unmade ? SV_TREE_NONE : sv_slot_id(r->slot, r->epoch, st->node);
 	r->last = next + r->shift;
@@ -1596,9 +1601,9 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 			if (rc)
 				return 0;
 		}
-		struct relay r = {fn, arg, slot, epoch, from, false, shift};
+		struct listing_pass r = {fn, arg, slot, epoch, from, false, shift};
 		rc = (nodes ? sv_readdir_nodes : sv_readdir)(c, node, from > shift ? from - shift : 0,
-							     relay_one, &r);
+							     pass_entry, &r);
 		put(f, slot);
 		return rc;
 	}
@@ -1744,7 +1749,7 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
-		int rc = grab(f, n, &c, &node, &slot);
+		int rc = container_of_id(f, n, &c, &node, &slot);
 		if (rc)
 			return sv_err_set(err, rc, "a container closed under its reader");
 		rc = sv_read(c, node, off, buf, size, got, err);
@@ -1788,7 +1793,7 @@ int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct
 	if (n >> 32) {
 		struct sv_container *c;
 		uint32_t node, slot;
-		int rc = grab(f, n, &c, &node, &slot);
+		int rc = container_of_id(f, n, &c, &node, &slot);
 		if (rc)
 			return sv_err_set(err, rc, "a container closed under its reader");
 		rc = sv_content(c, node, out, err);
@@ -2014,12 +2019,12 @@ static int take_open(struct sv_folder *f, sv_id id, struct sv_container **c, uin
 	return take_as(f, id, c, node, slot, false, err);
 }
 
-/* A relay of a container's changes to the client, by tree id. */
-static struct sv_relay relay_for(struct sv_folder *f, uint32_t slot, sv_tree_changed_fn fn,
+/* A container's changes forwarded to the client, by tree id. */
+static struct sv_forward forward_for(struct sv_folder *f, uint32_t slot, sv_tree_changed_fn fn,
 				 void *arg)
 {
 	pthread_mutex_lock(&f->lock);
-	struct sv_relay r = {fn, arg, f->s[slot].box, slot, f->s[slot].epoch};
+	struct sv_forward r = {fn, arg, f->s[slot].box, slot, f->s[slot].epoch};
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }
@@ -2105,8 +2110,8 @@ int sv_folder_flush(struct sv_folder *f, sv_id n, sv_tree_changed_fn fn, void *a
 		return 0;
 	if (rc)
 		return rc;
-	struct sv_relay r = relay_for(f, slot, fn, arg);
-	rc = sv_flush(c, node, sv_relay_fn(), &r, err);
+	struct sv_forward r = forward_for(f, slot, fn, arg);
+	rc = sv_flush(c, node, sv_forward_fn(), &r, err);
 	put(f, slot);
 	return rc;
 }
@@ -2125,9 +2130,9 @@ int sv_folder_commit(struct sv_folder *f, sv_tree_changed_fn fn, void *arg, stru
 		pthread_mutex_unlock(&f->lock);
 		if (!c)
 			continue;
-		struct sv_relay r = relay_for(f, s, fn, arg);
+		struct sv_forward r = forward_for(f, s, fn, arg);
 		struct sv_err e1;
-		int rc = sv_commit(c, sv_relay_fn(), &r, &e1);
+		int rc = sv_commit(c, sv_forward_fn(), &r, &e1);
 		if (rc && !first) {
 			first = rc;
 			*err = e1;
@@ -2374,8 +2379,8 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 					  "the mount, nor emptied entry by entry: remove it outside");
 		}
 		if (!raw) {
-			struct sv_relay r = relay_for(f, slot, fn, arg);
-			rc = sv_unlink(c, node, name, sv_relay_fn(), &r, err);
+			struct sv_forward r = forward_for(f, slot, fn, arg);
+			rc = sv_unlink(c, node, name, sv_forward_fn(), &r, err);
 			put(f, slot);
 			return rc;
 		}
@@ -2474,8 +2479,8 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 	}
 	int rc;
 	if (!r1 && !r2 && s1 == s2) {
-		struct sv_relay r = relay_for(f, s1, fn, arg);
-		rc = sv_rename(c1, n1, name, n2, newname, flags, sv_relay_fn(), &r, err);
+		struct sv_forward r = forward_for(f, s1, fn, arg);
+		rc = sv_rename(c1, n1, name, n2, newname, flags, sv_forward_fn(), &r, err);
 	} else if (r1 == 1 && r2 == 1) {
 		char *from = real_place(f, n1, name, &rc, err);
 		char *to = from ? real_place(f, n2, newname, &rc, err) : NULL;
@@ -2733,7 +2738,7 @@ uint32_t sv_folder_drops(struct sv_folder *f, sv_id n)
 {
 	struct sv_container *c;
 	uint32_t node, slot;
-	if (!(n >> 32) || grab(f, n, &c, &node, &slot))
+	if (!(n >> 32) || container_of_id(f, n, &c, &node, &slot))
 		return 0;
 	uint32_t d = sv_drops(c, node);
 	put(f, slot);
@@ -2744,7 +2749,7 @@ sv_id sv_folder_current(struct sv_folder *f, sv_id n)
 {
 	struct sv_container *c;
 	uint32_t node, slot;
-	if (!(n >> 32) || grab(f, n, &c, &node, &slot))
+	if (!(n >> 32) || container_of_id(f, n, &c, &node, &slot))
 		return n;
 	uint32_t k = sv_current(c, node);
 	put(f, slot);
@@ -2755,7 +2760,7 @@ bool sv_folder_read_only(struct sv_folder *f, sv_id n)
 {
 	struct sv_container *c;
 	uint32_t node, slot;
-	if (f->opts.read_only || !(n >> 32) || grab(f, n, &c, &node, &slot))
+	if (f->opts.read_only || !(n >> 32) || container_of_id(f, n, &c, &node, &slot))
 		return f->opts.read_only || (f->remote && !(n >> 32));
 	bool ro = sv_container_read_only(c);
 	put(f, slot);
@@ -2774,7 +2779,7 @@ int sv_folder_path(struct sv_folder *f, sv_id n, char *buf, size_t size)
 	}
 	struct sv_container *c;
 	uint32_t node, slot;
-	int rc = grab(f, n, &c, &node, &slot);
+	int rc = container_of_id(f, n, &c, &node, &slot);
 	if (rc)
 		return rc;
 	char inner[4096];

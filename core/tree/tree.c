@@ -75,6 +75,63 @@ struct sv_container *sv_tree_container(struct sv_tree *t)
 	return t->c;
 }
 
+bool sv_tree_is_folder(const struct sv_tree *t)
+{
+	return t->f != NULL;
+}
+
+char *sv_tree_location(const struct sv_tree *t)
+{
+	return t->c ? strdup(sv_container_path(t->c)) : sv_folder_location(t->f);
+}
+
+int sv_tree_parent(struct sv_tree *t, sv_id n, sv_id *out)
+{
+	*out = SV_TREE_ROOT;
+	if (t->f)
+		return 0; /* (the kernel asks a folder's entries by lookup) */
+	uint32_t up = SV_ROOT;
+	int rc = sv_lookup(t->c, (uint32_t)n, "..", &up);
+	if (!rc)
+		*out = up;
+	return rc;
+}
+
+uint64_t sv_tree_count(const struct sv_tree *t)
+{
+	return t->c ? sv_node_count(t->c) : 0;
+}
+
+bool sv_tree_follows(const struct sv_tree *t)
+{
+	return t->c && sv_container_follows(t->c);
+}
+
+uint64_t sv_tree_follow_ns(const struct sv_tree *t)
+{
+	return t->c ? sv_container_follow_ns(t->c) : 0;
+}
+
+void sv_tree_poll(struct sv_tree *t)
+{
+	if (t->c)
+		sv_container_poll(t->c, NULL);
+}
+
+void sv_tree_before_fork(struct sv_tree *t)
+{
+	if (t->c)
+		sv_container_before_fork(t->c);
+	sv_tab_before_fork();
+}
+
+void sv_tree_after_fork(struct sv_tree *t)
+{
+	sv_tab_after_fork();
+	if (t->c)
+		sv_container_after_fork(t->c);
+}
+
 /* A container's node number from an id of its own tree. */
 static int node_of(sv_id n, uint32_t *out)
 {
@@ -218,24 +275,24 @@ int sv_tree_info(struct sv_tree *t, struct sv_blob **out, struct sv_err *err)
 
 /* A container's changes passed on with the tree's ids (a container's own
  * tree: its node numbers). */
-static void relay_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
+static void forward_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
 			  bool gone)
 {
-	struct sv_relay *r = arg;
+	struct sv_forward *r = arg;
 	if (r->fn)
-		r->fn(r->arg, sv_relay_id(r, node), sv_relay_id(r, parent), name, gone);
+		r->fn(r->arg, sv_forward_id(r, node), sv_forward_id(r, parent), name, gone);
 }
 
-sv_id sv_relay_id(const struct sv_relay *r, uint32_t node)
+sv_id sv_forward_id(const struct sv_forward *r, uint32_t node)
 {
 	if (r->box == SV_TREE_NONE)
 		return node;
 	return node == SV_ROOT ? r->box : sv_slot_id(r->slot, r->epoch, node);
 }
 
-sv_changed_fn sv_relay_fn(void)
+sv_changed_fn sv_forward_fn(void)
 {
-	return relay_changed;
+	return forward_changed;
 }
 
 #define CONTAINER_CALL(t, n, k, call)                                                      \
@@ -267,16 +324,16 @@ int sv_tree_flush(struct sv_tree *t, sv_id n, sv_tree_changed_fn fn, void *arg,
 {
 	if (t->f)
 		return sv_folder_flush(t->f, n, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
-	CONTAINER_CALL(t, n, k, sv_flush(t->c, k, relay_changed, &r, err));
+	struct sv_forward r = {fn, arg, SV_TREE_NONE, 0, 0};
+	CONTAINER_CALL(t, n, k, sv_flush(t->c, k, forward_changed, &r, err));
 }
 
 int sv_tree_commit(struct sv_tree *t, sv_tree_changed_fn fn, void *arg, struct sv_err *err)
 {
 	if (t->f)
 		return sv_folder_commit(t->f, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
-	return sv_commit(t->c, relay_changed, &r, err);
+	struct sv_forward r = {fn, arg, SV_TREE_NONE, 0, 0};
+	return sv_commit(t->c, forward_changed, &r, err);
 }
 
 int sv_tree_create(struct sv_tree *t, sv_id dir, const char *name, uint32_t mode, int flags,
@@ -310,8 +367,8 @@ int sv_tree_unlink(struct sv_tree *t, sv_id dir, const char *name, sv_tree_chang
 {
 	if (t->f)
 		return sv_folder_unlink(t->f, dir, name, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
-	CONTAINER_CALL(t, dir, k, sv_unlink(t->c, k, name, relay_changed, &r, err));
+	struct sv_forward r = {fn, arg, SV_TREE_NONE, 0, 0};
+	CONTAINER_CALL(t, dir, k, sv_unlink(t->c, k, name, forward_changed, &r, err));
 }
 
 int sv_tree_rmdir(struct sv_tree *t, sv_id dir, const char *name, struct sv_err *err)
@@ -328,11 +385,11 @@ int sv_tree_rename(struct sv_tree *t, sv_id dir, const char *name, sv_id newdir,
 {
 	if (t->f)
 		return sv_folder_rename(t->f, dir, name, newdir, newname, flags, fn, arg, err);
-	struct sv_relay r = {fn, arg, SV_TREE_NONE, 0, 0};
+	struct sv_forward r = {fn, arg, SV_TREE_NONE, 0, 0};
 	uint32_t d, nd;
 	if (node_of(dir, &d) || node_of(newdir, &nd))
 		return sv_err_set(err, -ENOENT, "no such directory");
-	return sv_rename(t->c, d, name, nd, newname, flags, relay_changed, &r, err);
+	return sv_rename(t->c, d, name, nd, newname, flags, forward_changed, &r, err);
 }
 
 int sv_tree_open_real(struct sv_tree *t, sv_id n, int flags)
@@ -421,8 +478,8 @@ void sv_tree_set_notify(struct sv_tree *t, sv_tree_changed_fn fn, void *arg)
 		sv_folder_set_notify(t->f, fn, arg);
 		return;
 	}
-	t->live = (struct sv_relay){fn, arg, SV_TREE_NONE, 0, 0};
-	sv_container_set_notify(t->c, fn ? relay_changed : NULL, fn ? &t->live : NULL);
+	t->live = (struct sv_forward){fn, arg, SV_TREE_NONE, 0, 0};
+	sv_container_set_notify(t->c, fn ? forward_changed : NULL, fn ? &t->live : NULL);
 }
 
 void sv_tree_real_written(struct sv_tree *t, sv_id n)

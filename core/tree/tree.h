@@ -9,7 +9,10 @@
 
 struct sv_folder;
 
-struct sv_relay {
+/* A container's changes passed on to a client with the tree's ids: its
+ * callback, and where the container sits (a folder's box id, slot, epoch;
+ * SV_TREE_NONE: the tree is the container). */
+struct sv_forward {
 	sv_tree_changed_fn fn;
 	void *arg;
 	sv_id box;
@@ -34,10 +37,15 @@ static inline uint32_t sv_epoch_of(sv_id id)
 
 struct sv_tree {
 	struct sv_container *c;  /* a container's own tree, or NULL */
-	struct sv_relay live;    /* a container's: its changes outside commits */
+	struct sv_forward live;    /* a container's: its changes outside commits */
 	struct sv_folder *f;     /* a folder, or NULL */
 };
 
+/* The container the tree is, or NULL for a folder (the core's own and
+ * the tests'; clients ask the tree). */
+struct sv_container *sv_tree_container(struct sv_tree *t);
+/* A folder's real path (a new string). */
+char *sv_folder_location(const struct sv_folder *f);
 int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folder **out,
 		   struct sv_err *err);
 void sv_folder_free(struct sv_folder *f);
@@ -56,11 +64,11 @@ int sv_folder_hold(struct sv_folder *f, sv_id n);
 void sv_folder_release(struct sv_folder *f, sv_id n);
 int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err);
 
-/* (struct sv_relay, above) A container's changes passed on by tree id: box is its root's id in the
+/* (struct sv_forward, above) A container's changes passed on by tree id: box is its root's id in the
  * tree (SV_TREE_NONE: a container's own tree, ids are node numbers), slot
  * its place in a folder. */
-sv_id sv_relay_id(const struct sv_relay *r, uint32_t node);
-sv_changed_fn sv_relay_fn(void);
+sv_id sv_forward_id(const struct sv_forward *r, uint32_t node);
+sv_changed_fn sv_forward_fn(void);
 
 int sv_folder_write(struct sv_folder *f, sv_id n, uint64_t off, const void *buf, size_t size,
 		    struct sv_err *err);

@@ -23,6 +23,7 @@
  * driver replay.c for `meson test`.
  */
 #define FUZZ_NAME "fuzz_datafile"
+#include "container.h"
 #include "fuzz_tmp.h"
 #include "fuzz_walk.h"
 #include "format.h"

@@ -25,6 +25,7 @@
  * driver replay.c for `meson test` (fuzz-replay-nethack).
  */
 #define FUZZ_NAME "fuzz_nethack"
+#include "container.h"
 #include "fuzz_walk.h"
 #include "format.h"
 #include "fmt/nethack/nethack.h"

@@ -11,6 +11,7 @@
  */
 #define FUZZ_NAME "fuzz_recording"
 #include "fuzz_walk.h"
+#include "container.h"
 #include "savefs.h"
 
 #include <stdio.h>

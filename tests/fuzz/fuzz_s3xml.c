@@ -27,6 +27,8 @@
  * driver replay.c for `meson test` (fuzz-replay-s3xml).
  */
 #include "internal.h"
+#include "source/curl.h"
+#include "source/s3.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -57,7 +59,7 @@ struct seen {
 	unsigned n, stop_at;
 };
 
-static int on_entry(void *arg, const struct sv_s3_entry *e)
+static int on_entry(void *arg, const struct sv_remote_entry *e)
 {
 	struct seen *s = arg;
 	if (!e->name[0] || strchr(e->name, '/'))

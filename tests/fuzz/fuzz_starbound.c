@@ -16,6 +16,7 @@
  * driver replay.c for `meson test`.
  */
 #define FUZZ_NAME "fuzz_starbound"
+#include "container.h"
 #include "fuzz_tmp.h"
 #include "fuzz_walk.h"
 #include "format.h"

@@ -13,6 +13,7 @@
 #ifndef FUZZ_WALK_H
 #define FUZZ_WALK_H
 
+#include "container.h"
 #include "format.h"
 
 #include <fcntl.h>

@@ -24,6 +24,7 @@
  *       Reads IN through savefs's reader and writes it again, e.g. as a
  *       version 3 or "ATAD" file.
  */
+#include "container.h"
 #include "fmt/teeworlds/datafile.h"
 #include "mapgen.h"
 

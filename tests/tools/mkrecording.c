@@ -33,6 +33,7 @@
 #include "fmt/recording/nbt.h"
 #include "fmt/recording/rcevents.h"
 #include "rd.h"
+#include "container.h"
 #include "savefs.h"
 
 #include <errno.h>

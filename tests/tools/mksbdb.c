@@ -32,6 +32,7 @@
  *       Commits one record (TEXT, deflated) into FILE in place, as the game
  *       would while savefs has it mounted: another program's root flip.
  */
+#include "container.h"
 #include "savefs.h"
 #include "fmt/starbound/btree5_cow.h"
 #include "fmt/starbound/sbon.h"

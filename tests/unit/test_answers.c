@@ -10,6 +10,8 @@
  * for the process.
  */
 #include "internal.h"
+#include "source/curl.h"
+#include "source/s3.h"
 #include "t.h"
 
 #include <errno.h>
@@ -139,7 +141,7 @@ struct got {
 	int n;
 };
 
-static int on_entry(void *arg, const struct sv_s3_entry *e)
+static int on_entry(void *arg, const struct sv_remote_entry *e)
 {
 	struct got *g = arg;
 	size_t k = strlen(g->names);

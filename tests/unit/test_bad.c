@@ -42,6 +42,7 @@
  * Exit 0 if all hold, 1 otherwise, 77 if DIR holds no variant.
  */
 #include "cli/cli.h"
+#include "container.h"
 #include "savefs.h"
 #include "t.h"
 

@@ -19,6 +19,7 @@
  * newline.  `fail_write` makes the next write of the container fail with
  * EIO as a full disk would, after it has written part of what it meant to.
  */
+#include "container.h"
 #include "format.h"
 #include "t.h"
 #include "tree.h"
@@ -991,7 +992,7 @@ static void listed_nodes(void)
 	sv_container_free(c);
 }
 
-/* What a container told its client to drop (sv_node_shed), in order. */
+/* What a container told its client to drop (sv_node_evictable), in order. */
 struct told {
 	uint32_t *v;
 	char **names;
@@ -1131,7 +1132,7 @@ static void shed_queue_bounded(void)
 		sv_forget(c, n, 1);
 	}
 	T_UINT(0, t.n);
-	size_t queued = sv_container_shed_queued(c);
+	size_t queued = sv_container_evict_queued(c);
 	T_OK(queued <= 16);
 	if (queued > 16)
 		fprintf(stderr, "  %zu entries queued, %u nodes\n", queued, sv_node_count(c));
@@ -1270,7 +1271,7 @@ static void folder_listing_held(void)
 	T_INT(0, sv_tree_open(d, &o, &t, &err));
 	if (!t)
 		return;
-	T_OK(sv_tree_container(t) == NULL);
+	T_OK(sv_tree_is_folder(t));
 	struct held_names h = {0};
 	T_INT(0, sv_tree_readdir(t, SV_TREE_ROOT, 0, keep_all, &h));
 	T_UINT(4, h.n);

@@ -16,6 +16,7 @@
  * Payloads are built with sv_put_u32le, so the expected bytes do not
  * depend on the host's byte order.
  */
+#include "container.h"
 #include "format.h"
 #include "fmt/teeworlds/datafile.h"
 #include "rd.h"

@@ -32,6 +32,7 @@
  * commits, second commits on the same handle, and a levelpack whose nested
  * drawings are edited (the pack rewritten, unvisited drawings copied).
  */
+#include "container.h"
 #include "fmt/sketchy/doodle.h"
 #include "changes.h"
 #include "t.h"

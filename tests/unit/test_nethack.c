@@ -7,6 +7,7 @@
  * The logs are written here by hand (a backup of a small save, commands,
  * time lines): the diff formats have tests of their own (test_nhdiff.c).
  */
+#include "container.h"
 #include "savefs.h"
 #include "fmt/nethack/nethack.h"
 #include "t.h"

@@ -6,6 +6,7 @@
  * around, two readers at once, and freeing the container with work still
  * queued are all safe (run under ASan, UBSan and TSan).
  */
+#include "container.h"
 #include "fmt/teeworlds/datafile.h"
 #include "t.h"
 

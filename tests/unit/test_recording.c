@@ -7,6 +7,7 @@
  * preamble alone (the segments untouched); a metadata edit that is not
  * SNBT is refused with nothing written.
  */
+#include "container.h"
 #include "format.h"
 #include "t.h"
 #include "tree.h"

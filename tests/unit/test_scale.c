@@ -9,6 +9,7 @@
  * only printed (speed is measured in scripts/bench), and a watchdog of
  * 300 s ends a case that would hang.
  */
+#include "container.h"
 #include "savefs.h"
 #include "fmt/teeworlds/datafile.h"
 #include "t.h"

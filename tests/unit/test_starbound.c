@@ -8,6 +8,7 @@
  * while the container is open makes the next commit EBUSY and the tree
  * is read again as that program left it.
  */
+#include "container.h"
 #include "format.h"
 #include "t.h"
 #include "tree.h"

@@ -8,6 +8,7 @@
  * writing it whole; a physics layer named otherwise than DDNet names it
  * still takes edits that keep what it holds.  Maps come from tests/tools/mapgen.c.
  */
+#include "container.h"
 #include "t.h"
 #include "tree.h"
 

@@ -16,6 +16,7 @@
 #ifndef TREE_H
 #define TREE_H
 
+#include "container.h"
 #include "savefs.h"
 #include "t.h"
 
