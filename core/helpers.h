@@ -277,13 +277,14 @@ int sv_grow_cap(size_t cap, size_t need, size_t size, size_t *out);
  * unlinked file mapped shared (in the persistent index's directory, else
  * /var/tmp; on the heap if neither takes it), whose pages sv_tab_shed
  * drops from the daemon's memory: they stay in the file and come back when
- * touched.  Free it with sv_tab_free, never free().  A watcher thread
- * sheds them whenever the process holds more than SV_TAB_WINDOW spill
- * thresholds of mapped file pages (16 MB at the default 1 MB), whatever touched them; sv_tab_note counts the entries a
- * client's lookups and listings serve, and looks at once every
- * SV_TAB_LOOK_EVERY of them (a search touched at random maps a page a
- * step, faster than the watcher looks).  So the daemon holds the window
- * it touched lately, not the whole index.
+ * touched.  Free it with sv_tab_free, never free().  They are shed at known
+ * points, never by a clock: what may have touched their pages is counted
+ * (an element appended, a sort's runs, sv_tab_note for a client's lookups
+ * and listings, sv_tab_touch for a format's pass over its index), and every
+ * spill threshold of bytes or SV_TAB_LOOK_EVERY entries the process's
+ * mapped file pages are looked at and shed past SV_TAB_WINDOW thresholds
+ * (16 MB at the default 1 MB).  So the daemon holds the window and one
+ * step of the arrays, not the whole index, however busy the machine is.
  */
 #define SV_TAB_SPILL (1u << 20)
 #define SV_TAB_LOOK_EVERY 32u
@@ -301,20 +302,19 @@ void sv_tab_free(void *p);
  * the heap, or with no second file to be had, qsort. */
 void sv_tab_sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *));
 void sv_tab_shed(void);
+/* n entries of a client's (a lookup counts SV_TAB_LOOKUP). */
 void sv_tab_note(uint64_t n);
-/* Around a fork: the watcher is stopped before (it may hold the lock) and
- * started again after, in the process that goes on. */
-void sv_tab_before_fork(void);
-void sv_tab_after_fork(void);
+/* bytes of arrays read or written in a pass (a format's loop over its
+ * index): call every so often as it goes. */
+void sv_tab_touch(uint64_t bytes);
 struct sv_tab_stats {
 	uint64_t arrays, bytes; /* in files now */
 	uint64_t sheds;
 };
 void sv_tab_stats(struct sv_tab_stats *out);
 /* The spill directory ("": none, heap only; NULL: the index directory,
- * else /var/tmp), the threshold in bytes (SV_TAB_SPILL) and whether the
- * watcher runs (tests of sv_tab_note turn it off). */
-void sv_tab_configure(const char *dir, size_t threshold, bool watch);
+ * else /var/tmp) and the threshold in bytes (SV_TAB_SPILL). */
+void sv_tab_configure(const char *dir, size_t threshold);
 
 /* Gives the whole pages of p's bytes [from, to) back to the system (their
  * content is lost: for memory about to be freed, read no more). */

@@ -296,6 +296,9 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 
 	uint64_t host = sv_source_failures(c->src);
 	int rc = c->fmt->load(c, i, out, err);
+	/* A known point: what the load touched of the spilled arrays is
+	 * looked at, and shed past the window. */
+	sv_tab_note(SV_TAB_LOOK_EVERY);
 	/* A failure of the host (a server that did not answer) is not the
 	 * entry's: the next read tries again. */
 	bool transient = rc && host != sv_source_failures(c->src);

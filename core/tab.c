@@ -9,23 +9,17 @@
  * what the daemon holds is the window it touched since, at any entry
  * count.
  *
- * Who sheds: a watcher thread, while any array is in a file, looks at the
- * process's mapped file pages (/proc/self/statm) and sheds when they are
- * more than SV_TAB_WINDOW spill thresholds (16 MB by default; one knob,
- * -o spill, sets both) past what it held after the last shed, whatever
- * touched them (a format's loop over its index, a record written out):
- * the formats do nothing for it.  It looks every millisecond while the
- * figure moves and backs off to 200 ms while it does not, and to 8 ms
- * while it has to shed at every look (an array searched at random brings
- * its pages back as fast as they go: each shed is paid again in faults;
- * a longer pause let a sort's streams take 70 MB between two looks).  A
- * sort goes through sv_tab_sort, which touches its pages in order.  A
- * client's lookups and listings, counted by the
- * core (sv_tab_note), bring it back to a millisecond, and look at once
- * every SV_TAB_LOOK_EVERY entries (a search touched at random maps a page,
- * and the kernel's fault-around 64 KB, a step).  The watcher is stopped
- * across a fork (sv_tab_before_fork) and started again in the process
- * that goes on (sv_tab_after_fork).
+ * When: at known points, never by a clock.  Whatever may have touched an
+ * array's pages is counted as it goes (an element appended, a run of a
+ * sort, a client's lookups and listings, a format's pass over its index
+ * through sv_tab_touch), and every so much (a spill threshold of bytes,
+ * SV_TAB_LOOK_EVERY entries of a client's) the process's mapped file pages
+ * (/proc/self/statm) are looked at: past SV_TAB_WINDOW spill thresholds
+ * (16 MB by default; one knob, -o spill, sets both) above what was held
+ * after the last shed, the arrays' pages are shed.  So what the daemon
+ * holds of them is bounded by the window and one step, at any entry count
+ * and however busy the machine is: no thread races the work it bounds.
+ * A sort goes through sv_tab_sort, which touches its pages in order.
  *
  * An array is grown like sv_grow (it may move) and freed with sv_tab_free.
  * The file's blocks are allocated (fallocate) before the mapping reaches
@@ -54,46 +48,29 @@ struct spill {
 	int fd;
 };
 
-#define LOOK_FAST_MS 1
-#define LOOK_SLOW_MS 200
-#define LOOK_BUSY_MS 8
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spill *spills;      /* every array in a file, by address */
 static size_t nspills, capspills;
 static size_t spill_at = SV_TAB_SPILL;
 static char *spill_dir;           /* NULL: the index directory, else
 				   * /var/tmp; "": none (the heap) */
-static uint64_t touched;          /* entries noted since the last look */
+static uint64_t noted;            /* a client's entries since the last look
+				   * (atomic) */
+static uint64_t moved;            /* bytes touched since the last look (atomic) */
 static uint64_t base;             /* mapped file pages held right after the
 				   * last shed (the libraries'), bytes */
 static struct sv_tab_stats st;
-/* The watcher (all under lock): wanted (sv_tab_configure), running, told
- * to stop, woken by wake; look_ms is its interval now. */
-static bool watch_on = true, watching, watch_stop;
-static pthread_t watcher;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static unsigned look_ms = LOOK_FAST_MS;
 
-static void watch_start(void);
 static uint64_t file_resident(void);
+static void look(void);
 
-/* (lock held) look_ms, which sv_tab_note reads without the lock. */
-static void set_look(unsigned ms)
+void sv_tab_configure(const char *dir, size_t threshold)
 {
-	__atomic_store_n(&look_ms, ms, __ATOMIC_RELAXED);
-}
-
-void sv_tab_configure(const char *dir, size_t threshold, bool watch)
-{
-	sv_tab_before_fork(); /* stops the watcher, if it runs */
 	pthread_mutex_lock(&lock);
 	free(spill_dir);
 	spill_dir = dir ? strdup(dir) : NULL;
-	spill_at = threshold;
-	watch_on = watch;
+	__atomic_store_n(&spill_at, threshold, __ATOMIC_RELAXED); /* read unlocked */
 	pthread_mutex_unlock(&lock);
-	sv_tab_after_fork();
 }
 
 static struct spill *find(const void *p)
@@ -158,7 +135,6 @@ static int spill_grow(void **v, size_t old, size_t bytes)
 		st.bytes += len - s->len;
 		s->len = len;
 		*v = p;
-		set_look(LOOK_FAST_MS); /* an index being built */
 		return 0;
 	}
 	if (nspills == capspills) {
@@ -185,12 +161,11 @@ static int spill_grow(void **v, size_t old, size_t bytes)
 	if (old)
 		memcpy(p, *v, old);
 	free(*v);
-	spills[nspills++] = (struct spill){p, len, fd};
+	spills[nspills] = (struct spill){p, len, fd};
+	__atomic_store_n(&nspills, nspills + 1, __ATOMIC_RELAXED); /* read unlocked */
 	st.arrays++;
 	st.bytes += len;
 	*v = p;
-	set_look(LOOK_FAST_MS);
-	watch_start();
 	return 0;
 }
 
@@ -198,8 +173,11 @@ static int spill_grow(void **v, size_t old, size_t bytes)
 static int grow(void **v, size_t *cap, size_t need, size_t size, bool *in_file)
 {
 	size_t nc;
-	if (need <= *cap)
+	if (need <= *cap) {
+		/* An element appended (or a few): counted. */
+		sv_tab_touch(size);
 		return 0;
+	}
 	if (sv_grow_cap(*cap, need, size, &nc))
 		return -ENOMEM;
 	pthread_mutex_lock(&lock);
@@ -248,7 +226,8 @@ void sv_tab_free(void *p)
 		close(s->fd);
 		st.arrays--;
 		st.bytes -= s->len;
-		*s = spills[--nspills];
+		*s = spills[nspills - 1];
+		__atomic_store_n(&nspills, nspills - 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&lock);
 	if (!s)
@@ -395,8 +374,8 @@ static void sift_runs(struct run *h, size_t i, size_t k, const char *t, size_t s
  * An array in a file is sorted in runs a quarter of the window long, each
  * copied to the heap, sorted there and written to a second array in a
  * file; the runs are then merged back into the first.  Each page is read
- * twice and written twice, in order, so the watcher sheds behind the sort
- * and the pages it sheds are not wanted again.  (A sort in place touches
+ * twice and written twice, in order, so what is shed behind the sort is not
+ * wanted again.  (A sort in place touches
  * a page at every level of its recursion: past the window each touch
  * after a shed is a fault again, 0.3 s for each pass over 72 MB here, and
  * glibc's qsort touches the whole array at random.)
@@ -430,6 +409,7 @@ void sv_tab_sort(void *v, size_t n, size_t size, cmp_fn cmp)
 		sort_here(buf, m, size, cmp);
 		memcpy(t + at * size, buf, m * size);
 		h[i] = (struct run){at, at + m};
+		sv_tab_touch(2 * m * size);
 	}
 	free(buf);
 	for (size_t i = k / 2; i-- > 0;)
@@ -437,6 +417,7 @@ void sv_tab_sort(void *v, size_t n, size_t size, cmp_fn cmp)
 	for (char *out = v; k;) {
 		memcpy(out, t + h[0].at * size, size);
 		out += size;
+		sv_tab_touch(2 * size);
 		if (++h[0].at == h[0].end)
 			h[0] = h[--k];
 		sift_runs(h, 0, k, t, size, cmp);
@@ -450,7 +431,6 @@ static void shed(void)
 {
 	for (size_t i = 0; i < nspills; i++)
 		madvise(spills[i].p, spills[i].len, MADV_DONTNEED);
-	touched = 0;
 	st.sheds++;
 	base = file_resident();
 }
@@ -495,102 +475,34 @@ static uint64_t file_resident(void)
 	return shared * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* (lock held) The watcher looks often again: a client is at work. */
-static void hurry(void)
+/* Looks at what the process holds of the arrays, and sheds them past the
+ * window. */
+static void look(void)
 {
-	if (look_ms != LOOK_FAST_MS) {
-		set_look(LOOK_FAST_MS);
-		pthread_cond_signal(&wake);
-	}
+	pthread_mutex_lock(&lock);
+	__atomic_store_n(&noted, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&moved, 0, __ATOMIC_RELAXED);
+	if (nspills && over())
+		shed();
+	pthread_mutex_unlock(&lock);
 }
 
 void sv_tab_note(uint64_t n)
 {
-	if (!__atomic_load_n(&nspills, __ATOMIC_RELAXED))
-		return;
-	if (__atomic_add_fetch(&touched, n, __ATOMIC_RELAXED) < SV_TAB_LOOK_EVERY) {
-		if (__atomic_load_n(&look_ms, __ATOMIC_RELAXED) != LOOK_FAST_MS) {
-			pthread_mutex_lock(&lock);
-			hurry();
-			pthread_mutex_unlock(&lock);
-		}
-		return;
-	}
 	/* Entries touched at random (a listing in name order of a table in
 	 * another order) hold a page each: what is held is looked at, not
-	 * guessed from the count; and the watcher looks often again. */
-	pthread_mutex_lock(&lock);
-	if (touched >= SV_TAB_LOOK_EVERY && over())
-		shed();
-	touched = 0;
-	hurry();
-	pthread_mutex_unlock(&lock);
+	 * guessed from the count. */
+	if (__atomic_load_n(&nspills, __ATOMIC_RELAXED) &&
+	    __atomic_add_fetch(&noted, n, __ATOMIC_RELAXED) >= SV_TAB_LOOK_EVERY)
+		look();
 }
 
-static void *watch(void *arg)
+void sv_tab_touch(uint64_t bytes)
 {
-	(void)arg;
-	uint64_t last = 0;
-	unsigned overs = 0;     /* looks running that had to shed */
-	pthread_mutex_lock(&lock);
-	while (!watch_stop) {
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_nsec += (long)look_ms * 1000000L;
-		t.tv_sec += t.tv_nsec / 1000000000L;
-		t.tv_nsec %= 1000000000L;
-		pthread_cond_clockwait(&wake, &lock, CLOCK_MONOTONIC, &t);
-		if (watch_stop || !nspills)
-			continue;
-		/* Back off while nothing moves; and, a little, while the pages
-		 * come back as fast as they go (an array searched at random:
-		 * every shed is paid again in faults).  A note or a growth
-		 * brings it back to a millisecond. */
-		uint64_t seen = file_resident();
-		bool shed_now = seen > base + (uint64_t)spill_at * SV_TAB_WINDOW;
-		if (shed_now)
-			shed();
-		overs = shed_now ? overs + 1 : 0;
-		uint64_t now = shed_now ? base : seen;
-		unsigned cap = seen == last ? LOOK_SLOW_MS : overs >= 4 ? LOOK_BUSY_MS : LOOK_FAST_MS;
-		set_look(look_ms * 2 < cap ? look_ms * 2 : cap);
-		last = now;
-	}
-	pthread_mutex_unlock(&lock);
-	return NULL;
-}
-
-/* (lock held) Starts the watcher if it is wanted and not running. */
-static void watch_start(void)
-{
-	if (watching || !watch_on)
-		return;
-	watch_stop = false;
-	watching = !pthread_create(&watcher, NULL, watch, NULL);
-}
-
-void sv_tab_before_fork(void)
-{
-	pthread_mutex_lock(&lock);
-	bool was = watching;
-	if (was) {
-		watch_stop = true;
-		pthread_cond_signal(&wake);
-	}
-	pthread_mutex_unlock(&lock);
-	if (was)
-		pthread_join(watcher, NULL);
-	pthread_mutex_lock(&lock);
-	watching = false;
-	pthread_mutex_unlock(&lock);
-}
-
-void sv_tab_after_fork(void)
-{
-	pthread_mutex_lock(&lock);
-	if (nspills)
-		watch_start();
-	pthread_mutex_unlock(&lock);
+	if (__atomic_load_n(&nspills, __ATOMIC_RELAXED) &&
+	    __atomic_add_fetch(&moved, bytes, __ATOMIC_RELAXED) >=
+		    __atomic_load_n(&spill_at, __ATOMIC_RELAXED))
+		look();
 }
 
 void sv_tab_stats(struct sv_tab_stats *out)

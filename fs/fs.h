@@ -32,8 +32,36 @@ struct fs {
 
 extern const struct fuse_lowlevel_ops fs_ops;
 
+/* A tree id's inode, and back. */
+#define INO(n) ((fuse_ino_t)(n) + 1)
+#define NODE(ino) ((sv_id)((ino) - 1))
+
+/* ---- what the kernel is told of changes (notify.c) ---- */
+
+/* A change to pass on: an inode's data, or an entry's name. */
+struct note {
+	fuse_ino_t parent, ino;
+	char *name; /* NULL: invalidate the inode's data; else the entry */
+};
+/* Nodes a commit changed, collected while the core holds its lock. */
+struct changes {
+	struct fs *fs;
+	struct note *v;
+	size_t n, cap;
+};
 /* Starts and stops the invalidation thread.  0 or -errno. */
 int fs_notify_start(struct fs *fs);
 void fs_notify_stop(struct fs *fs);
+/* The core's callback collecting a commit's changes into arg (a struct
+ * changes). */
+void on_changed(void *arg, sv_id node, sv_id parent, const char *name, bool gone);
+/* The changes of the request this thread is serving (an append to a log,
+ * a rewind), published before its reply; NULL on the polling thread. */
+extern __thread struct changes *live_sink;
+/* Tells the kernel what ch holds (see notify.c), emptying it. */
+void publish(struct changes *ch, bool names, fuse_ino_t self);
+/* A request about directory ino begins / is answered (the busy guard). */
+void busy_enter(struct fs *fs, fuse_ino_t ino);
+void busy_leave(struct fs *fs, fuse_ino_t ino);
 
 #endif

@@ -300,7 +300,7 @@ int main(int argc, char **argv)
 		uint64_t v;
 		if (parse_size_opt("spill", cl.spill, &v))
 			goto out;
-		sv_tab_configure(v ? NULL : "", v ? (size_t)v : SV_TAB_SPILL, true);
+		sv_tab_configure(v ? NULL : "", v ? (size_t)v : SV_TAB_SPILL);
 	}
 	o.format = cl.format;
 	o.format_opts = cl.format_opts;

@@ -122,12 +122,10 @@ void sv_tree_before_fork(struct sv_tree *t)
 {
 	if (t->c)
 		sv_container_before_fork(t->c);
-	sv_tab_before_fork();
 }
 
 void sv_tree_after_fork(struct sv_tree *t)
 {
-	sv_tab_after_fork();
 	if (t->c)
 		sv_container_after_fork(t->c);
 }

@@ -482,7 +482,7 @@ static void tabs(void)
 {
 	char dir[] = "/tmp/test_tab.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10, false); /* sheds counted below */
+	sv_tab_configure(dir, 64 << 10); /* sheds counted below */
 	struct sv_tab_stats st;
 	uint32_t *a = NULL;
 	size_t cap = 0;
@@ -586,32 +586,21 @@ static void tabs(void)
 	T_INT(0, setrlimit(RLIMIT_FSIZE, &old));
 
 	/* No directory: the heap. */
-	sv_tab_configure("", 64 << 10, false);
+	sv_tab_configure("", 64 << 10);
 	a = NULL;
 	cap = 0;
 	T_INT(0, sv_tab_grow((void **)&a, &cap, 1u << 20, sizeof *a));
 	sv_tab_stats(&st);
 	T_UINT(0, st.arrays);
 	sv_tab_free(a);
-	sv_tab_configure(NULL, SV_TAB_SPILL, true);
+	sv_tab_configure(NULL, SV_TAB_SPILL);
 	T_INT(0, rmdir(dir)); /* nothing left in it */
 }
 
-/* Whether RssFile falls under kb within 10 s (looked at every 10 ms). */
-static bool rss_falls(long kb)
-{
-	for (int i = 0; i < 1000; i++) {
-		if (status_kb("RssFile") < kb)
-			return true;
-		usleep(10000);
-	}
-	return false;
-}
-
-/* What a process holds of mapped file pages, at most, once the watcher
- * has looked: its libraries' pages (measured before any array is in a
- * file: 4.6 MB under the sanitizers), the window (16 thresholds of 64 KB:
- * 1 MB), and 512 KB for the kernel's fault-around at the window's edges. */
+/* What a process holds of mapped file pages, at most, right after a known
+ * point: its libraries' pages (measured before any array is in a file:
+ * 4.6 MB under the sanitizers), the window (16 thresholds of 64 KB: 1 MB),
+ * one step past it (64 KB), and the kernel's fault-around. */
 static long held_kb;
 #define HELD_KB (held_kb + (long)(SV_TAB_WINDOW * 64) + 512)
 
@@ -623,18 +612,19 @@ static void touch_all(uint32_t *a, size_t cap, uint32_t v)
 }
 
 /*
- * The watcher sheds what nobody counted (a format's loop over its index, a
- * sort): 32 MB of a spilled array touched, and nothing else done, the
- * process holds no more than the window and its libraries' pages of
- * mapped file pages within 10 s, having shed, the content intact.  Across a fork: in the child, started again, it sheds
- * what the child touches; there, counted entries look at the child's own
+ * Pages are shed at known points, never by a clock: 32 MB of a spilled
+ * array written in a pass that says what it touched (sv_tab_touch, as a
+ * format's loop over its index does), and 32 MB appended an element at a
+ * time (each sv_tab_grow counts), leave the process holding no more than
+ * the window and a step past its libraries' pages, at once, the content
+ * intact.  In a forked child, counted entries look at the child's own
  * figures (/proc/self opened again), not its parent's.
  */
-static void tab_watcher(void)
+static void tab_known_points(void)
 {
 	char dir[] = "/tmp/test_tabw.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10, true);
+	sv_tab_configure(dir, 64 << 10);
 	sv_tab_shed();
 	held_kb = status_kb("RssFile");
 	uint32_t *a = NULL;
@@ -643,34 +633,42 @@ static void tab_watcher(void)
 	struct sv_tab_stats st;
 	sv_tab_stats(&st);
 	uint64_t sheds = st.sheds;
-	for (size_t i = 0; i < cap; i++)
+	for (size_t i = 0; i < cap; i++) {
 		a[i] = (uint32_t)(i * 2654435761u);
-	T_OK(rss_falls(HELD_KB));
-	sv_tab_stats(&st);
-	T_OK(st.sheds > sheds);
-	T_OK(pattern_ok(a, 0, cap));
-	T_OK(rss_falls(HELD_KB)); /* the check read it all back */
-
-	for (int watch = 1; watch >= 0; watch--) {
-		sv_tab_shed(); /* the parent's own figure is small */
-		sv_tab_before_fork();
-		pid_t pid = fork();
-		if (pid == 0) {
-			sv_tab_after_fork();
-			if (!watch)
-				sv_tab_configure(dir, 64 << 10, false);
-			touch_all(a, cap, 5);
-			if (!watch)
-				sv_tab_note(SV_TAB_LOOK_EVERY);
-			_exit(rss_falls(watch ? HELD_KB : 8 * 1024) && a[cap - 1024] == 5 ? 0 : 1);
-		}
-		sv_tab_after_fork();
-		int status = -1;
-		T_INT(pid, waitpid(pid, &status, 0));
-		T_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		if (i % 4096 == 4095)
+			sv_tab_touch(4096 * sizeof *a);
 	}
+	T_OK(status_kb("RssFile") < HELD_KB);
+	sv_tab_stats(&st);
+	T_OK(st.sheds >= sheds + 16);
+	T_OK(pattern_ok(a, 0, cap));
+
+	/* Appended an element at a time. */
+	sv_tab_shed();
+	uint32_t *b = NULL;
+	size_t capb = 0;
+	for (uint32_t i = 0; i < (8u << 20); i++) {
+		if (sv_tab_grow((void **)&b, &capb, i + 1, sizeof *b))
+			break;
+		b[i] = i * 3;
+	}
+	T_OK(status_kb("RssFile") < HELD_KB);
+	T_UINT(3u * ((8u << 20) - 1), b[(8u << 20) - 1]);
+	T_UINT(3u * 12345, b[12345]);
+	sv_tab_free(b);
+
+	sv_tab_shed(); /* the parent's own figure is small */
+	pid_t pid = fork();
+	if (pid == 0) {
+		touch_all(a, cap, 5);
+		sv_tab_note(SV_TAB_LOOK_EVERY);
+		_exit(status_kb("RssFile") < 8 * 1024 && a[cap - 1024] == 5 ? 0 : 1);
+	}
+	int status = -1;
+	T_INT(pid, waitpid(pid, &status, 0));
+	T_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	sv_tab_free(a);
-	sv_tab_configure(NULL, SV_TAB_SPILL, true);
+	sv_tab_configure(NULL, SV_TAB_SPILL);
 	T_INT(0, rmdir(dir));
 }
 
@@ -718,7 +716,7 @@ static void tab_sort(void)
 {
 	char dir[] = "/tmp/test_tabs.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10, false);
+	sv_tab_configure(dir, 64 << 10);
 	struct sv_tab_stats st;
 	static const size_t sizes[] = {100000, 3641, 3640};
 	size_t fds = open_fds();
@@ -787,7 +785,7 @@ static void tab_sort(void)
 	T_OK(sorted);
 	free(adv_val);
 	sv_tab_free(p);
-	sv_tab_configure(NULL, SV_TAB_SPILL, true);
+	sv_tab_configure(NULL, SV_TAB_SPILL);
 	T_INT(0, rmdir(dir));
 }
 
@@ -806,7 +804,7 @@ int main(void)
 	io();
 	json_reals();
 	tabs();
-	tab_watcher();
+	tab_known_points();
 	tab_sort();
 	return t_done();
 }

@@ -1011,6 +1011,7 @@ static int unkeep(struct nh *nh)
 		return -ENOMEM;
 	}
 	memcpy(ents, nh->ents, nh->nents * sizeof *ents);
+	sv_tab_touch(2 * nh->nents * sizeof *ents);
 	memcpy(ck, nh->ck, nh->nck * sizeof *ck);
 	nh->ents = ents;
 	nh->capents = cap;
@@ -1213,6 +1214,7 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 			e.line += lines;
 			nh->ents[na + j] = e;
 		}
+		sv_tab_touch(2 * m * sizeof *nh->ents);
 		sv_give_back(h->nh.ents, i * sizeof *h->nh.ents, (i + m) * sizeof *h->nh.ents);
 	}
 	for (size_t i = 0; i < h->nh.nbk; i++)
@@ -1671,9 +1673,12 @@ static int list_nh(struct sv_container *c, uint32_t dir, uint64_t pos, char name
 		if (ent_name(nh, dir, &nh->ents[i], n)) {
 			memcpy(name, n, strlen(n) + 1);
 			*at = i;
+			sv_tab_touch((i - pos + 1) * sizeof *nh->ents);
 			return 0;
 		}
 	}
+	if (nh)
+		sv_tab_touch((nh->nents - pos) * sizeof *nh->ents);
 	return 1;
 }
 

@@ -290,6 +290,7 @@ static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
 		r->cstart[i] = at;
 		at += r->chunks[i].clen;
 	}
+	sv_tab_touch((uint64_t)r->n * (sizeof *r->cstart + sizeof *r->chunks));
 	return 0;
 }
 
@@ -486,6 +487,7 @@ static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	memset(r->bin_node, 0xff, (r->n + 1) * sizeof *r->bin_node);
 	memset(r->txt_node, 0xff, (r->n + 1) * sizeof *r->txt_node);
+	sv_tab_touch((r->n + 1) * (sizeof *r->bin_node + sizeof *r->txt_node));
 	/* Not derived from the metadata: a commit touches it when the chunks
 	 * change (it is a stream, so its bytes are not compared). */
 	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
