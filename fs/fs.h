@@ -54,14 +54,14 @@ int fs_notify_start(struct fs *fs);
 void fs_notify_stop(struct fs *fs);
 /* The core's callback collecting a commit's changes into arg (a struct
  * changes). */
-void on_changed(void *arg, sv_id node, sv_id parent, const char *name, bool gone);
+void fs_on_changed(void *arg, sv_id node, sv_id parent, const char *name, bool gone);
 /* The changes of the request this thread is serving (an append to a log,
  * a rewind), published before its reply; NULL on the polling thread. */
-extern __thread struct changes *live_sink;
+extern __thread struct changes *fs_live_sink;
 /* Tells the kernel what ch holds (see notify.c), emptying it. */
-void publish(struct changes *ch, bool names, fuse_ino_t self);
+void fs_publish(struct changes *ch, bool names, fuse_ino_t self);
 /* A request about directory ino begins / is answered (the busy guard). */
-void busy_enter(struct fs *fs, fuse_ino_t ino);
-void busy_leave(struct fs *fs, fuse_ino_t ino);
+void fs_busy_enter(struct fs *fs, fuse_ino_t ino);
+void fs_busy_leave(struct fs *fs, fuse_ino_t ino);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * notify.c - what the kernel is told of changes: the nodes a commit or a
  * followed container changed have their cached attributes, pages and
- * names dropped (publish), before the request that made the change is
+ * names dropped (fs_publish), before the request that made the change is
  * answered where the kernel allows it, else from a thread of their own
  * (notify_main) fed by a queue.  An entry is invalidated only while its
  * directory has no request in the daemon (the busy guard, below), so a
@@ -60,7 +60,7 @@ struct fs_notify {
 };
 
 /* A request about directory ino begins / is answered. */
-void busy_enter(struct fs *fs, fuse_ino_t ino)
+void fs_busy_enter(struct fs *fs, fuse_ino_t ino)
 {
 	struct fs_notify *q = fs->notify;
 	if (!q)
@@ -81,7 +81,7 @@ void busy_enter(struct fs *fs, fuse_ino_t ino)
 	pthread_mutex_unlock(&q->lock);
 }
 
-void busy_leave(struct fs *fs, fuse_ino_t ino)
+void fs_busy_leave(struct fs *fs, fuse_ino_t ino)
 {
 	struct fs_notify *q = fs->notify;
 	if (!q)
@@ -173,7 +173,7 @@ static void *notify_main(void *arg)
 
 static void enqueue(struct fs *fs, fuse_ino_t parent, fuse_ino_t ino, const char *name);
 
-__thread struct changes *live_sink;
+__thread struct changes *fs_live_sink;
 
 /* Changes made outside commits (an append, a game's own lines): the
  * node's cached pages and attributes go, and a removed node's name. */
@@ -181,8 +181,8 @@ __thread struct changes *live_sink;
 static void on_live(void *arg, sv_id node, sv_id parent, const char *name, bool gone)
 {
 	struct fs *fs = arg;
-	if (live_sink) {
-		on_changed(live_sink, node, parent, name, gone);
+	if (fs_live_sink) {
+		fs_on_changed(fs_live_sink, node, parent, name, gone);
 		return;
 	}
 	enqueue(fs, 0, INO(node), NULL);
@@ -246,7 +246,7 @@ static void enqueue(struct fs *fs, fuse_ino_t parent, fuse_ino_t ino, const char
 }
 
 
-void on_changed(void *arg, sv_id node, sv_id parent, const char *name, bool gone)
+void fs_on_changed(void *arg, sv_id node, sv_id parent, const char *name, bool gone)
 {
 	struct changes *ch = arg;
 	note_push(&ch->v, &ch->n, &ch->cap, INO(parent), INO(node), gone ? name : NULL);
@@ -284,7 +284,7 @@ static void inval_inode(struct fs *fs, fuse_ino_t ino, bool later)
  * until the reply, which carries its new attributes), has its pages
  * dropped by the other thread.
  */
-void publish(struct changes *ch, bool names, fuse_ino_t self)
+void fs_publish(struct changes *ch, bool names, fuse_ino_t self)
 {
 	struct fs *fs = ch->fs;
 	fuse_ino_t dir = 0;

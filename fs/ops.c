@@ -209,9 +209,9 @@ static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch, struct sv_
 		sv_err_set(e, rc, "the edit this open made was dropped before");
 	h->wrote = h->changed = false;
 	if (!rc) {
-		live_sink = ch;
-		rc = sv_tree_flush(fs->t, h->node, on_changed, ch, &err);
-		live_sink = NULL;
+		fs_live_sink = ch;
+		rc = sv_tree_flush(fs->t, h->node, fs_on_changed, ch, &err);
+		fs_live_sink = NULL;
 		if (rc)
 			*e = err;
 	}
@@ -373,7 +373,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		rc = ftruncate(h->fd, attr->st_size) ? -errno : 0;
 	} else if (to_set & FUSE_SET_ATTR_SIZE) {
 		struct changes ch = {.fs = fs};
-		live_sink = &ch;
+		fs_live_sink = &ch;
 		rc = h && attr->st_size ? fh_check(fs, h) : 0;
 		if (!rc && h)
 			fh_change(fs, h, attr->st_size == 0);
@@ -383,9 +383,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		if (!rc && h)
 			fh_wrote(h, req);
 		if (!rc && !fi)
-			rc = sv_tree_flush(fs->t, node, on_changed, &ch, &err);
-		live_sink = NULL;
-		publish(&ch, false, ino);
+			rc = sv_tree_flush(fs->t, node, fs_on_changed, &ch, &err);
+		fs_live_sink = NULL;
+		fs_publish(&ch, false, ino);
 	}
 	/* A container's node keeps its times for the life of the mount (not
 	 * in the container), so that rsync -a and tar converge, and takes
@@ -505,18 +505,18 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, ino);
+	fs_busy_enter(fs, ino);
 	do_readdir(req, ino, size, off, false);
-	busy_leave(fs, ino);
+	fs_busy_leave(fs, ino);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, ino);
+	fs_busy_enter(fs, ino);
 	do_readdir(req, ino, size, off, true);
-	busy_leave(fs, ino);
+	fs_busy_leave(fs, ino);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -717,12 +717,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	}
 	if (h)
 		fh_change(FS(req), h, false);
-	live_sink = &ch;
+	fs_live_sink = &ch;
 	rc = sv_tree_write(FS(req)->t, h ? h->node : NODE(ino), at, buf, size, &err);
-	live_sink = NULL;
+	fs_live_sink = NULL;
 	/* An append's new lines (a log's views) are shown once it returns;
 	 * this file's own pages are locked by the write: dropped later. */
-	publish(&ch, false, ino);
+	fs_publish(&ch, false, ino);
 	if (!rc && fi->fh)
 		fh_wrote(FH(fi), req);
 	if (rc)
@@ -751,7 +751,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = fh_commit(fs, h, &ch, NULL);
 		/* Before close returns: the writer's next read must see the
 		 * committed tree, or its old content if the edit was refused. */
-		publish(&ch, true, 0);
+		fs_publish(&ch, true, 0);
 	}
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
@@ -767,7 +767,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		rc = (datasync ? fdatasync(h->fd) : fsync(h->fd)) ? -errno : 0;
 	else if (h && (h->changed || h->failed)) {
 		rc = fh_commit(fs, h, &ch, NULL);
-		publish(&ch, true, 0); /* as in op_flush */
+		fs_publish(&ch, true, 0); /* as in op_flush */
 	}
 	fuse_reply_err(req, rc == -EBADMSG ? EIO : -rc);
 }
@@ -784,7 +784,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		struct sv_err err;
 		if (fh_commit(fs, h, &ch, &err))
 			unwritten(fs, h->node, &err);
-		publish(&ch, false, 0);
+		fs_publish(&ch, false, 0);
 	}
 	if (h && h->fd >= 0)
 		real_close(fs, h);
@@ -904,8 +904,8 @@ static void unlink_one(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
-	int rc = sv_tree_unlink(FS(req)->t, NODE(parent), name, on_changed, &ch, &err);
-	publish(&ch, false, 0);
+	int rc = sv_tree_unlink(FS(req)->t, NODE(parent), name, fs_on_changed, &ch, &err);
+	fs_publish(&ch, false, 0);
 	reply_err(req, rc);
 }
 
@@ -921,82 +921,82 @@ static void rename_one(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct sv_err err;
 	struct changes ch = {.fs = FS(req)};
 	int rc = sv_tree_rename(FS(req)->t, NODE(parent), name, NODE(newparent), newname, flags,
-				on_changed, &ch, &err);
-	publish(&ch, false, 0);
+				fs_on_changed, &ch, &err);
+	fs_publish(&ch, false, 0);
 	reply_err(req, rc);
 }
 
 /* The requests that hold a directory's lock in the kernel, counted while
- * they are here (busy_enter: see there). */
+ * they are here (fs_busy_enter: see there). */
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	lookup_one(req, parent, name);
-	busy_leave(fs, parent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	create_one(req, parent, name, mode, fi);
-	busy_leave(fs, parent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		     dev_t rdev)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	mknod_one(req, parent, name, mode);
-	busy_leave(fs, parent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	mkdir_one(req, parent, name, mode);
-	busy_leave(fs, parent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	symlink_one(req, target, parent, name);
-	busy_leave(fs, parent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	unlink_one(req, parent, name);
-	busy_leave(fs, parent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	rmdir_one(req, parent, name);
-	busy_leave(fs, parent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct fs *fs = FS(req);
-	busy_enter(fs, parent);
+	fs_busy_enter(fs, parent);
 	if (newparent != parent)
-		busy_enter(fs, newparent);
+		fs_busy_enter(fs, newparent);
 	rename_one(req, parent, name, newparent, newname, flags);
 	if (newparent != parent)
-		busy_leave(fs, newparent);
-	busy_leave(fs, parent);
+		fs_busy_leave(fs, newparent);
+	fs_busy_leave(fs, parent);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
