@@ -279,7 +279,7 @@ int sv_tree_readlink(struct sv_tree *t, sv_id n, char *buf, size_t size, size_t 
 int sv_tree_symlink(struct sv_tree *t, sv_id dir, const char *name, const char *target,
 		    const struct sv_owner *who, sv_id *out, struct sv_err *err);
 /* A writer of a file that passes through is done (its close): while one
- * writes, what the file is is not judged again (half a container is no
+ * writes, what the file is is not classified again (half a container is no
  * container).  Once per open for writing (sv_tree_open_real with write
  * access, sv_tree_create). */
 void sv_tree_real_written(struct sv_tree *t, sv_id n);

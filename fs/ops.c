@@ -568,7 +568,7 @@ static void open_real(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	FH(fi)->real_writer = wr;
 	/* Another program may change it: its pages are read again at each
 	 * open (the kernel's default).  A writer's close (FLUSH) says it is
-	 * done, before close() returns: the file is judged again (a map
+	 * done, before close() returns: the file is classified again (a map
 	 * copied in is a container) at the next look. */
 	fi->noflush = !wr;
 	fuse_reply_open(req, fi);

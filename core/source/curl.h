@@ -105,7 +105,7 @@ void sv_curl_fini(struct sv_curl *c);
 /*
  * Makes the call: its answer into *r (a body into body[0..cap), or as
  * text without one).  0 and *r filled (a status other than 2xx is the
- * caller's to judge; r->text is the caller's to free), or -EIO with the
+ * caller's to classify; r->text is the caller's to free), or -EIO with the
  * reason when the server could not be asked.
  */
 int sv_curl_exchange(struct sv_curl *c, const struct sv_call *k, uint8_t *body, size_t cap,

@@ -14,13 +14,13 @@
  *
  * The folder is looked at afresh: a listing reads the real directory, and
  * each look at an entry (lookup, stat, listing) compares its identity
- * (device, inode, size, mtime) with the one its kind was judged on; a
- * changed entry is judged again, and a container whose file changed is
- * closed, to be read again whole at its next use.  A local entry is judged
+ * (device, inode, size, mtime) with the one its kind was classified on; a
+ * changed entry is classified again, and a container whose file changed is
+ * closed, to be read again whole at its next use.  A local entry is classified
  * by its first bytes and confirmed by opening its container (kept open for
  * its first use); a container that cannot be opened (a save cut short)
  * passes through as the file it is, the reason in the log and the info.
- * A remote entry is judged by its name and size (a listing costs listings,
+ * A remote entry is classified by its name and size (a listing costs listings,
  * not a request per entry), and confirmed when its container is opened.
  * Containers close, least recently used first, when more than
  * opts->max_open are open and idle (no open file, no pending edit).
@@ -91,7 +91,7 @@ int sv_folder_grow_hash(struct sv_folder *f)
 		return -ENOMEM;
 	memset(h, 0xff, size * sizeof *h);
 	for (uint32_t i = 0; i < f->ne; i++) {
-		if (f->e[i].kind != E_DIR && f->e[i].kind != E_FILE && f->e[i].kind != E_BOX)
+		if (f->e[i].kind != E_DIR && f->e[i].kind != E_FILE && f->e[i].kind != E_CLAIMED)
 			continue;
 		uint32_t b = hash_of(f->e[i].rel) & (size - 1);
 		f->e[i].hnext = h[b];
@@ -112,7 +112,7 @@ uint32_t sv_folder_find_entry(struct sv_folder *f, const char *rel)
 }
 
 /* Adds an entry (found by its path unless it is a raw one, whose path is
- * its box's). */
+ * its claimed entry's). */
 uint32_t sv_folder_add_entry(struct sv_folder *f, uint32_t parent, char *rel, int kind)
 {
 	if (f->ne == f->cape) {
@@ -134,7 +134,7 @@ uint32_t sv_folder_add_entry(struct sv_folder *f, uint32_t parent, char *rel, in
 	e->parent = parent;
 	e->kind = kind;
 	e->hnext = SV_NONE;
-	if (kind == E_DIR || kind == E_FILE || kind == E_BOX) {
+	if (kind == E_DIR || kind == E_FILE || kind == E_CLAIMED) {
 		uint32_t b = hash_of(rel) & (f->hsize - 1);
 		e->hnext = f->htab[b];
 		f->htab[b] = i;
@@ -194,14 +194,14 @@ static void keep_held(struct sv_folder *f, uint32_t i, struct sv_source *src);
 void sv_folder_close_slot(struct sv_folder *f, uint32_t s)
 {
 	if (f->s[s].c) {
-		uint32_t box = f->s[s].box;
-		bool current = f->e[box].slot == s + 1;
+		uint32_t claimed = f->s[s].claimed;
+		bool current = f->e[claimed].slot == s + 1;
 		if (!current && f->superseded)
 			f->superseded--;
-		if (f->remote && current && !f->e[box].held)
+		if (f->remote && current && !f->e[claimed].held)
 			/* Its source (a remote object's first block and identity)
 			 * kept for its next open, as sv_folder_classify()'s is. */
-			keep_held(f, box, sv_container_free_keep(f->s[s].c));
+			keep_held(f, claimed, sv_container_free_keep(f->s[s].c));
 		else
 			sv_container_free(f->s[s].c);
 		f->s[s].c = NULL;
@@ -211,7 +211,7 @@ void sv_folder_close_slot(struct sv_folder *f, uint32_t s)
 }
 
 /* True if path names itself: no part of it is a symbolic link (an entry
- * judged a file may have been replaced by a link since). */
+ * classified a file may have been replaced by a link since). */
 bool sv_folder_path_is_real(const char *path)
 {
 	char *real = realpath(path, NULL);
@@ -256,7 +256,7 @@ static const struct sv_format *classify_local(struct sv_folder *f, const char *p
 }
 
 /* The format whose containers are usually named like `name` (a glob of
- * its names), or NULL.  A remote entry is judged so until its container
+ * its names), or NULL.  A remote entry is classified so until its container
  * is opened: judging it by its first bytes would cost a request each. */
 static const struct sv_format *format_by_name(const char *name, const struct stat *st)
 {
@@ -269,7 +269,7 @@ static const struct sv_format *format_by_name(const char *name, const struct sta
 	return NULL;
 }
 
-/* A remote directory judged by its members (a segmented recording under a
+/* A remote directory classified by its members (a segmented recording under a
  * prefix): the format that claims it, or NULL (lock not held). */
 static const struct sv_format *classify_remote_dir(struct sv_folder *f, const char *path)
 {
@@ -331,8 +331,8 @@ void sv_folder_supersede(struct sv_folder *f, uint32_t s)
 
 /*
  * Looks at entry i as it is now: 0, or -ENOENT if it is gone.  A new
- * identity is judged again: a directory or a regular file a format claims
- * is a box (its container, if open, closed: it is read again at its next
+ * identity is classified again: a directory or a regular file a format claims
+ * is a claimed entry (its container, if open, closed: it is read again at its next
  * use), else it passes through.
  */
 int sv_folder_classify(struct sv_folder *f, uint32_t i)
@@ -350,15 +350,15 @@ int sv_folder_classify(struct sv_folder *f, uint32_t i)
 	e->ghost_ns = 0;
 	if (r0)
 		return r0;
-	if (e->judged && sv_folder_same_file(&st, &e->st))
+	if (e->classified && sv_folder_same_file(&st, &e->st))
 		return 0;
-	if (e->judged && e->kind == E_FILE && e->writers) {
-		/* Being written through the mount: what it is is judged when
+	if (e->classified && e->kind == E_FILE && e->writers) {
+		/* Being written through the mount: what it is is classified when
 		 * the writers are done (half a container is no container). */
 		e->st = st;
 		return 0;
 	}
-	if (e->judged && e->kind == E_BOX && e->slot && f->s[e->slot - 1].c) {
+	if (e->classified && e->kind == E_CLAIMED && e->slot && f->s[e->slot - 1].c) {
 		/* Its container's own commit (or append) changed it: still the
 		 * file the container holds.  A commit under way is not waited
 		 * for: until it is done the file is what it was. */
@@ -394,8 +394,8 @@ int sv_folder_classify(struct sv_folder *f, uint32_t i)
 		}
 	}
 	if (fmt)
-		kind = broken ? E_FILE : E_BOX;
-	if (e->slot && (kind != E_BOX || e->judged)) {
+		kind = broken ? E_FILE : E_CLAIMED;
+	if (e->slot && (kind != E_CLAIMED || e->classified)) {
 		/* Read again whole at its next use, under new node numbers.
 		 * The old container stays for whoever uses it now (its numbers
 		 * show the old file, whole) until it is idle; unused, it goes
@@ -413,7 +413,7 @@ int sv_folder_classify(struct sv_folder *f, uint32_t i)
 	e->kind = kind;
 	e->fmt = fmt;
 	e->st = st;
-	e->judged = true;
+	e->classified = true;
 	e->probed = false;
 	e->times_set = false;
 	if (opened)
@@ -479,7 +479,7 @@ bool sv_folder_real_dir(const struct sv_folder *f, uint32_t i)
 	return e->kind == E_DIR || (e->kind == E_RAW && S_ISDIR(f->e[e->parent].st.st_mode));
 }
 
-/* A remote directory about to be looked into is judged by its members
+/* A remote directory about to be looked into is classified by its members
  * (a segmented recording under a prefix is a container); once per
  * identity (lock held). */
 void sv_folder_probe_dir(struct sv_folder *f, uint32_t d)
@@ -496,7 +496,7 @@ void sv_folder_probe_dir(struct sv_folder *f, uint32_t d)
 	pthread_mutex_lock(&f->lock);
 	e = &f->e[d];
 	if (fmt && e->kind == E_DIR && sv_folder_same_file(&was, &e->st)) {
-		e->kind = E_BOX;
+		e->kind = E_CLAIMED;
 		e->fmt = fmt;
 	}
 }
@@ -563,7 +563,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
 		} else {
 			f->e[i].st = f->e[0].st;
-			f->e[i].judged = true;
+			f->e[i].classified = true;
 			*slot[k] = i;
 		}
 	}

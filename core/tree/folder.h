@@ -26,24 +26,24 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-enum { E_DIR, E_FILE, E_BOX, E_RAW, E_MDIR, E_MINFO, E_MLOG };
+enum { E_DIR, E_FILE, E_CLAIMED, E_RAW, E_MDIR, E_MINFO, E_MLOG };
 
 struct entry {
 	char *rel;          /* owned: its path in the folder ("" the root) */
 	const char *name;   /* its last part (in rel) */
 	uint32_t parent;    /* an entry */
 	int kind;
-	bool judged;
+	bool classified;
 	bool in_raw;        /* inside a container's raw form: never claimed */
-	struct stat st;     /* what its kind was judged on */
-	const struct sv_format *fmt; /* E_BOX: the format that claims it */
-	uint32_t slot;      /* E_BOX, E_RAW: its container's slot + 1 */
-	uint32_t raw;       /* E_BOX: its E_RAW entry, 0 until looked up */
+	struct stat st;     /* what its kind was classified on */
+	const struct sv_format *fmt; /* E_CLAIMED: the format that claims it */
+	uint32_t slot;      /* E_CLAIMED, E_RAW: its container's slot + 1 */
+	uint32_t raw;       /* E_CLAIMED: its E_RAW entry, 0 until looked up */
 	uint32_t writers;   /* E_FILE: opens for writing through the mount
-			     * (judged again only when they are done) */
+			     * (classified again only when they are done) */
 	int wd;             /* a real directory: its inotify watch, or 0 */
 	bool swept;         /* a real directory: its commits' leftovers removed */
-	bool probed;        /* a remote directory: judged by its members */
+	bool probed;        /* a remote directory: classified by its members */
 	int64_t ghost_ns;   /* a container whose file was removed through the
 			     * mount (rm -r's first step): an empty directory
 			     * until it is removed too, or this time (mono) */
@@ -62,7 +62,7 @@ struct entry {
 
 struct slot {
 	struct sv_container *c; /* NULL while closed */
-	uint32_t box;           /* its entry */
+	uint32_t claimed;           /* its entry */
 	uint32_t meta;          /* its /.savefs node (SV_NONE if none) */
 	uint64_t used;          /* when last used (the clock) */
 	int64_t used_ns;        /* and when, monotonic */

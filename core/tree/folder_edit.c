@@ -9,7 +9,7 @@
 
 /*
  * The container a tree id is in, taken (sv_folder_slot_release() when done): a container's
- * node, or a box (its root).  0, 1 if id is a real entry of the folder
+ * node, or a claimed entry (its root).  0, 1 if id is a real entry of the folder
  * (*node its entry), or -errno.
  */
 static int edit_target_as(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
@@ -27,7 +27,7 @@ static int edit_target_as(struct sv_folder *f, sv_id id, struct sv_container **c
 		rc = sv_err_set(err, -ENOENT, "no such file");
 	} else if ((rc = sv_folder_classify(f, (uint32_t)id))) {
 		sv_err_set(err, rc, "%s", strerror(-rc));
-	} else if (f->e[id].kind == E_BOX) {
+	} else if (f->e[id].kind == E_CLAIMED) {
 		rc = sv_folder_open_container(f, (uint32_t)id, c, slot, err);
 		if (rc)
 			rc = sv_err_set(err, rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO, "%s", err->msg);
@@ -59,7 +59,7 @@ static struct sv_forward forward_for(struct sv_folder *f, uint32_t slot, sv_tree
 				 void *arg)
 {
 	pthread_mutex_lock(&f->lock);
-	struct sv_forward r = {fn, arg, f->s[slot].box, slot, f->s[slot].epoch};
+	struct sv_forward r = {fn, arg, f->s[slot].claimed, slot, f->s[slot].epoch};
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }
@@ -177,7 +177,7 @@ int sv_folder_commit(struct sv_folder *f, sv_tree_changed_fn fn, void *arg, stru
 	return first;
 }
 
-/* The entry of name in real directory entry dir (judged), for a change
+/* The entry of name in real directory entry dir (classified), for a change
  * there: its index, SV_NONE with *rc (-ENOENT if it is not there). */
 static uint32_t real_child(struct sv_folder *f, uint32_t dir, const char *name, int *rc,
 			   struct sv_err *err)
@@ -382,9 +382,9 @@ static void guard_raw(struct sv_folder *f, uint32_t d)
 	while (d && f->e[d].kind != E_RAW && f->e[d].in_raw)
 		d = f->e[d].parent;
 	if (f->e[d].kind == E_RAW) {
-		uint32_t box = f->e[d].parent;
-		if (f->e[box].slot)
-			f->s[f->e[box].slot - 1].guard_ns = sv_folder_now_ns() + GHOST_NS;
+		uint32_t claimed = f->e[d].parent;
+		if (f->e[claimed].slot)
+			f->s[f->e[claimed].slot - 1].guard_ns = sv_folder_now_ns() + GHOST_NS;
 	}
 	pthread_mutex_unlock(&f->lock);
 }
@@ -400,7 +400,7 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 	if (rc == 0) {
 		pthread_mutex_lock(&f->lock);
 		bool raw = node == f->s[slot].meta && !strcmp(name, "container");
-		uint32_t box = f->s[slot].box;
+		uint32_t claimed = f->s[slot].claimed;
 		bool removed = f->s[slot].removed;
 		bool guarded = sv_folder_now_ns() < f->s[slot].guard_ns;
 		pthread_mutex_unlock(&f->lock);
@@ -423,9 +423,9 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 		/* NAME/.savefs/container: the container's file goes from the
 		 * folder (its open files keep reading what they read). */
 		pthread_mutex_lock(&f->lock);
-		bool file = S_ISREG(f->e[box].st.st_mode);
-		uint32_t parent = f->e[box].parent;
-		char *bname = strdup(f->e[box].name);
+		bool file = S_ISREG(f->e[claimed].st.st_mode);
+		uint32_t parent = f->e[claimed].parent;
+		char *bname = strdup(f->e[claimed].name);
 		pthread_mutex_unlock(&f->lock);
 		if (!bname)
 			return sv_err_set(err, -ENOMEM, "out of memory");
@@ -437,9 +437,9 @@ int sv_folder_unlink(struct sv_folder *f, sv_id dir, const char *name, sv_tree_c
 			 * its own rmdir, and whatever rm removes in it next is
 			 * gone already. */
 			pthread_mutex_lock(&f->lock);
-			sv_folder_log(f, "%s: removed", f->e[box].rel);
-			f->e[box].ghost_ns = sv_folder_now_ns() + GHOST_NS;
-			if (f->e[box].slot == slot + 1)
+			sv_folder_log(f, "%s: removed", f->e[claimed].rel);
+			f->e[claimed].ghost_ns = sv_folder_now_ns() + GHOST_NS;
+			if (f->e[claimed].slot == slot + 1)
 				f->s[slot].removed = true;
 			pthread_mutex_unlock(&f->lock);
 		}
@@ -474,7 +474,7 @@ int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_
 		/* The last step of rm -r NAME: NAME's file is gone already. */
 		struct entry *e = &f->e[i];
 		e->ghost_ns = 0;
-		e->judged = false;
+		e->classified = false;
 		if (e->slot)
 			sv_folder_supersede(f, e->slot - 1);
 		e->slot = 0;
@@ -482,7 +482,7 @@ int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_
 		pthread_mutex_unlock(&f->lock);
 		return 0;
 	}
-	bool file_box = kind == E_BOX && S_ISREG(f->e[i].st.st_mode);
+	bool file_box = kind == E_CLAIMED && S_ISREG(f->e[i].st.st_mode);
 	if (file_box)
 		sv_folder_log(f, "%s: a container is not removed as a directory: remove "
 			   "%s/.savefs/container", f->e[i].rel, name);
@@ -536,7 +536,7 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 				int e1;
 				uint32_t i = k ? sv_folder_child(f, n2, newname, &e1) : sv_folder_child(f, n1, name, &rc);
 				struct entry *e = i == SV_NONE ? NULL : &f->e[i];
-				if (!e || e->kind != E_BOX || !e->slot || !f->s[e->slot - 1].c)
+				if (!e || e->kind != E_CLAIMED || !e->slot || !f->s[e->slot - 1].c)
 					continue;
 				struct slot *sl = &f->s[e->slot - 1];
 				if (sl->users || !sv_container_idle(sl->c))
@@ -621,7 +621,7 @@ void sv_folder_real_written(struct sv_folder *f, sv_id n)
 }
 
 /* Entry n as a place for a change of its attributes (0 and *p), or 1
- * if n is a container's node, 2 if it is a container's directory (a box:
+ * if n is a container's node, 2 if it is a container's directory (a claimed entry:
  * its times are kept by the folder while its file is the same, as a
  * container's files keep theirs; its mode and owner are accepted, not
  * kept; the file itself is not touched), or -errno. */
@@ -633,7 +633,7 @@ static int attr_place(struct sv_folder *f, sv_id n, struct place *p)
 	uint32_t i = (uint32_t)n;
 	int rc = i < f->ne ? sv_folder_classify(f, i) : -ENOENT;
 	char *rel = NULL;
-	if (!rc && f->e[i].kind == E_BOX)
+	if (!rc && f->e[i].kind == E_CLAIMED)
 		rc = 2;
 	else if (!rc && f->opts.read_only)
 		rc = -EROFS;
@@ -821,7 +821,7 @@ int sv_folder_path(struct sv_folder *f, sv_id n, char *buf, size_t size)
 	rc = sv_path(c, node, inner, sizeof inner);
 	pthread_mutex_lock(&f->lock);
 	if (!rc)
-		snprintf(buf, size, "%s/%s", f->e[f->s[slot].box].rel, inner);
+		snprintf(buf, size, "%s/%s", f->e[f->s[slot].claimed].rel, inner);
 	sv_folder_slot_release_locked(f, slot);
 	pthread_mutex_unlock(&f->lock);
 	return rc;

@@ -20,7 +20,7 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 	int64_t now = sv_folder_now_ns();
 	/* Containers whose file was replaced go as soon as they are idle. */
 	for (uint32_t k = 0; f->superseded && k < f->ns; k++)
-		if (f->s[k].c && k != keep && f->e[f->s[k].box].slot != k + 1 && !f->s[k].users &&
+		if (f->s[k].c && k != keep && f->e[f->s[k].claimed].slot != k + 1 && !f->s[k].users &&
 		    sv_container_idle(f->s[k].c))
 			sv_folder_close_slot(f, k);
 	while (f->opts.max_open && f->nopen + more > f->opts.max_open) {
@@ -28,7 +28,7 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 		for (int pass = 0; pass < 2 && lru == SV_NONE; pass++)
 			for (uint32_t k = 0; k < f->ns; k++)
 				if (f->s[k].c && k != keep && !f->s[k].users &&
-				    !(f->s[k].removed && f->e[f->s[k].box].ghost_ns) &&
+				    !(f->s[k].removed && f->e[f->s[k].claimed].ghost_ns) &&
 				    (pass || now - f->s[k].used_ns >= IDLE_NS) &&
 				    (lru == SV_NONE || f->s[k].used < f->s[lru].used) &&
 				    sv_container_idle(f->s[k].c))
@@ -37,9 +37,9 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 			break;
 		sv_folder_close_slot(f, lru);
 		/* What the client holds of it goes too (its ids are stale). */
-		uint32_t box = f->s[lru].box;
-		if (f->live_fn && f->e[box].slot == lru + 1)
-			f->live_fn(f->live_arg, box, f->e[box].parent, f->e[box].name, true);
+		uint32_t claimed = f->s[lru].claimed;
+		if (f->live_fn && f->e[claimed].slot == lru + 1)
+			f->live_fn(f->live_arg, claimed, f->e[claimed].parent, f->e[claimed].name, true);
 	}
 }
 
@@ -66,14 +66,14 @@ static int slot_for(struct sv_folder *f, uint32_t i, uint32_t *slot, struct sv_e
 			f->caps = cap;
 		}
 		memset(&f->s[f->ns], 0, sizeof *f->s);
-		f->s[f->ns].box = i;
+		f->s[f->ns].claimed = i;
 		e->slot = ++f->ns;
 	}
 	*slot = e->slot - 1;
 	return 0;
 }
 
-/* Container c, just opened for box entry i, takes its place in slot s
+/* Container c, just opened for claimed entry i, takes its place in slot s
  * (lock held): 0, or -ENOMEM (c closed). */
 static int install(struct sv_folder *f, uint32_t i, uint32_t s, struct sv_container *c)
 {
@@ -83,7 +83,7 @@ static int install(struct sv_folder *f, uint32_t i, uint32_t s, struct sv_contai
 	sl->epoch++;
 	sl->err = 0;
 	if (f->e[i].slot != s + 1)
-		f->superseded++; /* judged again while it was opening */
+		f->superseded++; /* classified again while it was opening */
 	if (!sl->live && !(sl->live = calloc(1, sizeof *sl->live))) {
 		sv_folder_close_slot(f, s);
 		return -ENOMEM;
@@ -96,7 +96,7 @@ static int install(struct sv_folder *f, uint32_t i, uint32_t s, struct sv_contai
 	return 0;
 }
 
-/* A container sv_folder_classify() opened for box entry i, kept for its first use
+/* A container sv_folder_classify() opened for claimed entry i, kept for its first use
  * (lock held); closed if another was opened meanwhile. */
 void sv_folder_adopt(struct sv_folder *f, uint32_t i, struct sv_container *c)
 {
@@ -112,9 +112,9 @@ void sv_folder_adopt(struct sv_folder *f, uint32_t i, struct sv_container *c)
 		trim(f, s, 0);
 }
 
-/* The container of box entry i, opened if it is not: 0 and *out (its
+/* The container of claimed entry i, opened if it is not: 0 and *out (its
  * slot in *slot), or -errno with the reason.  -EMEDIUMTYPE, or a failure
- * to open a container judged by its name only (remote): the entry passes
+ * to open a container classified by its name only (remote): the entry passes
  * through from now on, and the client is told. */
 int sv_folder_open_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
 			 uint32_t *slot, struct sv_err *err)
@@ -204,8 +204,8 @@ int sv_folder_open_container(struct sv_folder *f, uint32_t i, struct sv_containe
 
 /*
  * The container and node an id names, for a node of a container (its
- * root: its box).  With `fresh` (a lookup, a stat, a listing, an open: a
- * call that names the node anew), its box is looked at first, and a
+ * root: its claimed).  With `fresh` (a lookup, a stat, a listing, an open: a
+ * call that names the node anew), its claimed entry is looked at first, and a
  * container whose file was replaced since is -ESTALE: the kernel, which
  * may hold its names a while, looks the path up again and finds the new
  * one.  Without (a read or write of a file already open), the container
@@ -218,8 +218,8 @@ int sv_folder_node_container_as(struct sv_folder *f, sv_id id, struct sv_contain
 	if (s >= f->ns || !f->s[s].c || sv_epoch_of(id) != (f->s[s].epoch & SV_EPOCH_MASK))
 		return -ESTALE;
 	if (fresh) {
-		uint32_t box = f->s[s].box;
-		if (sv_folder_classify(f, box) || f->e[box].slot != s + 1 || !f->s[s].c)
+		uint32_t claimed = f->s[s].claimed;
+		if (sv_folder_classify(f, claimed) || f->e[claimed].slot != s + 1 || !f->s[s].c)
 			return -ESTALE;
 	}
 	f->s[s].used = ++f->clock;
@@ -283,7 +283,7 @@ void sv_folder_slot_release(struct sv_folder *f, uint32_t slot)
  * Each real directory the mount has listed or looked into is watched
  * (inotify): a name created, removed, renamed, written or changed in it is
  * reported to the client (live_fn) as gone, so that the kernel drops what
- * it holds of it and asks again; asked again, the entry is judged anew.
+ * it holds of it and asks again; asked again, the entry is classified anew.
  */
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | \
 		    IN_MODIFY | IN_ATTRIB | IN_ONLYDIR)

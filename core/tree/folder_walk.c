@@ -15,7 +15,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		uint32_t node, slot, n;
 		rc = sv_folder_node_fresh(f, dir, &c, &node, &slot);
 		uint32_t meta = rc ? SV_NONE : f->s[slot].meta;
-		uint32_t box = rc ? 0 : f->s[slot].box;
+		uint32_t claimed = rc ? 0 : f->s[slot].claimed;
 		pthread_mutex_unlock(&f->lock);
 		if (!rc) {
 			rc = sv_lookup_held(c, node, name, &n);
@@ -29,23 +29,23 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 			return rc;
 		/* NAME/.savefs/container: the raw bytes. */
 		pthread_mutex_lock(&f->lock);
-		struct entry *b = &f->e[box];
+		struct entry *b = &f->e[claimed];
 		if (!b->raw) {
 			char *rel = strdup(b->rel);
-			uint32_t r = rel ? sv_folder_add_entry(f, box, rel, E_RAW) : SV_NONE;
+			uint32_t r = rel ? sv_folder_add_entry(f, claimed, rel, E_RAW) : SV_NONE;
 			if (r == SV_NONE) {
 				free(rel);
 				rc = -ENOMEM;
 			} else {
-				f->e[r].judged = true;
-				f->e[box].raw = r; /* the table may have moved: not b */
+				f->e[r].classified = true;
+				f->e[claimed].raw = r; /* the table may have moved: not b */
 				rc = 0;
 			}
 		} else {
 			rc = 0;
 		}
 		if (!rc)
-			*out = f->e[box].raw;
+			*out = f->e[claimed].raw;
 		pthread_mutex_unlock(&f->lock);
 		return rc;
 	}
@@ -66,7 +66,7 @@ int sv_folder_lookup(struct sv_folder *f, sv_id dir, const char *name, sv_id *ou
 		uint32_t i = sv_folder_child(f, d, name, &rc);
 		if (i != SV_NONE)
 			*out = i;
-	} else if (f->e[d].kind == E_BOX) {
+	} else if (f->e[d].kind == E_CLAIMED) {
 		struct sv_container *c;
 		uint32_t slot, n;
 		rc = sv_folder_open_container(f, d, &c, &slot, &err);
@@ -147,12 +147,12 @@ bool sv_folder_changeable(const struct sv_folder *f, uint32_t i)
 	       !sv_folder_kind_is_meta(f->e[i].kind);
 }
 
-/* The stat of a real entry (judged, lock held). */
+/* The stat of a real entry (classified, lock held). */
 static void entry_stat(struct sv_folder *f, uint32_t i, struct sv_stat *st)
 {
 	const struct entry *e = &f->e[i];
 	if (e->kind == E_RAW) {
-		/* The box's file, read-only (a directory container's raw
+		/* The claimed entry's file, read-only (a directory container's raw
 		 * form is the directory itself, beside the folder). */
 		const struct entry *b = &f->e[e->parent];
 		real_stat(&b->st, i, S_ISDIR(b->st.st_mode), st);
@@ -160,8 +160,8 @@ static void entry_stat(struct sv_folder *f, uint32_t i, struct sv_stat *st)
 		st->real = !st->dir && !f->remote;
 		return;
 	}
-	real_stat(&e->st, i, e->kind == E_DIR || e->kind == E_BOX, st);
-	if (e->kind == E_BOX && e->times_set) {
+	real_stat(&e->st, i, e->kind == E_DIR || e->kind == E_CLAIMED, st);
+	if (e->kind == E_CLAIMED && e->times_set) {
 		st->mtime = e->set_mtime;
 		st->atime = e->set_atime;
 	}
@@ -325,10 +325,10 @@ static int pass_entry(void *arg, const char *name, const struct sv_stat *st, uin
 }
 
 
-/* Entries judged at once, JUDGE_AT_ONCE at a time. */
-#define JUDGE_AT_ONCE 8
+/* Entries classified at once, CLASSIFY_AT_ONCE at a time. */
+#define CLASSIFY_AT_ONCE 8
 
-struct judging {
+struct classifying {
 	struct sv_folder *f;
 	uint32_t d;
 	const struct name_list *l;
@@ -337,7 +337,7 @@ struct judging {
 
 static void *classify_worker(void *arg)
 {
-	struct judging *j = arg;
+	struct classifying *j = arg;
 	for (;;) {
 		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
 		if (i >= j->l->n)
@@ -350,9 +350,9 @@ static void *classify_worker(void *arg)
 	return NULL;
 }
 
-/* How many of the names of directory d from `from` on were never judged
+/* How many of the names of directory d from `from` on were never classified
  * (lock held). */
-static size_t unjudged(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
+static size_t unclassified(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
 {
 	size_t count = 0;
 	const char *base = f->e[d].rel;
@@ -361,23 +361,23 @@ static size_t unjudged(struct sv_folder *f, uint32_t d, const struct name_list *
 		if (asprintf(&rel, "%s%s%s", base, *base ? "/" : "", l->v[i]) < 0)
 			return l->n - from;
 		uint32_t k = sv_folder_find_entry(f, rel);
-		count += k == SV_NONE || !f->e[k].judged;
+		count += k == SV_NONE || !f->e[k].classified;
 		free(rel);
 	}
 	return count;
 }
 
-/* The entries of directory d from `from` on judged (lock not held), by
+/* The entries of directory d from `from` on classified (lock not held), by
  * as many threads as there are cores (two at least) when several were
- * never judged. */
+ * never classified. */
 static void classify_names(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
 {
-	struct judging j = {f, d, l, from};
-	pthread_t t[JUDGE_AT_ONCE - 1];
+	struct classifying j = {f, d, l, from};
+	pthread_t t[CLASSIFY_AT_ONCE - 1];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t most = cores < 2 ? 2 : cores > JUDGE_AT_ONCE ? JUDGE_AT_ONCE : (size_t)cores;
+	size_t most = cores < 2 ? 2 : cores > CLASSIFY_AT_ONCE ? CLASSIFY_AT_ONCE : (size_t)cores;
 	pthread_mutex_lock(&f->lock);
-	size_t todo = unjudged(f, d, l, from);
+	size_t todo = unclassified(f, d, l, from);
 	pthread_mutex_unlock(&f->lock);
 	size_t n = 0;
 	while (todo > 1 && n < most - 1 && n + 1 < todo &&
@@ -405,7 +405,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	} else if (!(rc = sv_folder_classify(f, (uint32_t)dir))) {
 		uint32_t d = (uint32_t)dir;
 		sv_folder_probe_dir(f, d);
-		if (f->e[d].kind == E_BOX) {
+		if (f->e[d].kind == E_CLAIMED) {
 			rc = sv_folder_open_container(f, d, &c, &slot, &err);
 			if (rc)
 				rc = rc == -EMEDIUMTYPE ? -ENOTDIR : -EIO;
@@ -475,8 +475,8 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 	struct name_list l = {0};
 	rc = real_names(f, d, &l);
 	if (!rc && !f->remote && l.n > from + 1) {
-		/* Each local entry judged new costs an open (its container
-		 * confirmed): several at once.  (A remote one is judged by its
+		/* Each local entry classified new costs an open (its container
+		 * confirmed): several at once.  (A remote one is classified by its
 		 * name: no request.) */
 		pthread_mutex_unlock(&f->lock);
 		classify_names(f, d, &l, from);
@@ -600,7 +600,7 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 	pthread_mutex_lock(&f->lock);
 	int rc;
 	uint32_t i = sv_folder_real_file(f, n, &rc);
-	if (i != SV_NONE && f->remote && f->e[i].kind == E_BOX) {
+	if (i != SV_NONE && f->remote && f->e[i].kind == E_CLAIMED) {
 		/* A remote container's raw bytes: through its own source, whose
 		 * blocks its tree has read (not a request per read). */
 		struct sv_container *c;
@@ -733,7 +733,7 @@ static int count_entry(void *arg, const char *name, const struct sv_stat *st, ui
 		json_array_append_new(cs->unreadable, one);
 	} else if (kind == E_FILE) {
 		json_array_append_new(cs->unclaimed, json_string(rel));
-	} else if (kind == E_BOX) {
+	} else if (kind == E_CLAIMED) {
 		json_t *one = json_object();
 		json_object_set_new(one, "path", json_string(rel));
 		json_object_set_new(one, "format", json_string(fmt->name));

@@ -283,9 +283,9 @@ static void forward_changed(void *arg, uint32_t node, uint32_t parent, const cha
 
 sv_id sv_forward_id(const struct sv_forward *r, uint32_t node)
 {
-	if (r->box == SV_TREE_NONE)
+	if (r->claimed == SV_TREE_NONE)
 		return node;
-	return node == SV_ROOT ? r->box : sv_slot_id(r->slot, r->epoch, node);
+	return node == SV_ROOT ? r->claimed : sv_slot_id(r->slot, r->epoch, node);
 }
 
 sv_changed_fn sv_forward_fn(void)

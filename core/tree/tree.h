@@ -10,12 +10,12 @@
 struct sv_folder;
 
 /* A container's changes passed on to a client with the tree's ids: its
- * callback, and where the container sits (a folder's box id, slot, epoch;
+ * callback, and where the container sits (the id of its claimed entry in a folder, slot, epoch;
  * SV_TREE_NONE: the tree is the container). */
 struct sv_forward {
 	sv_tree_changed_fn fn;
 	void *arg;
-	sv_id box;
+	sv_id claimed;
 	uint32_t slot, epoch;
 };
 
@@ -64,7 +64,7 @@ int sv_folder_hold(struct sv_folder *f, sv_id n);
 void sv_folder_release(struct sv_folder *f, sv_id n);
 int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err);
 
-/* (struct sv_forward, above) A container's changes passed on by tree id: box is its root's id in the
+/* (struct sv_forward, above) A container's changes passed on by tree id: claimed is its root's id in the
  * tree (SV_TREE_NONE: a container's own tree, ids are node numbers), slot
  * its place in a folder. */
 sv_id sv_forward_id(const struct sv_forward *r, uint32_t node);

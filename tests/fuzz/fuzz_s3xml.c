@@ -145,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_text(h.range, sizeof h.range);
 	int w = sv_http_whole_body(&h, n, 64);
 	if (w && w != -EFBIG && w != -EIO)
-		fail("a body judged with another error");
+		fail("a body classified with another error");
 	if (!w && n > 64)
 		fail("a body past its cap taken");
 	/* Numbers, percent-encoding and locations. */

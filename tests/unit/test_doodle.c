@@ -902,7 +902,7 @@ static void check_chunk(struct sv_container *c, const char *pre, const struct fs
 	sv_doodle_grid_fini(&g);
 }
 
-/* The preview of layer 0: the chunks' bounding box, scaled down by a
+/* The preview of layer 0: the chunks' bounding claimed, scaled down by a
  * whole factor to fit 2048 pixels; chunks drawn in row order, a later
  * non-empty pixel over an earlier one. */
 static void check_preview(struct sv_container *c, const char *pre, const struct fspec *s,

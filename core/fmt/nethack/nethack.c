@@ -180,7 +180,7 @@ static void add_str(struct sv_buf *b, const char *s)
 
 /*
  * What a body line is and says.  The line is line[0..len) of a longer
- * line of full length `full` (a payload line is judged by its head and its
+ * line of full length `full` (a payload line is classified by its head and its
  * last two bytes `tail`).  Appends its content (the transcript's last
  * column) to out, or on a malformed line a reason to why (out then holds
  * nothing useful).  *delta receives a time line's microseconds, *size a

@@ -150,7 +150,7 @@ enum kind {
 };
 
 /* A body line as the scanner sees it: its head, and its length and last
- * two bytes (a payload line is judged by those). */
+ * two bytes (a payload line is classified by those). */
 struct line_view {
 	const char *p;     /* the head of the line */
 	size_t n;          /* bytes of it here */
