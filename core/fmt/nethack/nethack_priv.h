@@ -242,4 +242,35 @@ uint64_t sv_nh_transcript_line(uint32_t line, uint64_t time, const struct line_v
 				struct iso_cache *ic, enum kind *kind, uint64_t *delta,
 				uint64_t *size, const char **why);
 
+
+/* ---- shared between nethack.c, nethack_scan.c and nethack_index.c ---- */
+
+bool sv_nh_parse_int(const char *s, size_t n, long *out);
+int sv_nh_parse_b64_arg(const char *s, size_t n, struct sv_buf *out, const char **why);
+int sv_nh_parse_header(struct sv_container *c, struct nh *nh, struct sv_err *err);
+int sv_nh_scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err);
+int sv_nh_scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *warns,
+			uint64_t limit, struct sv_err *err);
+unsigned sv_nh_digits(uint64_t v);
+void sv_nh_add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i);
+void sv_nh_add_quoted(struct sv_buf *b, const uint8_t *p, size_t n);
+void sv_nh_iso_time(uint64_t t, char out[28]);
+void sv_nh_scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *ent_warns,
+		       const struct sv_buf *det_warns);
+
+/* What the scan of a whole log found, kept between mounts (a 200 MB log
+ * scans in about a second, and reads back in a few milliseconds): the
+ * counters, then the entry table, the transcript checkpoints, and the
+ * warnings the entries' scan and the details' said (each NUL-ended), each
+ * as this build lays it out (SCAN_INDEX says which layout; the store keys
+ * it by the log's identity). */
+#define SCAN_INDEX 6
+/* Logs up to this size have their details found at open; a bigger one's
+ * entries are scanned at their first need. */
+#define DETAILS_AT_ONCE ((uint64_t)8 << 20)
+#define SCAN_LATER DETAILS_AT_ONCE
+
+enum kind sv_nh_payload_line(const struct line_view *l, uint64_t *size, bool *comp,
+			      const char **why);
+
 #endif
