@@ -66,7 +66,7 @@ static const char *const dir_names[11] = {
 
 /* ---- small parsers ------------------------------------------------------------ */
 
-/* Parses exactly n hex sv_nh_digits (1..16); false if any is not one. */
+/* Parses exactly n hex digits (1..16); false if any is not one. */
 bool sv_nh_parse_hex(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -82,7 +82,7 @@ bool sv_nh_parse_hex(const char *s, size_t n, uint64_t *out)
 	return true;
 }
 
-/* A decimal integer, optionally negative, of at most 9 sv_nh_digits. */
+/* A decimal integer, optionally negative, of at most 9 digits. */
 bool sv_nh_parse_int(const char *s, size_t n, long *out)
 {
 	size_t i = 0;
@@ -236,7 +236,7 @@ enum kind sv_nh_payload_line(const struct line_view *l, uint64_t *size, bool *co
 	if (p[0] == '*') {
 		uint64_t ptr;
 		if (l->full < 11 || l->n < 10 || !sv_nh_parse_hex(p + 1, 8, &ptr) || p[9] != ' ') {
-			*why = "a backup line is not \"*<8 hex sv_nh_digits> <payload>\"";
+			*why = "a backup line is not \"*<8 hex digits> <payload>\"";
 			return K_BAD;
 		}
 		if (!payload_size_of(l, 10, size, comp)) {
@@ -307,7 +307,7 @@ static enum kind parse_line(const struct line_view *l, struct sv_buf *out,
 	switch (k) {
 	case '+':
 		if (!sv_nh_parse_hex(p + 1, n - 1, delta)) {
-			*why = "a time line is not +<hex sv_nh_digits>";
+			*why = "a time line is not +<hex digits>";
 			return K_BAD;
 		}
 		sv_buf_add(out, "+", 1);

@@ -39,7 +39,7 @@ int sv_nh_parse_line1(const char *p, char status[5], uint32_t *count, char versi
 	if (memcmp(p + 7, "save", 4) && memcmp(p + 7, "done", 4))
 		return header_fail(err, 1, 7, "the status is neither \"save\" nor \"done\"");
 	if (!sv_nh_parse_hex(p + COUNT_OFF, 8, &v))
-		return header_fail(err, 1, COUNT_OFF, "the recovery count is not 8 hex sv_nh_digits");
+		return header_fail(err, 1, COUNT_OFF, "the recovery count is not 8 hex digits");
 	for (int i = 21; i < 30; i++)
 		if ((uint8_t)p[i] <= 0x20 || (uint8_t)p[i] > 0x7e)
 			return header_fail(err, 1, 21, "the version is not 9 printable characters");
