@@ -1,6 +1,7 @@
 /*
  * starbound.c - Starbound BTreeDB5 databases (.world, .shipworld,
- * universe.chunks) and SBVJ01 files (.player, universe.dat, .metadata).
+ * universe.chunks); SBVJ01 files (.player, universe.dat, .metadata) are
+ * sbvj01.c's, edits and the commit starbound_commit.c's.
  *
  * Tree (DESIGN.md): header.json; keys/<hex key> for every record, inflated
  * where it is a zlib stream; for a World4 database world/metadata.json,
@@ -20,47 +21,7 @@
  * holds universe.lock beside the file, and never over a root another
  * program flipped since the file was read.
  */
-#include "btree5_cow.h"
-#include "sbon.h"
-#include "sbworld.h"
-#include "rd.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <jansson.h>
-#include <libgen.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/file.h>
-#include <unistd.h>
-#include <xxhash.h>
-
-enum { K_HEADER = 1, K_KEY, K_META, K_TSV, K_TXT, K_PNG, K_ENT, K_UNIQ, K_PREVIEW, K_CEL,
-       K_DATA, K_DIR };
-#define KEY(kind, i) ((uint64_t)(kind) << 32 | (uint32_t)(i))
-#define KIND(k) ((uint32_t)((k) >> 32))
-#define INDEX(k) ((uint32_t)(k))
-
-enum { F_OTHER, F_WORLD, F_CELESTIAL };
-
-#define SECTOR_MAX (2 * 10 + SV_SB_TILES * 39)
-/* A record's view: its size is known once decoded, which a listing does
- * not do (ls -R of a world would inflate every record); its first stat
- * does. */
-#define LAZY (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)
-
-struct sb {
-	struct sv_bt5_tree *t;
-	int family;
-	uint8_t hdr[SV_BT5_HEADER];  /* the header as read: a flip by another
-				      * program shows here */
-	char *header;                 /* header.json */
-	size_t header_len;
-	uint32_t keys_dir, tiles_dir, ent_dir, cel_dir;
-	pthread_mutex_t cel_lock;
-	struct cel *cel;              /* celestial/'s names, once made */
-};
+#include "starbound_priv.h"
 
 static int rd_c(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err)
 {
@@ -190,7 +151,7 @@ static void close_bt(struct sv_container *c)
 	sv_container_set_priv(c, NULL);
 }
 
-static const uint8_t *rkey(const struct sb *s, uint32_t i)
+const uint8_t *sv_sb_rkey(const struct sb *s, uint32_t i)
 {
 	return s->t->keys + (size_t)i * s->t->h.key_size;
 }
@@ -230,18 +191,18 @@ static size_t pair_name(unsigned a, unsigned b, char *out)
 }
 
 /* A sector coordinate of a key (its bytes are the key's: checked). */
-static unsigned be16(const uint8_t *p)
+unsigned sv_sb_be16(const uint8_t *p)
 {
 	return (unsigned)sv_get_be(p, 2);
 }
 
 /* A World4 key: type, then a sector. */
-static bool world_key(const struct sb *s, const uint8_t *k, unsigned type)
+bool sv_sb_world_key(const struct sb *s, const uint8_t *k, unsigned type)
 {
 	return s->family == F_WORLD && s->t->h.key_size == 5 && k[0] == type;
 }
 
-static int dump_json(const json_t *j, struct sv_buf *b)
+int sv_sb_dump_json(const json_t *j, struct sv_buf *b)
 {
 	int rc = sv_json_dump(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, b);
 	return rc ? rc : sv_buf_add(b, "\n", 1);
@@ -280,7 +241,7 @@ static int make_header(struct sb *s)
 		return -ENOMEM;
 	struct sv_buf b;
 	sv_buf_init(&b);
-	int rc = dump_json(o, &b);
+	int rc = sv_sb_dump_json(o, &b);
 	json_decref(o);
 	if (rc) {
 		sv_buf_fini(&b);
@@ -294,7 +255,7 @@ static int make_header(struct sb *s)
 
 /* The group of every view of a record (sv_node_set_group): its key, which
  * a commit does not move (its index in the tree does). */
-static uint64_t key_group(const uint8_t *k, uint32_t ks)
+uint64_t sv_sb_key_group(const uint8_t *k, uint32_t ks)
 {
 	return XXH3_64bits(k, ks) | 1;
 }
@@ -306,11 +267,11 @@ static uint32_t rec_node(struct sv_container *c, const struct sb *s, uint32_t pa
 {
 	uint32_t n = sv_node_add(c, parent, name, flags, size, key);
 	if (n != SV_NONE)
-		sv_node_set_group(c, n, key_group(rkey(s, i), s->t->h.key_size));
+		sv_node_set_group(c, n, sv_sb_key_group(sv_sb_rkey(s, i), s->t->h.key_size));
 	return n;
 }
 
-static uint32_t dir(struct sv_container *c, uint32_t parent, const char *name, uint32_t flags)
+uint32_t sv_sb_dir(struct sv_container *c, uint32_t parent, const char *name, uint32_t flags)
 {
 	return sv_node_add(c, parent, name, SV_N_DIR | flags, 0, KEY(K_DIR, 0));
 }
@@ -333,16 +294,16 @@ static int view_from(const struct sb *s, uint32_t d, uint64_t pos, char *name, u
 	uint32_t per = d == s->tiles_dir ? 3 : 1;
 	for (uint64_t p = pos; p / per < t->nrecs;) {
 		uint32_t i = (uint32_t)(p / per), j = (uint32_t)(p % per);
-		const uint8_t *k = rkey(s, i);
+		const uint8_t *k = sv_sb_rkey(s, i);
 		if (d == s->keys_dir) {
 			hex(k, t->h.key_size, name);
 			*kind = K_KEY;
 		} else if (d == s->tiles_dir && k[0] == 1) {
-			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
+			size_t len = pair_name(sv_sb_be16(k + 1), sv_sb_be16(k + 3), name);
 			memcpy(name + len, tile_ext[j], 5);
 			*kind = tile_kind[j];
 		} else if (d == s->ent_dir && k[0] == 2) {
-			size_t len = pair_name(be16(k + 1), be16(k + 3), name);
+			size_t len = pair_name(sv_sb_be16(k + 1), sv_sb_be16(k + 3), name);
 			memcpy(name + len, ".json", 6);
 			*kind = K_ENT;
 		} else {
@@ -362,7 +323,7 @@ static uint32_t find_rec(const struct sb *s, const uint8_t *k)
 	uint32_t lo = 0, hi = s->t->nrecs, ks = s->t->h.key_size;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		int cmp = memcmp(rkey(s, mid), k, ks);
+		int cmp = memcmp(sv_sb_rkey(s, mid), k, ks);
 		if (!cmp)
 			return mid;
 		if (cmp < 0)
@@ -389,24 +350,24 @@ static uint32_t view_node(struct sv_container *c, const struct sb *s, uint32_t d
  * its directory is first listed or looked into, so that a mount costs the
  * B-tree's index and not a node per record.
  */
-static int build(struct sv_container *c, struct sb *s)
+int sv_sb_build(struct sv_container *c, struct sb *s)
 {
 	const struct sv_bt5_tree *t = s->t;
 	uint32_t ks = t->h.key_size;
 	if (make_header(s))
 		return -ENOMEM;
 	/* Keys too long to name are not listed (a warning says so). */
-	s->keys_dir = dir(c, SV_ROOT, "keys", ks > 127 ? 0 : SV_N_INDEXDIR);
+	s->keys_dir = sv_sb_dir(c, SV_ROOT, "keys", ks > 127 ? 0 : SV_N_INDEXDIR);
 	if (s->keys_dir == SV_NONE)
 		return -ENOMEM;
 	if (s->family == F_WORLD) {
-		uint32_t world = dir(c, SV_ROOT, "world", 0);
-		s->tiles_dir = dir(c, world, "tiles", SV_N_INDEXDIR);
-		s->ent_dir = dir(c, world, "entities", SV_N_INDEXDIR);
+		uint32_t world = sv_sb_dir(c, SV_ROOT, "world", 0);
+		s->tiles_dir = sv_sb_dir(c, world, "tiles", SV_N_INDEXDIR);
+		s->ent_dir = sv_sb_dir(c, world, "entities", SV_N_INDEXDIR);
 		if (world == SV_NONE || s->tiles_dir == SV_NONE || s->ent_dir == SV_NONE)
 			return -ENOMEM;
 		for (uint32_t i = 0; i < t->nrecs; i++) {
-			if (!memcmp(rkey(s, i), "\0\0\0\0\0", 5) &&
+			if (!memcmp(sv_sb_rkey(s, i), "\0\0\0\0\0", 5) &&
 			    rec_node(c, s, world, "metadata.json", LAZY, 0, KEY(K_META, i), i) ==
 				    SV_NONE)
 				return -ENOMEM;
@@ -419,7 +380,7 @@ static int build(struct sv_container *c, struct sb *s)
 				KEY(K_PREVIEW, 0)) == SV_NONE)
 			return -ENOMEM;
 	} else if (s->family == F_CELESTIAL) {
-		s->cel_dir = dir(c, SV_ROOT, "celestial", SV_N_INDEXDIR);
+		s->cel_dir = sv_sb_dir(c, SV_ROOT, "celestial", SV_N_INDEXDIR);
 		if (s->cel_dir == SV_NONE)
 			return -ENOMEM;
 	}
@@ -471,7 +432,7 @@ static int open_bt(struct sv_container *c, struct sv_err *err)
 	if (h.key_size > 127)
 		sv_warn(c, "btree: keys of %u bytes are not listed under keys/ (their names would "
 			"be over 255 characters)", h.key_size);
-	return build(c, s) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	return sv_sb_build(c, s) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 }
 
 static int rebuild_bt(struct sv_container *c, struct sv_err *err)
@@ -480,13 +441,13 @@ static int rebuild_bt(struct sv_container *c, struct sv_err *err)
 	/* A commit may have moved a chunk's coordinate: named again. */
 	cel_free(s->cel);
 	s->cel = NULL;
-	return build(c, s) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
+	return sv_sb_build(c, s) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
 }
 
 /* ---- values ---------------------------------------------------------------- */
 
 /* Record i's value as stored. */
-static int raw_value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
+int sv_sb_raw_value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
 		     struct sv_err *err)
 {
 	const struct sv_bt5_loc *loc = &s->t->locs[i];
@@ -503,19 +464,19 @@ static int raw_value(struct sv_container *c, const struct sb *s, uint32_t i, str
 
 /* Record i's value, inflated where it is a zlib stream (every value of a
  * World4 or Celestial2 database must be one).  *zl tells which. */
-static int value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
+int sv_sb_value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
 		 bool *zl, struct sv_err *err)
 {
 	struct sv_buf raw;
 	sv_buf_init(&raw);
 	struct sv_err e;
 	sv_err_clear(&e);
-	int rc = raw_value(c, s, i, &raw, &e);
+	int rc = sv_sb_raw_value(c, s, i, &raw, &e);
 	bool want = s->family != F_OTHER || sv_zlib_like(raw.p, raw.len);
 	/* A tile sector is never longer than its two VLQs and 1024 tiles of
 	 * 39 bytes: a stream that inflates past that is refused early. */
 	uint64_t cap = sv_container_opts(c)->max_decode;
-	if (world_key(s, rkey(s, i), 1) && cap > SECTOR_MAX)
+	if (sv_sb_world_key(s, sv_sb_rkey(s, i), 1) && cap > SECTOR_MAX)
 		cap = SECTOR_MAX;
 	*zl = false;
 	if (!rc && want) {
@@ -533,24 +494,24 @@ static int value(struct sv_container *c, const struct sb *s, uint32_t i, struct 
 	if (rc) {
 		char k[2 * 256 + 1] = "";
 		if (s->t->h.key_size <= 256)
-			hex(rkey(s, i), s->t->h.key_size, k);
+			hex(sv_sb_rkey(s, i), s->t->h.key_size, k);
 		return sv_err_set(err, rc, "record %s: %s", k, e.msg);
 	}
 	return 0;
 }
 
-static int sector(struct sv_container *c, const struct sb *s, uint32_t i,
+int sv_sb_sector(struct sv_container *c, const struct sb *s, uint32_t i,
 		  struct sv_sb_sector *sec, struct sv_err *err)
 {
 	struct sv_buf v;
 	sv_buf_init(&v);
 	bool zl;
-	int rc = value(c, s, i, &v, &zl, err);
+	int rc = sv_sb_value(c, s, i, &v, &zl, err);
 	if (!rc) {
 		rc = sv_sb_sector_read(v.p, v.len, sec, err);
 		if (rc) {
 			char k[11];
-			hex(rkey(s, i), 5, k);
+			hex(sv_sb_rkey(s, i), 5, k);
 			char msg[SV_ERR_MAX];
 			snprintf(msg, sizeof msg, "%s", err->msg);
 			sv_err_set(err, rc, "record %s: %s", k, msg);
@@ -560,7 +521,7 @@ static int sector(struct sv_container *c, const struct sb *s, uint32_t i,
 	return rc;
 }
 
-static int32_t find_key(const struct sb *s, const uint8_t *k)
+int32_t sv_sb_find_key(const struct sb *s, const uint8_t *k)
 {
 	return (int32_t)sv_bt5_tree_find(s->t, k);
 }
@@ -574,18 +535,18 @@ static int json_view(struct sv_container *c, const struct sb *s, uint32_t i,
 	sv_buf_init(&v);
 	bool zl;
 	json_t *j = NULL;
-	int rc = value(c, s, i, &v, &zl, err);
+	int rc = sv_sb_value(c, s, i, &v, &zl, err);
 	if (!rc) {
 		struct sv_err e;
 		rc = read(v.p, v.len, &j, &e);
 		if (rc) {
 			char k[2 * 256 + 1] = "";
 			if (s->t->h.key_size <= 256)
-				hex(rkey(s, i), s->t->h.key_size, k);
+				hex(sv_sb_rkey(s, i), s->t->h.key_size, k);
 			sv_err_set(err, rc, "record %s: %s", k, e.msg);
 		}
 	}
-	if (!rc && dump_json(j, out))
+	if (!rc && sv_sb_dump_json(j, out))
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	json_decref(j);
 	sv_buf_fini(&v);
@@ -598,14 +559,14 @@ static int uniques_view(struct sv_container *c, const struct sb *s, struct sv_bu
 	json_t *index = json_object(), *sectors = json_object();
 	int rc = index && sectors ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; !rc && i < s->t->nrecs; i++) {
-		const uint8_t *k = rkey(s, i);
-		if (!world_key(s, k, 3) && !world_key(s, k, 4))
+		const uint8_t *k = sv_sb_rkey(s, i);
+		if (!sv_sb_world_key(s, k, 3) && !sv_sb_world_key(s, k, 4))
 			continue;
 		struct sv_buf v;
 		sv_buf_init(&v);
 		bool zl;
 		json_t *j = NULL;
-		rc = value(c, s, i, &v, &zl, err);
+		rc = sv_sb_value(c, s, i, &v, &zl, err);
 		if (!rc && k[0] == 3) {
 			rc = sv_sb_ubucket_read(v.p, v.len, &j, err);
 			char b[16];
@@ -619,7 +580,7 @@ static int uniques_view(struct sv_container *c, const struct sb *s, struct sv_bu
 		} else if (!rc) {
 			rc = sv_sb_usector_read(v.p, v.len, &j, err);
 			char name[16];
-			snprintf(name, sizeof name, "%u,%u", be16(k + 1), be16(k + 3));
+			snprintf(name, sizeof name, "%u,%u", sv_sb_be16(k + 1), sv_sb_be16(k + 3));
 			if (!rc)
 				json_object_set(sectors, name, j);
 		}
@@ -627,7 +588,7 @@ static int uniques_view(struct sv_container *c, const struct sb *s, struct sv_bu
 		sv_buf_fini(&v);
 	}
 	json_t *o = rc ? NULL : json_pack("{sOsO}", "index", index, "sectors", sectors);
-	if (!rc && (!o || dump_json(o, out)))
+	if (!rc && (!o || sv_sb_dump_json(o, out)))
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	json_decref(o);
 	json_decref(index);
@@ -640,12 +601,12 @@ static int preview(struct sv_container *c, const struct sb *s, struct sv_buf *ou
 		   struct sv_err *err)
 {
 	uint32_t w = 1, h = 1;
-	int32_t m = find_key(s, (const uint8_t *)"\0\0\0\0\0");
+	int32_t m = sv_sb_find_key(s, (const uint8_t *)"\0\0\0\0\0");
 	if (m >= 0) {
 		struct sv_buf v;
 		sv_buf_init(&v);
 		bool zl;
-		int rc = value(c, s, (uint32_t)m, &v, &zl, err);
+		int rc = sv_sb_value(c, s, (uint32_t)m, &v, &zl, err);
 		struct sv_rd r;
 		sv_rd_init(&r, v.p, v.len);
 		uint32_t vw = sv_rd_u32be(&r), vh = sv_rd_u32be(&r);
@@ -669,16 +630,16 @@ static int preview(struct sv_container *c, const struct sb *s, struct sv_buf *ou
 	for (size_t i = 0; !rc && i < (size_t)pw * ph; i++)
 		px[i] = SV_PX_EMPTY;
 	for (uint32_t i = 0; !rc && i < s->t->nrecs; i++) {
-		const uint8_t *k = rkey(s, i);
-		if (!world_key(s, k, 1))
+		const uint8_t *k = sv_sb_rkey(s, i);
+		if (!sv_sb_world_key(s, k, 1))
 			continue;
 		/* A sector that does not read shows magenta (its file says why). */
 		struct sv_err e;
-		int bad = sector(c, s, i, sec, &e);
+		int bad = sv_sb_sector(c, s, i, sec, &e);
 		if (bad == -ENOMEM)
 			rc = sv_err_set(err, bad, "out of memory");
 		for (uint32_t t = 0; !rc && t < SV_SB_TILES; t++) {
-			uint32_t x = be16(k + 1) * 32 + t % 32, y = be16(k + 3) * 32 + t / 32;
+			uint32_t x = sv_sb_be16(k + 1) * 32 + t % 32, y = sv_sb_be16(k + 3) * 32 + t / 32;
 			if (x >= w || y >= h || x % scale || y % scale)
 				continue;
 			px[(size_t)(ph - 1 - y / scale) * pw + x / scale] =
@@ -706,7 +667,7 @@ static int load_bt(struct sv_container *c, uint32_t n, struct sv_blob **out, str
 		rc = sv_buf_add(&b, s->header, s->header_len) ? -ENOMEM : 0;
 		break;
 	case K_KEY:
-		rc = value(c, s, i, &b, &zl, err);
+		rc = sv_sb_value(c, s, i, &b, &zl, err);
 		break;
 	case K_META:
 		rc = json_view(c, s, i, sv_sb_metadata_read, &b, err);
@@ -721,12 +682,12 @@ static int load_bt(struct sv_container *c, uint32_t n, struct sv_blob **out, str
 	case K_TXT:
 	case K_PNG: {
 		struct sv_sb_sector *sec = malloc(sizeof *sec);
-		rc = sec ? sector(c, s, i, sec, err) : -ENOMEM;
-		const uint8_t *k = rkey(s, i);
+		rc = sec ? sv_sb_sector(c, s, i, sec, err) : -ENOMEM;
+		const uint8_t *k = sv_sb_rkey(s, i);
 		if (!rc && KIND(node->key) == K_TSV)
-			rc = sv_sb_tsv(sec, be16(k + 1), be16(k + 3), &b);
+			rc = sv_sb_tsv(sec, sv_sb_be16(k + 1), sv_sb_be16(k + 3), &b);
 		else if (!rc && KIND(node->key) == K_TXT)
-			rc = sv_sb_txt(sec, be16(k + 1), be16(k + 3), &b);
+			rc = sv_sb_txt(sec, sv_sb_be16(k + 1), sv_sb_be16(k + 3), &b);
 		else if (!rc)
 			rc = sv_sb_png(sec, &b);
 		free(sec);
@@ -911,7 +872,7 @@ static int cel_table(struct sv_container *c, struct sb *s, struct sv_err *err)
 			bool zl;
 			json_t *j = NULL;
 			struct sv_err e;
-			int vrc = value(c, s, i, &v, &zl, &e);
+			int vrc = sv_sb_value(c, s, i, &v, &zl, &e);
 			/* Only the name is wanted here: the value is stepped over,
 			 * not built (its view reads it whole, and says what is
 			 * wrong). */
@@ -922,7 +883,7 @@ static int cel_table(struct sv_container *c, struct sb *s, struct sv_err *err)
 			if (!vrc && !json_unpack(j, "[II]", &x, &y)) {
 				snprintf(name, sizeof name, "%lld,%lld.json", (long long)x, (long long)y);
 			} else {
-				hex(rkey(s, i), s->t->h.key_size, name);
+				hex(sv_sb_rkey(s, i), s->t->h.key_size, name);
 				strcat(name, ".json");
 				f = CEL_RO | (vrc ? CEL_BAD : 0);
 			}
@@ -1025,13 +986,11 @@ static void count_bt(struct sv_container *c, uint32_t d, uint64_t *files, uint64
 		return;
 	}
 	for (uint32_t i = 0; i < s->t->nrecs; i++) {
-		uint8_t k0 = rkey(s, i)[0];
+		uint8_t k0 = sv_sb_rkey(s, i)[0];
 		*files += d == s->tiles_dir && k0 == 1 ? 3 : d == s->ent_dir && k0 == 2 ? 1 : 0;
 	}
 }
 
-static bool parse_sector_name(const char *name, const char *ext, unsigned *sx, unsigned *sy);
-static bool parse_hex_key(const struct sb *s, const char *name, uint8_t *key);
 
 static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struct sv_err *err)
 {
@@ -1043,15 +1002,15 @@ static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struc
 		return -ENOENT;
 	if (d == s->cel_dir && s->cel_dir)
 		return cel_lookup(c, s, d, name, err);
-	if (d == s->keys_dir && s->t->h.key_size <= 127 && parse_hex_key(s, name, key)) {
+	if (d == s->keys_dir && s->t->h.key_size <= 127 && sv_sb_parse_hex_key(s, name, key)) {
 		kind = K_KEY;
 	} else if (d && (d == s->tiles_dir || d == s->ent_dir)) {
 		for (uint32_t j = 0; d == s->tiles_dir && j < 3 && !kind; j++)
-			if (parse_sector_name(name, tile_ext[j], &sx, &sy)) {
+			if (sv_sb_parse_sector_name(name, tile_ext[j], &sx, &sy)) {
 				kind = tile_kind[j];
 				view = j;
 			}
-		if (d == s->ent_dir && parse_sector_name(name, ".json", &sx, &sy))
+		if (d == s->ent_dir && sv_sb_parse_sector_name(name, ".json", &sx, &sy))
 			kind = K_ENT;
 		key[0] = d == s->tiles_dir ? 1 : 2;
 		key[1] = (uint8_t)(sx >> 8);
@@ -1070,631 +1029,7 @@ static int lookup_bt(struct sv_container *c, uint32_t d, const char *name, struc
 	return 0;
 }
 
-/* ---- edits ------------------------------------------------------------------ */
-
-/* "<sx>,<sy><ext>" with u16 coordinates, as build() names them. */
-static bool parse_sector_name(const char *name, const char *ext, unsigned *sx, unsigned *sy)
-{
-	unsigned a, b;
-	int used = 0;
-	char canon[40];
-	if (sscanf(name, "%u,%u%n", &a, &b, &used) != 2 || a > 65535 || b > 65535 ||
-	    strcmp(name + used, ext))
-		return false;
-	snprintf(canon, sizeof canon, "%u,%u%s", a, b, ext);
-	if (strcmp(canon, name))
-		return false;
-	*sx = a;
-	*sy = b;
-	return true;
-}
-
-static bool parse_hex_key(const struct sb *s, const char *name, uint8_t *key)
-{
-	uint32_t ks = s->t->h.key_size;
-	if (strlen(name) != 2 * (size_t)ks)
-		return false;
-	for (uint32_t i = 0; i < ks; i++) {
-		unsigned v;
-		if (!(name[2 * i] >= '0' && name[2 * i] <= '9') && !(name[2 * i] >= 'a' && name[2 * i] <= 'f'))
-			return false;
-		if (!(name[2 * i + 1] >= '0' && name[2 * i + 1] <= '9') &&
-		    !(name[2 * i + 1] >= 'a' && name[2 * i + 1] <= 'f'))
-			return false;
-		sscanf(name + 2 * i, "%2x", &v);
-		key[i] = (uint8_t)v;
-	}
-	return true;
-}
-
-/* What an edited node is: its kind and its record's key.  false if it is
- * not one that can be written. */
-static bool node_record(struct sv_container *c, const struct sb *s, uint32_t n,
-			uint32_t *kind, uint8_t *key)
-{
-	const struct sv_node *node = sv_node(c, n);
-	uint32_t k = KIND(node->key);
-	unsigned sx, sy;
-	if (sv_node_state(c, n) & SV_S_NEW) {
-		if (node->parent == s->keys_dir && parse_hex_key(s, node->name, key)) {
-			*kind = K_KEY;
-			return true;
-		}
-		bool ent = node->parent == s->ent_dir && s->ent_dir &&
-			   parse_sector_name(node->name, ".json", &sx, &sy);
-		bool tsv = node->parent == s->tiles_dir && s->tiles_dir &&
-			   parse_sector_name(node->name, ".tsv", &sx, &sy);
-		if (!ent && !tsv)
-			return false;
-		key[0] = ent ? 2 : 1;
-		key[1] = (uint8_t)(sx >> 8);
-		key[2] = (uint8_t)sx;
-		key[3] = (uint8_t)(sy >> 8);
-		key[4] = (uint8_t)sy;
-		*kind = ent ? K_ENT : K_TSV;
-		return true;
-	}
-	if (k != K_KEY && k != K_META && k != K_TSV && k != K_TXT && k != K_ENT && k != K_CEL)
-		return false;
-	*kind = k;
-	memcpy(key, rkey(s, INDEX(node->key)), s->t->h.key_size);
-	return true;
-}
-
-static int parse_json(const uint8_t *p, size_t len, json_t **out, struct sv_err *err)
-{
-	json_error_t je;
-	*out = json_loadb((const char *)p, len, 0, &je);
-	if (!*out)
-		return sv_err_set(err, -EINVAL, "line %d, column %d: %s", je.line, je.column, je.text);
-	return 0;
-}
-
-/* The stored sector with this key (for .tsv and .txt edits), or none. */
-static int stored_sector(struct sv_container *c, const struct sb *s, const uint8_t *key,
-			 struct sv_sb_sector **out, struct sv_err *err)
-{
-	*out = NULL;
-	int32_t i = find_key(s, key);
-	if (i < 0)
-		return 0;
-	*out = malloc(sizeof **out);
-	if (!*out)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	int rc = sector(c, s, (uint32_t)i, *out, err);
-	if (rc) {
-		free(*out);
-		*out = NULL;
-	}
-	return rc;
-}
-
-/* Encodes an edit of kind `kind` (content p[0..len)) as the record's new
- * value, not yet deflated.  *js receives the parsed JSON of an entity
- * sector (for the unique index), else NULL. */
-static int encode(struct sv_container *c, const struct sb *s, uint32_t kind, const uint8_t *key,
-		  const uint8_t *p, size_t len, struct sv_buf *out, json_t **js, struct sv_err *err)
-{
-	json_t *j = NULL;
-	int rc = 0;
-	if (js)
-		*js = NULL;
-	switch (kind) {
-	case K_KEY:
-		return sv_buf_add(out, p, len) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
-	case K_META:
-		rc = parse_json(p, len, &j, err);
-		if (!rc)
-			rc = sv_sb_metadata_write(j, out, err);
-		break;
-	case K_CEL: {
-		rc = parse_json(p, len, &j, err);
-		if (rc)
-			break;
-		rc = sv_sb_vdoc_write(j, out, err);
-		break;
-	}
-	case K_ENT:
-		rc = parse_json(p, len, &j, err);
-		if (!rc)
-			rc = sv_sb_entities_write(j, out, err);
-		if (!rc && js) {
-			*js = j;
-			j = NULL;
-		}
-		break;
-	case K_TSV:
-	case K_TXT: {
-		struct sv_sb_sector *base, *sec = malloc(sizeof *sec);
-		rc = sec ? stored_sector(c, s, key, &base, err) : sv_err_set(err, -ENOMEM, "out of memory");
-		if (!rc && kind == K_TSV)
-			rc = sv_sb_tsv_parse(p, len, be16(key + 1), be16(key + 3), base, sec, err);
-		else if (!rc && !base)
-			rc = sv_err_set(err, -EINVAL, "no stored sector to apply the grid to");
-		else if (!rc)
-			rc = sv_sb_txt_parse(p, len, base, sec, err);
-		if (!rc)
-			rc = sv_sb_sector_write(sec, out, err);
-		free(base);
-		free(sec);
-		break;
-	}
-	default:
-		rc = sv_err_set(err, -EPERM, "this file cannot be written");
-	}
-	json_decref(j);
-	return rc;
-}
-
-static int check_bt(struct sv_container *c, uint32_t n, const uint8_t *p, size_t len,
-		    struct sv_err *err)
-{
-	struct sb *s = sv_container_priv(c);
-	uint32_t kind;
-	uint8_t key[256];
-	if (s->t->h.key_size > sizeof key || !node_record(c, s, n, &kind, key))
-		return sv_err_set(err, -EPERM, "this file cannot be written");
-	struct sv_buf b;
-	sv_buf_init(&b);
-	json_t *j = NULL;
-	int rc = encode(c, s, kind, key, p, len, &b, &j, err);
-	if (!rc && kind == K_CEL) {
-		/* The key is a hash of the chunk's coordinate: the coordinate in
-		 * the value must stay the one its name has. */
-		json_t *o;
-		long long x, y, nx, ny;
-		if (!parse_json(p, len, &o, err)) {
-			const char *name = sv_node(c, n)->name;
-			if (json_unpack(json_object_get(o, "content"), "{s[II]}", "chunkIndex", &x, &y) ||
-			    sscanf(name, "%lld,%lld.json", &nx, &ny) != 2 || x != nx || y != ny)
-				rc = sv_err_set(err, -EINVAL, "content.chunkIndex must stay the "
-						"coordinate in the file's name");
-			json_decref(o);
-		}
-	}
-	if (!rc && j) {
-		size_t i;
-		json_t *e;
-		json_array_foreach(j, i, e) {
-			json_t *content = json_object_get(e, "content");
-			float pos[2];
-			if (json_is_string(json_object_get(content, "uniqueId")) &&
-			    !sv_sb_entity_position(content, pos)) {
-				rc = sv_err_set(err, -EINVAL, "entity %zu has a uniqueId but no position "
-						"(\"position\" or \"tilePosition\") to index it at", i);
-				break;
-			}
-		}
-	}
-	json_decref(j);
-	sv_buf_fini(&b);
-	return rc;
-}
-
-static int create_bt(struct sv_container *c, uint32_t parent, const char *name,
-		     struct sv_err *err)
-{
-	struct sb *s = sv_container_priv(c);
-	uint8_t key[256];
-	unsigned sx, sy;
-	if (parent == s->keys_dir && s->t->h.key_size <= sizeof key && parse_hex_key(s, name, key))
-		return 0;
-	if (s->family == F_WORLD && parent == s->ent_dir && parse_sector_name(name, ".json", &sx, &sy))
-		return 0;
-	if (s->family == F_WORLD && parent == s->tiles_dir && parse_sector_name(name, ".tsv", &sx, &sy))
-		return 0;
-	return -ENOENT;
-}
-
-static int unlink_bt(struct sv_container *c, uint32_t n, struct sv_err *err)
-{
-	uint32_t k = KIND(sv_node(c, n)->key);
-	if (k == K_KEY || k == K_ENT)
-		return 0;
-	return sv_err_set(err, -EPERM, "this view cannot be removed (remove its record under "
-			  "keys/ to remove the record itself)");
-}
-
-/* ---- the commit ------------------------------------------------------------- */
-
-struct change {
-	uint8_t key[256];
-	bool del;
-	bool zl;          /* deflate on the way out */
-	struct sv_buf val;  /* inflated */
-};
-
-struct changes {
-	struct change *v;
-	size_t n, cap;
-	uint32_t ks;
-};
-
-static struct change *change_find(struct changes *cs, const uint8_t *key)
-{
-	for (size_t i = 0; i < cs->n; i++)
-		if (!memcmp(cs->v[i].key, key, cs->ks))
-			return &cs->v[i];
-	return NULL;
-}
-
-static struct change *change_add(struct changes *cs, const uint8_t *key)
-{
-	struct change *ch = change_find(cs, key);
-	if (ch) {
-		ch->val.len = 0;
-		ch->del = false;
-		return ch;
-	}
-	if (cs->n == cs->cap) {
-		size_t cap = cs->cap * 2 + 16;
-		struct change *v = realloc(cs->v, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		cs->v = v;
-		cs->cap = cap;
-	}
-	ch = &cs->v[cs->n++];
-	memset(ch, 0, sizeof *ch);
-	memcpy(ch->key, key, cs->ks);
-	sv_buf_init(&ch->val);
-	return ch;
-}
-
-static void changes_fini(struct changes *cs)
-{
-	for (size_t i = 0; i < cs->n; i++)
-		sv_buf_fini(&cs->v[i].val);
-	free(cs->v);
-}
-
-/* A record's value as the commit has it so far: a change, or stored.
- * *found false if there is none. */
-static int current(struct sv_container *c, const struct sb *s, struct changes *cs,
-		   const uint8_t *key, struct sv_buf *out, bool *found, struct sv_err *err)
-{
-	struct change *ch = change_find(cs, key);
-	*found = false;
-	if (ch) {
-		if (ch->del)
-			return 0;
-		*found = true;
-		return sv_buf_add(out, ch->val.p, ch->val.len) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
-	}
-	int32_t i = find_key(s, key);
-	if (i < 0)
-		return 0;
-	bool zl;
-	*found = true;
-	return value(c, s, (uint32_t)i, out, &zl, err);
-}
-
-static void bucket_key(const char *id, uint8_t *key)
-{
-	uint32_t h = XXH32(id, strlen(id), 0);
-	key[0] = 3;
-	key[1] = (uint8_t)(h >> 24);
-	key[2] = (uint8_t)(h >> 16);
-	key[3] = (uint8_t)(h >> 8);
-	key[4] = (uint8_t)h;
-}
-
-/* Sets or removes (pos NULL; only if indexed at this sector) one entry of
- * a unique id's bucket, as the game's set/removeUniqueIndexEntry do. */
-static int bucket_update(struct sv_container *c, const struct sb *s, struct changes *cs,
-			 const char *id, const uint8_t *sec, const float *pos, struct sv_err *err)
-{
-	uint8_t key[5];
-	bucket_key(id, key);
-	struct sv_buf v;
-	sv_buf_init(&v);
-	bool found;
-	json_t *o = NULL;
-	int rc = current(c, s, cs, key, &v, &found, err);
-	if (!rc && found)
-		rc = sv_sb_ubucket_read(v.p, v.len, &o, err);
-	else if (!rc && !(o = json_object()))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	sv_buf_fini(&v);
-	if (rc)
-		return rc;
-	json_t *e = json_object_get(o, id);
-	unsigned sx = be16(sec), sy = be16(sec + 2);
-	if (!pos) {
-		json_int_t ex, ey;
-		if (!e || json_unpack(e, "{s[II]}", "sector", &ex, &ey) || (unsigned)ex != sx ||
-		    (unsigned)ey != sy) {
-			json_decref(o);
-			return 0;
-		}
-		json_object_del(o, id);
-	} else {
-		json_object_set_new(o, id, json_pack("{s[ii]s[ff]}", "sector", sx, sy, "position",
-						     (double)pos[0], (double)pos[1]));
-	}
-	struct change *ch = change_add(cs, key);
-	if (!ch)
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	else if (!json_object_size(o))
-		ch->del = true;
-	else
-		rc = sv_sb_ubucket_write(o, &ch->val, err);
-	if (ch)
-		ch->zl = true;
-	json_decref(o);
-	return rc;
-}
-
-/* An entity sector's unique ids changed to those of `ents` (NULL: the
- * sector went): the unique index follows, as the game's
- * updateSectorUniques does. */
-static int uniques_update(struct sv_container *c, const struct sb *s, struct changes *cs,
-			  const uint8_t *ekey, const json_t *ents, struct sv_err *err)
-{
-	uint8_t skey[5] = {4, ekey[1], ekey[2], ekey[3], ekey[4]};
-	struct sv_buf v;
-	sv_buf_init(&v);
-	bool found;
-	json_t *old = NULL, *now = json_array();
-	int rc = current(c, s, cs, skey, &v, &found, err);
-	if (!rc && found)
-		rc = sv_sb_usector_read(v.p, v.len, &old, err);
-	sv_buf_fini(&v);
-	if (!rc && !now)
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	size_t i;
-	json_t *e;
-	json_array_foreach(ents, i, e) {
-		if (rc)
-			break;
-		json_t *content = json_object_get(e, "content");
-		json_t *id = json_object_get(content, "uniqueId");
-		float pos[2];
-		if (!json_is_string(id))
-			continue;
-		if (!sv_sb_entity_position(content, pos))
-			rc = sv_err_set(err, -EINVAL, "entity %zu has a uniqueId but no position", i);
-		else
-			rc = bucket_update(c, s, cs, json_string_value(id), ekey + 1, pos, err);
-		bool listed = false;
-		size_t k;
-		json_t *x;
-		json_array_foreach(now, k, x)
-			listed |= json_equal(x, id);
-		if (!rc && !listed)
-			json_array_append(now, id);
-	}
-	json_array_foreach(old, i, e) {
-		if (rc)
-			break;
-		bool kept = false;
-		size_t k;
-		json_t *x;
-		json_array_foreach(now, k, x)
-			kept |= json_equal(x, e);
-		if (!kept)
-			rc = bucket_update(c, s, cs, json_string_value(e), ekey + 1, NULL, err);
-	}
-	if (!rc && (found || json_array_size(now))) {
-		struct change *ch = change_add(cs, skey);
-		if (!ch)
-			rc = sv_err_set(err, -ENOMEM, "out of memory");
-		else if (!json_array_size(now))
-			ch->del = true;
-		else
-			rc = sv_sb_usector_write(now, &ch->val, err);
-		if (ch)
-			ch->zl = true;
-	}
-	json_decref(old);
-	json_decref(now);
-	return rc;
-}
-
-static int cmp_change(const void *a, const void *b, void *ks)
-{
-	return memcmp(((const struct change *)a)->key, ((const struct change *)b)->key,
-		      *(uint32_t *)ks);
-}
-
-/* True if dir is a universe's directory, where the game keeps
- * universe.lock: it holds universe.dat, universe.chunks or the lock. */
-static bool universe_dir(const char *dir)
-{
-	static const char *const names[] = {"universe.lock", "universe.dat", "universe.chunks"};
-	char p[4200];
-	struct stat st;
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-		if (snprintf(p, sizeof p, "%s/%s", dir, names[i]) >= (int)sizeof p)
-			return false;
-		if (!lstat(p, &st))
-			return true;
-	}
-	return false;
-}
-
-/*
- * The game or a server running on a universe holds universe.lock in the
- * universe's directory (storage/universe/) for as long as it runs; a
- * ship or player file in storage/player/ belongs to ../universe.  savefs
- * takes it, exclusively, for the whole commit, creating it where the game
- * would have it, so that a game starting meanwhile waits, and one running
- * refuses the commit.  Opened without blocking and without following a
- * link: anything but a regular file there is refused, never waited on.
- * A loose file, in no game's tree, has no such lock (*lfd -1).
- */
-static int universe_lock(struct sv_container *c, int *lfd, struct sv_err *err)
-{
-	*lfd = -1;
-	char *dup = strdup(sv_container_path(c));
-	if (!dup)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	char dir[4096], path[4200];
-	snprintf(dir, sizeof dir, "%s", dirname(dup));
-	free(dup);
-	if (!universe_dir(dir)) {
-		size_t k = strlen(dir);
-		snprintf(dir + k, sizeof dir - k, "/../universe");
-		if (!universe_dir(dir))
-			return 0;
-	}
-	snprintf(path, sizeof path, "%s/universe.lock", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && (errno == EACCES || errno == EROFS))
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		if (e == ENOENT)
-			return 0; /* cannot be made (a read-only directory) */
-		return sv_err_set(err, e == ELOOP ? -EPERM : -EIO, "%s: %s: a world is not written "
-				  "beside it", path, e == ELOOP ? "a symbolic link" : strerror(e));
-	}
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return sv_err_set(err, -EPERM, "%s is not a regular file (%s): a world is not "
-				  "written beside it; remove it", path,
-				  S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory"
-								  : "a special file");
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		int e = errno;
-		close(fd);
-		if (e == EWOULDBLOCK)
-			return sv_err_set(err, -EBUSY, "the game or a server holds %s: a world is not "
-					  "written while it runs (it would lose the edit or its own "
-					  "state); stop it and save again", path);
-		return sv_err_set(err, -EIO, "%s: %s", path, strerror(e));
-	}
-	*lfd = fd;
-	return 0;
-}
-
-static int gather(struct sv_container *c, struct sb *s, struct changes *cs, struct sv_err *err)
-{
-	uint32_t count = sv_node_count(c), ks = s->t->h.key_size;
-	int rc = 0;
-	for (uint32_t n = 1; n < count && !rc; n++) {
-		struct sv_node *node = sv_node(c, n);
-		uint32_t kind;
-		uint8_t key[256];
-		uint32_t st = sv_node_state(c, n);
-		if ((st & (SV_S_GONE | SV_S_STALE)) == (SV_S_GONE | SV_S_STALE) &&
-		    !(st & (SV_S_NEW | SV_S_TEMP))) {
-			uint32_t k = KIND(node->key);
-			if ((k != K_KEY && k != K_ENT) || INDEX(node->key) >= s->t->nrecs)
-				continue;
-			memcpy(key, rkey(s, INDEX(node->key)), ks);
-			struct change *ch = change_add(cs, key);
-			if (!ch)
-				return sv_err_set(err, -ENOMEM, "out of memory");
-			ch->del = true;
-			if (world_key(s, key, 2))
-				rc = uniques_update(c, s, cs, key, NULL, err);
-			continue;
-		}
-		const struct sv_buf *edit = sv_node_edit(c, n);
-		if (!edit || !sv_node_in_commit(c, n) || !node_record(c, s, n, &kind, key))
-			continue;
-		if (change_find(cs, key) && !change_find(cs, key)->del)
-			return sv_err_set(err, -EINVAL, "%s: another view of the same record was "
-					  "edited too: close one, then the other", node->name);
-		struct change *ch = change_add(cs, key);
-		if (!ch)
-			return sv_err_set(err, -ENOMEM, "out of memory");
-		json_t *ents = NULL;
-		struct sv_err e;
-		sv_err_clear(&e);
-		rc = encode(c, s, kind, key, edit->p, edit->len, &ch->val, &ents, &e);
-		if (rc) {
-			sv_err_set(err, rc, "%s: %s", node->name, e.msg);
-			break;
-		}
-		/* A value of a World4 or Celestial2 database is always a zlib
-		 * stream; elsewhere, as it was stored. */
-		ch->zl = s->family != F_OTHER;
-		int32_t at = find_key(s, key);
-		if (s->family == F_OTHER && at >= 0) {
-			struct sv_buf raw;
-			sv_buf_init(&raw);
-			rc = raw_value(c, s, (uint32_t)at, &raw, err);
-			ch->zl = !rc && sv_zlib_like(raw.p, raw.len);
-			sv_buf_fini(&raw);
-		}
-		if (!rc && ents && world_key(s, key, 2))
-			rc = uniques_update(c, s, cs, key, ents, err);
-		json_decref(ents);
-	}
-	return rc;
-}
-
-static int commit_bt(struct sv_container *c, int fd, struct sv_err *err)
-{
-	struct sb *s = sv_container_priv(c);
-	/* The lock first, for the whole commit; then the header as read. */
-	int lfd;
-	int rc = universe_lock(c, &lfd, err);
-	if (rc)
-		return rc;
-	uint8_t now[SV_BT5_HEADER];
-	if (pread(fd, now, sizeof now, 0) != (ssize_t)sizeof now)
-		rc = sv_err_set(err, -EIO, "reading the header: %s", strerror(errno));
-	else if (memcmp(now, s->hdr, sizeof now))
-		rc = sv_err_set(err, -EBUSY, "%s was committed to by another program since it "
-				"was read (its root moved): not overwritten, the edit is dropped, "
-				"and the file is read again", sv_container_path(c));
-	if (rc) {
-		if (lfd >= 0)
-			close(lfd);
-		return rc;
-	}
-	struct changes cs = {.ks = s->t->h.key_size};
-	struct sv_bt5_change *bc = NULL;
-	rc = gather(c, s, &cs, err);
-	if (!rc && cs.n) {
-		qsort_r(cs.v, cs.n, sizeof *cs.v, cmp_change, &cs.ks);
-		bc = calloc(cs.n, sizeof *bc);
-		if (!bc)
-			rc = sv_err_set(err, -ENOMEM, "out of memory");
-	}
-	/* Deflated in place of the inflated value. */
-	for (size_t i = 0; !rc && i < cs.n; i++) {
-		struct change *ch = &cs.v[i];
-		bc[i].key = ch->key;
-		if (ch->del)
-			continue;
-		if (ch->zl) {
-			struct sv_buf z;
-			sv_buf_init(&z);
-			if (sv_deflate(ch->val.p, ch->val.len, -1, &z)) {
-				sv_buf_fini(&z);
-				rc = sv_err_set(err, -ENOMEM, "out of memory");
-				break;
-			}
-			sv_buf_fini(&ch->val);
-			ch->val = z;
-		}
-		bc[i].val = ch->val.p ? ch->val.p : (const uint8_t *)"";
-		bc[i].len = ch->val.len;
-	}
-	struct sv_bt5_tree *nw = NULL;
-	if (!rc && cs.n)
-		rc = sv_bt5_tree_commit(s->t, fd, bc, cs.n, sv_test_step, &nw, err);
-	/* Every record written, the index's among them: their views follow. */
-	for (size_t i = 0; !rc && nw && i < cs.n; i++)
-		sv_group_touch(c, key_group(cs.v[i].key, cs.ks));
-	if (!rc && nw) {
-		sv_bt5_tree_free(s->t);
-		s->t = nw;
-		if (pread(fd, s->hdr, sizeof s->hdr, 0) != (ssize_t)sizeof s->hdr)
-			rc = sv_err_set(err, -EIO, "reading the header: %s", strerror(errno));
-	}
-	free(bc);
-	changes_fini(&cs);
-	if (lfd >= 0)
-		close(lfd);
-	return rc;
-}
+/* ---- info, and the format ------------------------------------------------ */
 
 static void info_bt(struct sv_container *c, void *obj)
 {
@@ -1717,117 +1052,13 @@ const struct sv_format sv_fmt_btreedb5 = {
 	.open = open_bt,
 	.close = close_bt,
 	.load = load_bt,
-	.check = check_bt,
-	.create = create_bt,
-	.unlink = unlink_bt,
-	.commit_in_place = commit_bt,
+	.check = sv_sb_check_bt,
+	.create = sv_sb_create_bt,
+	.unlink = sv_sb_unlink_bt,
+	.commit_in_place = sv_sb_commit_bt,
 	.rebuild = rebuild_bt,
 	.info = info_bt,
 	.list = list_bt,
 	.count = count_bt,
 	.lookup = lookup_bt,
-};
-
-/* ---- SBVJ01 ------------------------------------------------------------------ */
-
-static int probe_vj(const uint8_t *h, size_t n)
-{
-	return n >= 6 && !memcmp(h, "SBVJ01", 6);
-}
-
-static int open_vj(struct sv_container *c, struct sv_err *err)
-{
-	if (sv_container_size(c) < 7)
-		return sv_err_set(err, -EBADMSG, "sbvj01: byte 6: the file ends after its magic");
-	if (sv_node_add(c, SV_ROOT, "data.json", LAZY, 0, KEY(K_DATA, 0)) == SV_NONE)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	return 0;
-}
-
-static void close_vj(struct sv_container *c)
-{
-}
-
-static int load_vj(struct sv_container *c, uint32_t n, struct sv_blob **out, struct sv_err *err)
-{
-	uint64_t size = sv_container_size(c);
-	if (size > sv_container_opts(c)->max_decode)
-		return sv_err_set(err, -EFBIG, "sbvj01: %llu bytes, past the limit",
-				  (unsigned long long)size);
-	uint8_t *p = malloc(size);
-	if (!p)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	json_t *j = NULL;
-	struct sv_err e;
-	int rc = sv_container_pread(c, 0, p, size, err);
-	if (!rc && (rc = sv_sb_vdoc_read(p + 6, size - 6, &j, &e)))
-		sv_err_set(err, rc, "sbvj01: after the magic, %s", e.msg);
-	free(p);
-	struct sv_buf b;
-	sv_buf_init(&b);
-	if (!rc && dump_json(j, &b))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	if (!rc && !(*out = sv_blob_dup(b.p, b.len)))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	sv_buf_fini(&b);
-	json_decref(j);
-	return rc;
-}
-
-static int encode_vj(const uint8_t *p, size_t len, struct sv_buf *out, struct sv_err *err)
-{
-	json_t *j;
-	int rc = parse_json(p, len, &j, err);
-	if (rc)
-		return rc;
-	rc = sv_buf_add(out, "SBVJ01", 6) ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
-	if (!rc)
-		rc = sv_sb_vdoc_write(j, out, err);
-	json_decref(j);
-	return rc;
-}
-
-static int check_vj(struct sv_container *c, uint32_t n, const uint8_t *p, size_t len,
-		    struct sv_err *err)
-{
-	struct sv_buf b;
-	sv_buf_init(&b);
-	int rc = encode_vj(p, len, &b, err);
-	sv_buf_fini(&b);
-	return rc;
-}
-
-static int commit_vj(struct sv_container *c, int fd, struct sv_err *err)
-{
-	const struct sv_buf *edit = NULL;
-	for (uint32_t n = 1; n < sv_node_count(c) && !edit; n++)
-		if (KIND(sv_node(c, n)->key) == K_DATA && sv_node_in_commit(c, n))
-			edit = sv_node_edit(c, n);
-	if (!edit) {
-		/* Nothing edited: the same bytes. */
-		return sv_copy_range(sv_container_fd(c), 0, fd, sv_container_size(c))
-			       ? sv_err_set(err, -EIO, "copying: %s", strerror(errno)) : 0;
-	}
-	struct sv_buf b;
-	sv_buf_init(&b);
-	int rc = encode_vj(edit->p, edit->len, &b, err);
-	if (!rc && sv_write_all(fd, b.p, b.len))
-		rc = sv_err_set(err, -EIO, "writing: %s", strerror(errno));
-	sv_buf_fini(&b);
-	return rc;
-}
-
-static const char *const names_sbvj01[] = {"*.player", "*.dat", "*.metadata", "*.clientcontext", NULL};
-
-const struct sv_format sv_fmt_sbvj01 = {
-	.name = "sbvj01",
-	.names = names_sbvj01,
-	.description = "Starbound versioned JSON file (.player, universe.dat, .metadata)",
-	.commit_file = SV_COMMIT_REWRITE,
-	.probe = probe_vj,
-	.open = open_vj,
-	.close = close_vj,
-	.load = load_vj,
-	.check = check_vj,
-	.commit = commit_vj,
 };
