@@ -24,75 +24,13 @@
  * inflated when one of its views is read.  A segmented recording is
  * followed: a new preamble (or `finished`) reads the index again.
  */
-#include "format.h"
-
-#include "nbt.h"
-#include "rcevents.h"
-#include "rd.h"
-
-#include <errno.h>
-#include <jansson.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <zstd.h>
-
-#define HEADER 256
-#define PREAMBLE "preamble.dat"
-#define MAX_PREAMBLE (256u << 20)
-
-enum { K_HEADER, K_SNBT, K_NBT, K_INDEX, K_BIN, K_TXT, K_AT, K_TIMELINE, K_COMPACT, K_DIR };
-#define KEY(kind, i) ((uint64_t)(kind) << 40 | (uint64_t)(i))
-#define KIND(k) ((int)((k) >> 40))
-#define INDEX(k) ((uint64_t)(k) & ((1ull << 40) - 1))
-
-struct chunk {
-	uint64_t offset;      /* as stored */
-	uint64_t txt;         /* its text's length + 1, 0 until known (atomic) */
-	uint32_t start, ticks;
-	uint32_t clen, ulen;
-	uint8_t flags;
-	uint8_t warned;       /* its text stopped early and /.savefs/info says
-			       * so (atomic) */
-	uint8_t broken;       /* big(): its text could not be made as a
-			       * stream; the timeline shows the one line
-			       * chunk_text makes of it (atomic) */
-};
-_Static_assert(sizeof(struct chunk) == 32 + 8, "a chunk is 40 bytes");
-
-struct rec {
-	bool segmented, finished;
-	int table;
-	uint8_t head[HEADER];
-	int16_t version, flags, dictionary;
-	uint8_t wvlen;
-	int64_t timestamp;
-	int32_t meta_len, index_len, tick_count, chunk_count, data_version;
-	uint8_t *pre;         /* header + metadata + index, as stored */
-	size_t pre_len;
-	struct sv_nbt meta;
-	struct chunk *chunks;
-	uint32_t n;
-	struct sv_buf header_json, snbt;
-	uint64_t compact_size;
-	uint32_t at_dir, chunks_dir, nbt_node, timeline_node;
-	uint32_t *bin_node, *txt_node; /* each chunk's views */
-	uint64_t *cstart;     /* where each chunk starts in compacted.hcrp */
-	struct stat pre_st;   /* segmented: the preamble as read */
-	/* The text of a chunk too big to hold (big()) is made as it is read:
-	 * two cursors, each at a place in one chunk's text, so that a reader
-	 * going on from where it stopped does not start over.  cur_lock
-	 * protects them (reads run in several threads). */
-	pthread_mutex_t cur_lock;
-	struct cursor *cur[2];
-	uint64_t clock;       /* counts uses of the cursors */
-};
+#include "recording_priv.h"
 
 /* ---- a big chunk's text, made as it is read ------------------------------ */
 
 /* A chunk whose payload is more than a sixteenth of the cache: its text
  * (a few times larger) is made as it is read, never held whole. */
-static bool big(struct sv_container *c, const struct rec *r, uint32_t i)
+bool sv_rc_big(struct sv_container *c, const struct rec *r, uint32_t i)
 {
 	return r->chunks[i].ulen > sv_container_opts(c)->cache_cap / 16;
 }
@@ -121,386 +59,6 @@ struct cursor {
 	struct sv_rc_ts *ts;
 	uint64_t used;         /* when last used, for the one to reset */
 };
-
-/* ---- parsing ------------------------------------------------------------ */
-
-/* The fixed header: HEADER bytes at h (the world version's length is at
- * most 32, so every field lies inside them). */
-static int parse_header(struct rec *r, const uint8_t *h, struct sv_err *err)
-{
-	struct sv_rd rd;
-	sv_rd_init(&rd, h, HEADER);
-	if (sv_rd_u32be(&rd) != 0x48435250)
-		return sv_err_set(err, -EBADMSG, "recording: byte 0: not a recording (no HCRP magic)");
-	r->version = (int16_t)sv_rd_u16be(&rd);
-	if (r->version != 4)
-		return sv_err_set(err, -ENOTSUP, "recording: byte 4: format version %d; savefs "
-				  "reads version 4", r->version);
-	r->flags = (int16_t)sv_rd_u16be(&rd);
-	sv_rd_seek(&rd, 24);
-	int8_t wv = (int8_t)sv_rd_u8(&rd);
-	if (wv < 0 || wv > 32)
-		return sv_err_set(err, -EBADMSG, "recording: byte 24: world version length %d, "
-				  "not 0 to 32", wv);
-	r->wvlen = (uint8_t)wv;
-	size_t at = 25 + (size_t)wv;
-	sv_rd_seek(&rd, at);
-	r->timestamp = (int64_t)sv_rd_u64be(&rd);
-	r->dictionary = (int16_t)sv_rd_u16be(&rd);
-	r->meta_len = (int32_t)sv_rd_u32be(&rd);
-	r->index_len = (int32_t)sv_rd_u32be(&rd);
-	r->tick_count = (int32_t)sv_rd_u32be(&rd);
-	r->chunk_count = (int32_t)sv_rd_u32be(&rd);
-	r->data_version = (int32_t)sv_rd_u32be(&rd);
-	if (!sv_rd_ok(&rd))
-		return sv_rd_error(&rd, err, -EBADMSG, "recording", "the header is cut short");
-	if (r->dictionary != 0)
-		return sv_err_set(err, -ENOTSUP, "recording: byte %zu: dictionary %d; savefs reads "
-				  "recordings without one (0)", at + 8, r->dictionary);
-	if (r->meta_len < 0 || r->index_len < 0 || r->tick_count < 0 || r->chunk_count < 0)
-		return sv_err_set(err, -EBADMSG, "recording: byte %zu: a negative length or count "
-				  "(metadata %d, index %d, ticks %d, chunks %d)", at + 10,
-				  r->meta_len, r->index_len, r->tick_count, r->chunk_count);
-	return 0;
-}
-
-/* Segment seg holds chunks first..last, which end at `end`: it must be
- * that long at least (a length past it would be allocated at each read,
- * then found short), as a compacted file's chunks are held to its size. */
-static int check_segment(struct sv_container *c, int64_t seg, int32_t first, int32_t last,
-			 uint64_t end, struct sv_err *err)
-{
-	char name[64];
-	struct stat st;
-	snprintf(name, sizeof name, "segment-%03lld.dat", (long long)seg);
-	int rc = sv_member_stat(c, name, &st, err);
-	if (rc == -ENOENT)
-		return sv_err_set(err, -EBADMSG, "recording: %s: chunks %d to %d lie in %s, which is "
-				  "not there", PREAMBLE, first, last, name);
-	if (rc)
-		return rc;
-	if ((uint64_t)st.st_size < end)
-		return sv_err_set(err, -EBADMSG, "recording: %s: chunks %d to %d end at byte %llu of "
-				  "%s, which has %llu", PREAMBLE, first, last,
-				  (unsigned long long)end, name, (unsigned long long)st.st_size);
-	return 0;
-}
-
-/* The metadata and index at r->pre + HEADER. */
-static int parse_body(struct sv_container *c, struct rec *r, uint64_t file_size,
-		      struct sv_err *err)
-{
-	const uint8_t *p = r->pre;
-	size_t used;
-	int rc = sv_nbt_read(p + HEADER, (size_t)r->meta_len, &r->meta, &used, err);
-	if (rc) {
-		char m[SV_ERR_MAX];
-		snprintf(m, sizeof m, "%s", err->msg);
-		return sv_err_set(err, -EBADMSG, "recording: metadata at byte %d: %s", HEADER, m);
-	}
-	if (used != (size_t)r->meta_len)
-		return sv_err_set(err, -EBADMSG, "recording: byte %d: the metadata takes %zu bytes, "
-				  "the header says %d", HEADER, used, r->meta_len);
-	size_t off = HEADER + (size_t)r->meta_len, end = off + (size_t)r->index_len;
-	if ((size_t)r->chunk_count > (size_t)r->index_len / 12 + 1)
-		return sv_err_set(err, -EBADMSG, "recording: byte %d: %d chunks cannot fit an "
-				  "index of %d bytes", 25 + r->wvlen + 22, r->chunk_count,
-				  r->index_len);
-	size_t cap;
-	if (sv_tab_alloc((void **)&r->chunks, &cap, (size_t)r->chunk_count + 1, sizeof *r->chunks))
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	uint64_t tick = 0, data_start = end, prev_end = end;
-	int64_t seg = -1;
-	uint64_t seg_next = 0;
-	int32_t seg_first = 0; /* the first chunk of segment seg */
-	struct sv_rd rd;
-	sv_rd_init_at(&rd, p, end, off);
-	for (int32_t i = 0; i < r->chunk_count; i++) {
-		size_t at = rd.off;
-		int32_t start = sv_rc_varint(&rd), ticks = sv_rc_varint(&rd);
-		uint8_t flags = sv_rd_u8(&rd);
-		uint64_t o = sv_rd_u64be(&rd);
-		int32_t clen = sv_rc_varint(&rd), ulen = sv_rc_varint(&rd);
-		if (!sv_rd_ok(&rd))
-			return sv_err_set(err, -EBADMSG, "recording: byte %zu: index entry %d is "
-					  "malformed or cut short", at, i);
-		if ((uint64_t)(uint32_t)start != tick || start < 0)
-			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d starts at tick "
-					  "%d, expected %llu (chunks follow each other from tick 0)",
-					  at, i, start, (unsigned long long)tick);
-		if (ticks <= 0)
-			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d has %d ticks",
-					  at, i, ticks);
-		if (clen <= 0 || ulen <= 0)
-			return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d has a length "
-					  "of %d compressed, %d decompressed", at, i, clen, ulen);
-		if (r->segmented) {
-			int64_t s = (int64_t)(o >> 32);
-			uint64_t so = o & 0xffffffffu;
-			if ((int64_t)o < 0 || s < seg || s > seg + 1 || (s != seg && so != 0) ||
-			    (s == seg && so != seg_next))
-				return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d at "
-						  "segment %lld offset %llu: segments hold their "
-						  "chunks back to back from offset 0",
-						  at, i, (long long)s, (unsigned long long)so);
-			if (s != seg && seg >= 0) {
-				rc = check_segment(c, seg, seg_first, i - 1, seg_next, err);
-				if (rc)
-					return rc;
-			}
-			if (s != seg)
-				seg_first = i;
-			seg = s;
-			seg_next = so + (uint64_t)clen;
-		} else {
-			if (o < data_start || o < prev_end || o > file_size ||
-			    (uint64_t)clen > file_size - o)
-				return sv_err_set(err, -EBADMSG, "recording: byte %zu: chunk %d at "
-						  "%llu+%d %s", at, i, (unsigned long long)o, clen,
-						  o > file_size || (uint64_t)clen > file_size - o
-							  ? "lies past the end of the file"
-							  : "overlaps what comes before it");
-			prev_end = o + (uint64_t)clen;
-		}
-		r->chunks[i] = (struct chunk){.offset = o, .start = (uint32_t)start,
-					      .ticks = (uint32_t)ticks, .clen = (uint32_t)clen,
-					      .ulen = (uint32_t)ulen, .flags = flags};
-		tick += (uint64_t)ticks;
-		r->compact_size += (uint64_t)clen;
-	}
-	if (r->segmented && seg >= 0) {
-		rc = check_segment(c, seg, seg_first, r->chunk_count - 1, seg_next, err);
-		if (rc)
-			return rc;
-	}
-	if (rd.off != end)
-		return sv_err_set(err, -EBADMSG, "recording: byte %zu: the index of %d chunks takes "
-				  "%zu bytes, the header says %d", HEADER + (size_t)r->meta_len,
-				  r->chunk_count, rd.off - HEADER - (size_t)r->meta_len, r->index_len);
-	if (tick != (uint64_t)r->tick_count)
-		return sv_err_set(err, -EBADMSG, "recording: byte %d: the header says %d ticks, the "
-				  "chunks hold %llu", 25 + r->wvlen + 18, r->tick_count,
-				  (unsigned long long)tick);
-	r->n = (uint32_t)r->chunk_count;
-	r->compact_size += end;
-	if (sv_tab_alloc((void **)&r->cstart, &cap, r->n + 1, sizeof *r->cstart))
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	uint64_t at = end;
-	for (uint32_t i = 0; i < r->n; i++) {
-		r->cstart[i] = at;
-		at += r->chunks[i].clen;
-	}
-	sv_tab_touch((uint64_t)r->n * (sizeof *r->cstart + sizeof *r->chunks));
-	return 0;
-}
-
-static int read_preamble(struct sv_container *c, struct rec *r, struct sv_err *err)
-{
-	uint8_t *raw = NULL;
-	uint64_t size;
-	if (r->segmented) {
-		struct sv_buf b;
-		sv_buf_init(&b);
-		int rc = sv_member_stat(c, PREAMBLE, &r->pre_st, err);
-		if (!rc)
-			rc = sv_member_read_all(c, PREAMBLE, MAX_PREAMBLE, &b, err);
-		if (rc) {
-			sv_buf_fini(&b);
-			return rc;
-		}
-		r->pre = b.p;
-		r->pre_len = b.len;
-		size = b.len;
-		if (size < HEADER)
-			return sv_err_set(err, -EBADMSG, "recording: %s: %llu bytes, shorter than the "
-					  "256-byte header", PREAMBLE, (unsigned long long)size);
-		memcpy(r->head, r->pre, HEADER);
-	} else {
-		size = sv_container_size(c);
-		if (size < HEADER)
-			return sv_err_set(err, -EBADMSG, "recording: byte 0: %llu bytes, shorter than "
-					  "the 256-byte header", (unsigned long long)size);
-		int rc = sv_container_pread(c, 0, r->head, HEADER, err);
-		if (rc)
-			return rc;
-	}
-	int rc = parse_header(r, r->head, err);
-	if (rc)
-		return rc;
-	uint64_t want = HEADER + (uint64_t)r->meta_len + (uint64_t)r->index_len;
-	if (r->segmented && want != size)
-		return sv_err_set(err, -EBADMSG, "recording: %s: %llu bytes, the header says %llu "
-				  "(256 + metadata %d + index %d)", PREAMBLE,
-				  (unsigned long long)size, (unsigned long long)want, r->meta_len,
-				  r->index_len);
-	if (!r->segmented) {
-		if (want > size)
-			return sv_err_set(err, -EBADMSG, "recording: byte 0: metadata %d and index %d "
-					  "bytes lie past the end of the file (%llu bytes)",
-					  r->meta_len, r->index_len, (unsigned long long)size);
-		/* Read into an array that leaves the heap when big (the index
-		 * of a long run). */
-		size_t cap;
-		if (sv_tab_alloc((void **)&raw, &cap, (size_t)want, 1))
-			return sv_err_set(err, -ENOMEM, "out of memory");
-		r->pre_len = (size_t)want;
-		rc = sv_container_pread(c, 0, raw, (size_t)want, err);
-		if (rc) {
-			sv_tab_free(raw);
-			return rc;
-		}
-		r->pre = raw;
-	}
-	rc = parse_body(c, r, size, err);
-	/* Read, the index is the chunk table: the preamble's bytes past the
-	 * metadata are not held (pre_len still says how long it is). */
-	size_t keep_len = HEADER + (size_t)r->meta_len;
-	uint8_t *keep = malloc(keep_len);
-	if (keep)
-		memcpy(keep, r->pre, keep_len);
-	if (raw)
-		sv_tab_free(raw);
-	else
-		free(r->pre);
-	r->pre = keep;
-	return rc ? rc : keep ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
-}
-
-/* ---- views built at open ----------------------------------------------- */
-
-static void hexs(char *out, const uint8_t *p, size_t n)
-{
-	static const char d[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[p[i] >> 4];
-		out[2 * i + 1] = d[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static int make_header(struct sv_container *c, struct rec *r)
-{
-	char id[33], wv[65], uuid[37];
-	hexs(id, r->head + 8, 16);
-	snprintf(uuid, sizeof uuid, "%.8s-%.4s-%.4s-%.4s-%.12s", id, id + 8, id + 12, id + 16,
-		 id + 20);
-	hexs(wv, r->head + 25, r->wvlen);
-	json_t *segs = json_array();
-	if (r->segmented) {
-		int64_t last = -1;
-		for (uint32_t i = 0; i < r->n; i++)
-			if ((int64_t)(r->chunks[i].offset >> 32) != last) {
-				last = (int64_t)(r->chunks[i].offset >> 32);
-				char name[32];
-				snprintf(name, sizeof name, "segment-%03lld.dat", (long long)last);
-				json_array_append_new(segs, json_string(name));
-			}
-	}
-	json_t *o = json_pack("{ss si si ss ss sI si si si si si si ss sb}",
-			      "magic", "HCRP", "version", (int)r->version, "flags", (int)r->flags,
-			      "world_id", uuid, "world_version", wv,
-			      "timestamp", (json_int_t)r->timestamp, "dictionary", (int)r->dictionary,
-			      "metadata_length", (int)r->meta_len, "index_length", (int)r->index_len,
-			      "tick_count", (int)r->tick_count, "chunk_count", (int)r->chunk_count,
-			      "data_version", (int)r->data_version,
-			      "layout", r->segmented ? "segmented" : "compacted",
-			      "finished", r->segmented ? r->finished : true);
-	if (!o || !segs) {
-		json_decref(o);
-		json_decref(segs);
-		return -ENOMEM;
-	}
-	if (r->segmented)
-		json_object_set_new(o, "segments", segs);
-	else
-		json_decref(segs);
-	char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(o);
-	if (!s)
-		return -ENOMEM;
-	int rc = sv_buf_add(&r->header_json, s, strlen(s)) || sv_buf_add(&r->header_json, "\n", 1);
-	free(s);
-	(void)c;
-	return rc ? -ENOMEM : 0;
-}
-
-#define INDEX_HEAD "# chunk\tstart\tticks\tsnapshot\tsegment\toffset\tcompressed\tdecompressed\n"
-
-/* Chunk i's line of index.tsv into line (room for any); its length. */
-static size_t index_line(const struct rec *r, uint32_t i, char line[160])
-{
-	const struct chunk *k = &r->chunks[i];
-	uint64_t off = r->segmented ? k->offset & 0xffffffffu : k->offset;
-	char seg[24] = "-";
-	if (r->segmented)
-		snprintf(seg, sizeof seg, "%llu", (unsigned long long)(k->offset >> 32));
-	int n = snprintf(line, 160, "%06u\t%u\t%u\t%s\t%s\t%llu\t%u\t%u\n", i, k->start,
-			 k->ticks, k->flags & 1 ? "yes" : "no", seg, (unsigned long long)off,
-			 k->clen, k->ulen);
-	return n > 0 ? (size_t)n : 0;
-}
-
-/* index.tsv's size: it is made when read (a million chunks' lines would
- * be 50 MB held for a file few read). */
-static uint64_t index_size(const struct rec *r)
-{
-	char line[160];
-	uint64_t n = strlen(INDEX_HEAD);
-	for (uint32_t i = 0; i < r->n; i++)
-		n += index_line(r, i, line);
-	return n;
-}
-
-static int index_text(const struct rec *r, struct sv_buf *out)
-{
-	char line[160];
-	int rc = sv_buf_add(out, INDEX_HEAD, strlen(INDEX_HEAD));
-	for (uint32_t i = 0; i < r->n && !rc; i++) {
-		size_t n = index_line(r, i, line);
-		rc = sv_buf_add(out, line, n);
-	}
-	return rc ? -ENOMEM : 0;
-}
-
-static int build(struct sv_container *c, struct rec *r, struct sv_err *err)
-{
-	if (make_header(c, r) || sv_snbt_write(&r->snbt, &r->meta, true))
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	const uint32_t RO = SV_N_RO;
-	if (sv_node_add(c, SV_ROOT, "header.json", RO | SV_N_DERIVED, r->header_json.len,
-			KEY(K_HEADER, 0)) == SV_NONE ||
-	    sv_node_add(c, SV_ROOT, "metadata.snbt", 0, r->snbt.len, KEY(K_SNBT, 0)) == SV_NONE ||
-	    (r->nbt_node = sv_node_add(c, SV_ROOT, "metadata.nbt", RO, (uint64_t)r->meta_len,
-				       KEY(K_NBT, 0))) == SV_NONE ||
-	    sv_node_add(c, SV_ROOT, "index.tsv", RO | SV_N_DERIVED, index_size(r),
-			KEY(K_INDEX, 0)) == SV_NONE)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	/* chunks/ and at/: listed from the chunk index (list_rec), a node
-	 * for an entry only while it is used (lookup_rec). */
-	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR | SV_N_INDEXDIR, 0, KEY(K_DIR, 0));
-	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR | SV_N_INDEXDIR, 0, KEY(K_DIR, 1));
-	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	size_t cap;
-	if (sv_tab_alloc((void **)&r->bin_node, &cap, r->n + 1, sizeof *r->bin_node) ||
-	    sv_tab_alloc((void **)&r->txt_node, &cap, r->n + 1, sizeof *r->txt_node))
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	memset(r->bin_node, 0xff, (r->n + 1) * sizeof *r->bin_node);
-	memset(r->txt_node, 0xff, (r->n + 1) * sizeof *r->txt_node);
-	sv_tab_touch((r->n + 1) * (sizeof *r->bin_node + sizeof *r->txt_node));
-	/* Not derived from the metadata: a commit touches it when the chunks
-	 * change (it is a stream, so its bytes are not compared). */
-	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
-				       RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
-				       KEY(K_TIMELINE, 0));
-	if (r->timeline_node == SV_NONE)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	if (r->segmented &&
-	    sv_node_add(c, SV_ROOT, "compacted.hcrp", RO | SV_N_STREAM | SV_N_DERIVED,
-			r->compact_size, KEY(K_COMPACT, 0)) == SV_NONE)
-		return sv_err_set(err, -ENOMEM, "out of memory");
-	return 0;
-}
 
 /* ---- format callbacks --------------------------------------------------- */
 
@@ -567,9 +125,9 @@ static int open_rec(struct sv_container *c, struct sv_err *err)
 		r->finished = !sv_member_stat(c, "finished", &st, NULL);
 	}
 	if (!rc)
-		rc = read_preamble(c, r, err);
+		rc = sv_rc_read_preamble(c, r, err);
 	if (!rc)
-		rc = build(c, r, err);
+		rc = sv_rc_build(c, r, err);
 	return rc;
 }
 
@@ -612,7 +170,7 @@ static int rebuild_rec(struct sv_container *c, struct sv_err *err)
 /* chunks/: two views a chunk, at positions 2i and 2i + 1; at/: the state
  * at each chunk's start, at position i (a chunk of no ticks, starting
  * where the next does, is listed once). */
-static int list_rec(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
+int sv_rc_list_rec(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
 		    bool *is_dir, uint64_t *at)
 {
 	struct rec *r = sv_container_priv(c);
@@ -653,7 +211,7 @@ static void close_rec(struct sv_container *c)
 }
 
 /* Chunk i's stored bytes, inflated. */
-static int inflate_chunk(struct sv_container *c, const struct rec *r, uint32_t i,
+int sv_rc_inflate_chunk(struct sv_container *c, const struct rec *r, uint32_t i,
 			 struct sv_blob **out, struct sv_err *err)
 {
 	const struct chunk *k = &r->chunks[i];
@@ -958,7 +516,7 @@ static int chunk_text(struct sv_container *c, struct rec *r, uint32_t i, struct 
 	struct sv_blob *b;
 	size_t before = out->len;
 	hint_ahead(c, r, i);
-	int rc = inflate_chunk(c, r, i, &b, err);
+	int rc = sv_rc_inflate_chunk(c, r, i, &b, err);
 	if (rc && whole && rc != -ENOMEM) {
 		if (sv_buf_printf(out, "%u\t-\tunreadable\treason=\"%s\"\n", r->chunks[i].start,
 				  err->msg))
@@ -992,7 +550,7 @@ static int state_at(struct sv_container *c, struct rec *r, uint64_t tick, struct
 		sv_log(c, "at/%08llu.json: chunk %u does not open with a snapshot: the state holds "
 		       "only what that chunk sets", (unsigned long long)tick, i);
 	struct sv_blob *b;
-	int rc = inflate_chunk(c, r, i, &b, err);
+	int rc = sv_rc_inflate_chunk(c, r, i, &b, err);
 	if (rc)
 		return rc;
 	rc = sv_rc_state(b->data, b->len, r->table, (uint32_t)tick, out, err);
@@ -1014,7 +572,7 @@ static int load_rec(struct sv_container *c, uint32_t node, struct sv_blob **out,
 		*out = sv_blob_dup(r->header_json.p, r->header_json.len);
 		break;
 	case K_INDEX:
-		if (index_text(r, &b))
+		if (sv_rc_index_text(r, &b))
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
 		break;
 	case K_SNBT:
@@ -1024,7 +582,7 @@ static int load_rec(struct sv_container *c, uint32_t node, struct sv_blob **out,
 		*out = sv_blob_dup(r->pre + HEADER, (size_t)r->meta_len);
 		break;
 	case K_BIN:
-		return inflate_chunk(c, r, (uint32_t)i, out, err);
+		return sv_rc_inflate_chunk(c, r, (uint32_t)i, out, err);
 	case K_TXT:
 		rc = chunk_text(c, r, (uint32_t)i, &b, false, err);
 		break;
@@ -1064,7 +622,7 @@ static int lookup_chunk(struct sv_container *c, struct rec *r, const char *name,
 	const uint32_t RO = SV_N_RO;
 	uint32_t n = txt ? sv_node_add(c, r->chunks_dir, name,
 				       RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
-					       (big(c, r, (uint32_t)i) ? SV_N_STREAM : 0),
+					       (sv_rc_big(c, r, (uint32_t)i) ? SV_N_STREAM : 0),
 				       0, KEY(K_TXT, i))
 			 : sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
 				       r->chunks[i].ulen, KEY(K_BIN, i));
@@ -1089,7 +647,7 @@ static bool start_below(const void *arg, size_t i)
 
 /* Any tick opens by name under at/: "<digits>.json"; the chunks' starts,
  * in eight digits, are listed. */
-static int lookup_rec(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
+int sv_rc_lookup_rec(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	if (dir == r->chunks_dir)
@@ -1128,7 +686,7 @@ static int text_len(struct sv_container *c, struct rec *r, uint32_t i, uint64_t 
 {
 	/* A big chunk that cannot be decoded is, in the timeline, the one
 	 * line chunk_text makes of it, as a small one is. */
-	if (big(c, r, i) && !__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE)) {
+	if (sv_rc_big(c, r, i) && !__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE)) {
 		int rc = big_len(c, r, i, len, err);
 		if (!rc || rc == -ENOMEM)
 			return rc;
@@ -1169,9 +727,6 @@ static int size_rec(struct sv_container *c, uint32_t node, uint64_t *out, struct
 	return 0;
 }
 
-static int write_preamble(const struct rec *r, const struct sv_buf *meta,
-			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
-			  uint64_t abs_base, struct sv_buf *out);
 
 static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, uint8_t *buf,
 			 size_t want, size_t *got, struct sv_err *err)
@@ -1184,7 +739,7 @@ static int read_timeline(struct sv_container *c, struct rec *r, uint64_t off, ui
 			continue;
 		}
 		struct sv_err e2;
-		bool streamed = big(c, r, i) &&
+		bool streamed = sv_rc_big(c, r, i) &&
 				!__atomic_load_n(&r->chunks[i].broken, __ATOMIC_ACQUIRE);
 		if (streamed && big_len(c, r, i, &k, &e2)) {
 			streamed = false;
@@ -1244,7 +799,7 @@ static int read_compact(struct sv_container *c, struct rec *r, uint64_t off, uin
 			 * it is as long as the stored one). */
 			struct sv_buf meta = {r->pre + HEADER, (size_t)r->meta_len, 0}, p;
 			sv_buf_init(&p);
-			if (write_preamble(r, &meta, r->chunks, 0, r->n, 0, head, &p) || p.len != head) {
+			if (sv_rc_write_preamble(r, &meta, r->chunks, 0, r->n, 0, head, &p) || p.len != head) {
 				sv_buf_fini(&p);
 				return sv_err_set(err, -ENOMEM, "out of memory");
 			}
@@ -1338,274 +893,8 @@ static void info_rec(struct sv_container *c, void *obj)
 		json_object_set_new(o, "finished", json_boolean(r->finished));
 }
 
-/* ---- write-back --------------------------------------------------------- */
+/* ---- the format --------------------------------------------------------- */
 
-/* The metadata a commit writes: the edited SNBT's NBT, or as stored. */
-static int parse_meta(const uint8_t *p, size_t n, struct sv_buf *out, struct sv_err *err)
-{
-	struct sv_nbt v;
-	int rc = sv_snbt_parse((const char *)p, n, &v, err);
-	if (rc)
-		return rc;
-	if (v.type != SV_NBT_COMPOUND)
-		rc = sv_err_set(err, -EINVAL, "the metadata is a compound: { ... }");
-	if (!rc && (rc = sv_nbt_write(out, &v)))
-		rc = sv_err_set(err, rc, rc == -EINVAL ? "a string longer than 65535 bytes"
-						       : "out of memory");
-	sv_nbt_fini(&v);
-	return rc;
-}
-
-/* metadata.snbt's node now: a rename onto it (sed -i, editors) gives the
- * name to another node, which takes its key. */
-static uint32_t snbt_node(struct sv_container *c)
-{
-	const struct sv_node *root = sv_node(c, SV_ROOT);
-	for (uint32_t k = 0; k < root->nkids; k++)
-		if (KIND(sv_node(c, root->kids[k])->key) == K_SNBT)
-			return root->kids[k];
-	return SV_NONE;
-}
-
-static int new_meta(struct sv_container *c, struct rec *r, struct sv_buf *out,
-		    struct sv_err *err)
-{
-	uint32_t n = snbt_node(c);
-	const struct sv_buf *e = n == SV_NONE ? NULL : sv_node_edit(c, n);
-	if (!e)
-		return sv_buf_add(out, r->pre + HEADER, (size_t)r->meta_len)
-			       ? sv_err_set(err, -ENOMEM, "out of memory") : 0;
-	int rc = parse_meta(e->p, e->len, out, err);
-	if (!rc)
-		sv_node_touch(c, r->nbt_node);
-	return rc;
-}
-
-static int check_rec(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
-		 struct sv_err *err)
-{
-	if (KIND(sv_node(c, node)->key) != K_SNBT)
-		return sv_err_set(err, -EPERM, "a read-only view");
-	struct sv_buf b;
-	sv_buf_init(&b);
-	int rc = parse_meta(p, len, &b, err);
-	sv_buf_fini(&b);
-	return rc;
-}
-
-static int unlink_rec(struct sv_container *c, uint32_t node, struct sv_err *err)
-{
-	struct rec *r = sv_container_priv(c);
-	uint64_t key = sv_node(c, node)->key;
-	if (KIND(key) != K_BIN && KIND(key) != K_TXT)
-		return sv_err_set(err, -EPERM, "only chunks can be removed");
-	uint64_t i = INDEX(key);
-	if (i + 1 == r->n)
-		return 0;
-	if (i != 0)
-		return sv_err_set(err, -EPERM, "chunk %llu: only the first or the last chunk can "
-				  "be removed (the ticks stay contiguous)", (unsigned long long)i);
-	if (!(r->chunks[1].flags & 1))
-		return sv_err_set(err, -EPERM, "chunk 0: chunk 1 does not open with a snapshot, so "
-				  "nothing could be shown from its start");
-	if (r->segmented)
-		return sv_err_set(err, -EPERM, "chunk 0: it lies in segment-000.dat, and a "
-				  "recording's segments are never rewritten (trim a compacted "
-				  "copy: cp compacted.hcrp)");
-	return 0;
-}
-
-/* Node n is view `kind` of chunk i (its number may have gone to another
- * entry since: the client forgot it). */
-static bool view_of(struct sv_container *c, uint32_t n, unsigned kind, uint32_t i)
-{
-	return n != SV_NONE && n < sv_node_count(c) && sv_node(c, n)->key == KEY(kind, i);
-}
-
-/* A removal of chunk i is under way (its node gone, stale). */
-static bool removed(struct sv_container *c, const struct rec *r, uint32_t i)
-{
-	const uint32_t gone = SV_S_GONE | SV_S_STALE;
-	return (view_of(c, r->bin_node[i], K_BIN, i) &&
-		(sv_node_state(c, r->bin_node[i]) & gone) == gone) ||
-	       (view_of(c, r->txt_node[i], K_TXT, i) &&
-		(sv_node_state(c, r->txt_node[i]) & gone) == gone);
-}
-
-/* Header, metadata and index for chunks [lo, hi) of `chunks`. */
-static int write_preamble(const struct rec *r, const struct sv_buf *meta,
-			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
-			  uint64_t abs_base, struct sv_buf *out)
-{
-	struct sv_buf idx;
-	sv_buf_init(&idx);
-	uint64_t ticks = 0, at = abs_base;
-	int rc = 0;
-	for (uint32_t i = lo; i < hi && !rc; i++) {
-		const struct chunk *k = &chunks[i];
-		uint8_t o[9];
-		o[0] = k->flags;
-		sv_put_be(o + 1, abs_base ? at : k->offset, 8);
-		rc = sv_put_leb(&idx, (uint32_t)(k->start - shift)) ||
-		     sv_put_leb(&idx, (uint32_t)k->ticks) || sv_buf_add(&idx, o, 9) ||
-		     sv_put_leb(&idx, (uint32_t)k->clen) || sv_put_leb(&idx, (uint32_t)k->ulen);
-		ticks += k->ticks;
-		at += k->clen;
-	}
-	uint8_t h[HEADER];
-	memcpy(h, r->head, HEADER);
-	uint8_t *f = h + 25 + r->wvlen + 10;
-	uint32_t v[4] = {(uint32_t)meta->len, (uint32_t)idx.len, (uint32_t)ticks, hi - lo};
-	for (int k = 0; k < 4; k++)
-		for (int b = 0; b < 4; b++)
-			f[4 * k + b] = (uint8_t)(v[k] >> (24 - 8 * b));
-	if (!rc)
-		rc = sv_buf_add(out, h, HEADER) || sv_buf_add(out, meta->p, meta->len) ||
-		     sv_buf_add(out, idx.p, idx.len);
-	sv_buf_fini(&idx);
-	return rc ? -ENOMEM : 0;
-}
-
-/* Every view whose content a commit changes although it was not edited. */
-static void touch_all(struct sv_container *c, const struct rec *r)
-{
-	for (uint32_t i = 0; i < r->n; i++) {
-		if (view_of(c, r->bin_node[i], K_BIN, i))
-			sv_node_touch(c, r->bin_node[i]);
-		if (view_of(c, r->txt_node[i], K_TXT, i))
-			sv_node_touch(c, r->txt_node[i]);
-	}
-	const struct sv_node *d = sv_node(c, r->at_dir);
-	for (uint32_t k = 0; k < d->nkids; k++)
-		sv_node_touch(c, d->kids[k]);
-}
-
-/* A compacted file: written whole (chunks copied as stored, or, when the
- * first chunk goes, each one's ticks renumbered and compressed again at
- * the compactor's level). */
-static int commit_file_rec(struct sv_container *c, int fd, struct sv_err *err)
-{
-	struct rec *r = sv_container_priv(c);
-	struct sv_buf meta, head;
-	sv_buf_init(&meta);
-	sv_buf_init(&head);
-	struct chunk *ch;
-	size_t nch;
-	FILE *tmp = NULL;
-	int rc = sv_tab_alloc((void **)&ch, &nch, r->n + 1, sizeof *ch)
-			 ? sv_err_set(err, -ENOMEM, "out of memory")
-			 : new_meta(c, r, &meta, err);
-	uint32_t lo = r->n && removed(c, r, 0) ? 1 : 0;
-	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
-	if (lo != 0 || hi != r->n)
-		sv_node_touch(c, r->timeline_node);
-	if (hi < lo)
-		hi = lo;
-	uint32_t shift = lo ? r->chunks[0].ticks : 0;
-	if (!rc)
-		memcpy(ch, r->chunks, r->n * sizeof *ch);
-	if (!rc && shift) {
-		tmp = tmpfile();
-		if (!tmp)
-			rc = sv_err_set(err, -errno, "cannot make a temporary file: %s", strerror(errno));
-		uint64_t at = 0;
-		for (uint32_t i = lo; i < hi && !rc; i++) {
-			struct sv_blob *b = NULL;
-			struct sv_buf p;
-			sv_buf_init(&p);
-			rc = inflate_chunk(c, r, i, &b, err);
-			if (!rc)
-				rc = sv_rc_renumber(b->data, b->len, r->table, shift, &p, err);
-			if (rc == -EBADMSG) {
-				char m[SV_ERR_MAX];
-				snprintf(m, sizeof m, "%s", err->msg);
-				rc = sv_err_set(err, -EINVAL, "chunk %u cannot be renumbered: %s", i, m);
-			}
-			size_t cap = ZSTD_compressBound(p.len);
-			uint8_t *z = rc ? NULL : malloc(cap);
-			size_t zn = 0;
-			if (!rc && !z)
-				rc = sv_err_set(err, -ENOMEM, "out of memory");
-			if (!rc) {
-				zn = ZSTD_compress(z, cap, p.p, p.len, 19);
-				if (ZSTD_isError(zn))
-					rc = sv_err_set(err, -EIO, "zstd: %s", ZSTD_getErrorName(zn));
-			}
-			if (!rc && sv_write_all(fileno(tmp), z, zn))
-				rc = sv_err_set(err, -EIO, "writing a temporary file: %s", strerror(errno));
-			if (!rc) {
-				ch[i].start -= shift;
-				ch[i].offset = at;
-				ch[i].clen = (uint32_t)zn;
-				ch[i].ulen = (uint32_t)p.len;
-				at += zn;
-			}
-			free(z);
-			sv_buf_fini(&p);
-			sv_blob_unref(b);
-		}
-		if (!rc)
-			touch_all(c, r);
-	}
-	if (!rc) {
-		/* The offsets' width is fixed: the preamble's size is known
-		 * before they are. */
-		rc = write_preamble(r, &meta, ch, lo, hi, 0, 1, &head);
-		uint64_t base = head.len;
-		head.len = 0;
-		if (!rc)
-			rc = write_preamble(r, &meta, ch, lo, hi, 0, base, &head);
-		if (rc)
-			sv_err_set(err, rc, "out of memory");
-	}
-	if (!rc && (rc = sv_write_all(fd, head.p, head.len)))
-		sv_err_set(err, rc, "writing: %s", strerror(-rc));
-	for (uint32_t i = lo; i < hi && !rc; i++) {
-		rc = shift ? sv_copy_range(fileno(tmp), ch[i].offset, fd, ch[i].clen)
-			   : sv_copy_range(sv_container_fd(c), ch[i].offset, fd, ch[i].clen);
-		if (rc)
-			sv_err_set(err, rc, "copying chunk %u: %s", i, strerror(-rc));
-	}
-	if (tmp)
-		fclose(tmp);
-	sv_tab_free(ch);
-	sv_buf_fini(&meta);
-	sv_buf_fini(&head);
-	return rc;
-}
-
-/* A segmented recording: a new preamble by rename, as the recorder commits;
- * segments stay as they are. */
-static int commit_dir_rec(struct sv_container *c, int fd, struct sv_err *err)
-{
-	struct rec *r = sv_container_priv(c);
-	(void)fd;
-	struct stat st;
-	int rc = sv_member_stat(c, PREAMBLE, &st, err);
-	if (!rc && (st.st_ino != r->pre_st.st_ino || st.st_size != r->pre_st.st_size ||
-		    st.st_mtim.tv_sec != r->pre_st.st_mtim.tv_sec ||
-		    st.st_mtim.tv_nsec != r->pre_st.st_mtim.tv_nsec))
-		return sv_err_set(err, -EBUSY, "%s was replaced (the recorder committed) since it "
-				  "was read: the edit is not applied", PREAMBLE);
-	if (rc)
-		return rc;
-	struct sv_buf meta, out;
-	sv_buf_init(&meta);
-	sv_buf_init(&out);
-	uint32_t hi = r->n && removed(c, r, r->n - 1) ? r->n - 1 : r->n;
-	if (hi != r->n)
-		sv_node_touch(c, r->timeline_node);
-	rc = new_meta(c, r, &meta, err);
-	if (!rc && write_preamble(r, &meta, r->chunks, 0, hi, 0, 0, &out))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	if (!rc)
-		rc = sv_member_replace(c, PREAMBLE, ".preamble-", out.p, out.len, &r->pre_st, err);
-	sv_buf_fini(&meta);
-	sv_buf_fini(&out);
-	return rc;
-}
-
-/* -o events=builtin|parkour: the host's event table. */
 static const char *const options_rec[] = {"events", NULL};
 
 static const char *const names_recording[] = {"*.hcrp", NULL};
@@ -1623,15 +912,15 @@ const struct sv_format sv_fmt_recording = {
 	.close = close_rec,
 	.load = load_rec,
 	.info = info_rec,
-	.lookup = lookup_rec,
-	.list = list_rec,
+	.lookup = sv_rc_lookup_rec,
+	.list = sv_rc_list_rec,
 	.count = count_rec,
 	.size = size_rec,
 	.read = read_rec,
 	.refresh = refresh_rec,
-	.check = check_rec,
-	.unlink = unlink_rec,
-	.commit = commit_file_rec,
-	.commit_in_place = commit_dir_rec,
+	.check = sv_rc_check_rec,
+	.unlink = sv_rc_unlink_rec,
+	.commit = sv_rc_commit_file_rec,
+	.commit_in_place = sv_rc_commit_dir_rec,
 	.rebuild = rebuild_rec,
 };
