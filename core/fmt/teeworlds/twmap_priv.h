@@ -158,4 +158,38 @@ void sv_twm_expand_runs(const uint8_t *src, size_t n, uint8_t *out, size_t tiles
 uint64_t sv_twm_grid_header(const struct twm *m, const struct layer *l, int g, char *buf,
 			    size_t cap);
 
+
+/* One commit's work: the overrides so far, and where to say what failed. */
+struct twm_work {
+	struct sv_container *c;
+	const struct df *d;
+	const struct twm *m;
+	struct sv_twm_out *o;
+	struct sv_err *err;
+	const char *view;   /* the file being applied, for messages */
+};
+
+/* ---- shared between twmap_edit.c and twmap_grid.c ---- */
+
+int sv_tw_apply_envs(struct twm_work *w, const uint8_t *const *ep, const size_t *el);
+int sv_tw_apply_grid(struct twm_work *w, int32_t k, int g, const uint8_t *p, size_t len);
+int sv_tw_apply_layer(struct twm_work *w, int32_t k, const uint8_t *p, size_t len);
+int sv_tw_apply_list(struct twm_work *w, int32_t k, const uint8_t *p, size_t len);
+int sv_tw_data_get(struct twm_work *w, int32_t i, struct sv_blob **out);
+int sv_tw_data_put(struct twm_work *w, int32_t i, const void *p, size_t n, int32_t *added);
+int sv_tw_fail(struct twm_work *w, const char *fmt, ...);
+int sv_tw_get_bool(struct twm_work *w, json_t *o, const char *key, int32_t *v);
+int sv_tw_get_int(struct twm_work *w, json_t *o, const char *key, int64_t lo, int64_t hi, int32_t *v,
+		   bool need);
+int sv_tw_get_name(struct twm_work *w, json_t *o, int n, int32_t *v, bool need, const char *cur);
+int sv_tw_get_vec(struct twm_work *w, json_t *j, const char *what, int n, bool fixed, int32_t *v);
+int sv_tw_item_set(struct twm_work *w, int32_t it, int k, int32_t v);
+int sv_tw_nomem(struct twm_work *w);
+int sv_tw_only_keys(struct twm_work *w, json_t *o, const char *const *keys, const char *what);
+int sv_tw_parse_json(struct twm_work *w, const uint8_t *p, size_t len, json_t **out);
+int sv_tw_set_field(struct twm_work *w, json_t *o, const char *key, int32_t it, int k, int64_t lo,
+		     int64_t hi);
+int sv_tw_to_fx(struct twm_work *w, json_t *j, const char *what, int32_t *v);
+int32_t sv_tw_item_get(struct twm_work *w, int32_t it, int k);
+
 #endif
