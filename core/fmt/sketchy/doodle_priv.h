@@ -146,4 +146,35 @@ json_t *sv_dd_strip_root(json_t *root, int kind);
 int sv_dd_unlink(struct sv_container *c, uint32_t node, struct sv_err *err);
 void sv_dd_forget_next(struct doodle *dd);
 
+
+struct named {
+	int64_t x, y;
+	uint32_t i, layer;
+	char name[48];
+};
+
+/* ---- shared between doodle.c and doodle_json.c ---- */
+
+bool sv_dd_chunk_member(const char *name, uint32_t *layer, int64_t *x, int64_t *y,
+			 bool *bin);
+int sv_dd_cmp_chunk(const void *a, const void *b);
+int sv_dd_cmp_chunk_taken(const void *a, const void *b);
+int sv_dd_cmp_named(const void *a, const void *b);
+int sv_dd_parse_json_gz(const uint8_t *p, size_t n, uint64_t max, uint64_t cap,
+			 json_t **out, struct sv_err *err);
+int sv_dd_probe_doodle(const uint8_t *h, size_t n);
+int sv_dd_render_view(struct drawing *d);
+size_t sv_dd_xy_name(char *buf, int64_t x, int64_t y);
+void sv_dd_close_doodle(struct sv_container *c);
+void sv_dd_free_drawing(struct drawing *d);
+
+
+/* ---- shared between doodle_edit.c and doodle_commit.c ---- */
+
+int sv_dd_check_root(struct drawing *d, const uint8_t *p, size_t n, json_t **out,
+		      struct sv_err *err);
+int sv_dd_grid_from_edit(struct drawing *d, uint32_t layer, int64_t x, int64_t y,
+			  bool txt, const uint8_t *p, size_t n, struct sv_doodle_grid *g,
+			  struct sv_err *err);
+
 #endif
