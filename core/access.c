@@ -107,7 +107,7 @@ static int lookup(struct sv_container *c, uint32_t dir, const char *name, uint32
 	else if (!strcmp(name, ".."))
 		*out = c->nodes[dir].parent;
 	else if ((*out = sv_find_child(c, dir, name)) == SV_NONE)
-		rc = c->fmt->lookup ? sv_lookup_new(c, dir, name, out, hold) : -ENOENT;
+		rc = SV_FMT(c->fmt, dirs, lookup) ? sv_lookup_new(c, dir, name, out, hold) : -ENOENT;
 	else if (hold)
 		__atomic_add_fetch(&c->nodes[*out].held, 1, __ATOMIC_ACQ_REL);
 	pthread_rwlock_unlock(&c->lock);
@@ -297,7 +297,7 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 	while (pos < EXTRA_POS) {
 		bool is_dir = false;
 		uint64_t at = pos;
-		int r = c->fmt->list(c, dir, pos, name, &is_dir, &at);
+		int r = SV_FMT(c->fmt, dirs, list)(c, dir, pos, name, &is_dir, &at);
 		if (r < 0)
 			return r;
 		if (r || at >= EXTRA_POS - 1)
@@ -348,9 +348,9 @@ static int readdir_(struct sv_container *c, uint32_t dir, uint64_t from, sv_dir_
 		rc = -ENOENT;
 	} else if (!(c->nodes[dir].flags & SV_N_DIR)) {
 		rc = -ENOTDIR;
-	} else if ((c->nodes[dir].flags & SV_N_INDEXDIR) && c->fmt->list) {
+	} else if ((c->nodes[dir].flags & SV_N_INDEXDIR) && SV_FMT(c->fmt, dirs, list)) {
 		if (make && (c->nodes[dir].flags & SV_N_LISTMADE) && sv_node_room(c) &&
-		    c->fmt->lookup) {
+		    SV_FMT(c->fmt, dirs, lookup)) {
 			/* Made entries change the table: the write lock, and
 			 * the directory looked at again under it. */
 			sv_lock_upgrade(c);
@@ -425,8 +425,8 @@ int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,
 	sv_err_clear(err);
 	pthread_rwlock_rdlock(&c->lock);
 	if (sv_usable(c, n) && (c->nodes[n].flags & SV_N_STREAM) &&
-	    !(c->nodes[n].flags & SV_N_DIR) && c->fmt->read) {
-		int rc = c->fmt->read(c, n, off, buf, size, got, err);
+	    !(c->nodes[n].flags & SV_N_DIR) && SV_FMT(c->fmt, streams, read)) {
+		int rc = SV_FMT(c->fmt, streams, read)(c, n, off, buf, size, got, err);
 		if (rc)
 			sv_log_failure(c, n, "read", err);
 		/* A stream holds at least what was read of it: its stated size

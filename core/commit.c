@@ -51,7 +51,7 @@ void sv_changed_add(struct changed_list *l, uint32_t i)
 static int write_cb(void *arg, int fd, struct sv_err *err)
 {
 	struct sv_container *c = arg;
-	return c->fmt->commit(c, fd, err);
+	return SV_FMT(c->fmt, edits, commit)(c, fd, err);
 }
 
 /* The last look before the new container lands. */
@@ -100,7 +100,7 @@ static int write_in_place(struct sv_container *c, struct sv_err *err)
 		return rc;
 	rc = sv_guard_check(c, "since it was read", err);
 	if (!rc)
-		rc = c->fmt->commit_in_place(c, c->src->fd, err);
+		rc = SV_FMT(c->fmt, edits, commit_in_place)(c, c->src->fd, err);
 	if (!rc) {
 		c->rebuild = true;
 		int e = c->src->ops->held ? c->src->ops->held(c->src, &c->src->st) : 0;
@@ -237,14 +237,14 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 			struct sv_err e;
 			sv_err_clear(&e);
 			n->flags &= ~SV_N_LAZYDIR;
-			if (c->fmt->expand && c->fmt->expand(c, i, &e))
+			if (SV_FMT(c->fmt, dirs, expand) && SV_FMT(c->fmt, dirs, expand)(c, i, &e))
 				c->nodes[i].flags |= SV_N_BAD;
 			again = true;
 		}
 	}
 	/* An index directory's entries are nodes only while the client holds
 	 * them: each is asked for again by name, to keep its number. */
-	for (uint32_t i = 1; rc == 0 && indexed && c->fmt->lookup && i < c->nnodes; i++) {
+	for (uint32_t i = 1; rc == 0 && indexed && SV_FMT(c->fmt, dirs, lookup) && i < c->nnodes; i++) {
 		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & SV_N_STALE) || (n->flags & SV_N_GONE) || !n->name ||
 		    !sv_live(c, n->parent) || (c->nodes[n->parent].flags & SV_N_STALE) ||
@@ -254,7 +254,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		sv_err_clear(&e);
 		char *name = strdup(n->name);
 		if (name)
-			c->fmt->lookup(c, n->parent, name, &e);
+			SV_FMT(c->fmt, dirs, lookup)(c, n->parent, name, &e);
 		free(name);
 	}
 	c->reindexing = false;
@@ -431,8 +431,8 @@ static int validate(struct sv_container *c, struct changed_list *changed, bool *
 			end_edit(c, i, false);
 			sv_changed_add(changed, i);
 			continue;
-		} else if (c->fmt->check) {
-			r = c->fmt->check(c, i, n->pending.p, n->pending.len, &e);
+		} else if (SV_FMT(c->fmt, edits, check)) {
+			r = SV_FMT(c->fmt, edits, check)(c, i, n->pending.p, n->pending.len, &e);
 		}
 		if (!r) {
 			if (!(n->flags & SV_N_GONE)) {
@@ -611,7 +611,7 @@ int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn fn, void *arg,
 	pthread_rwlock_wrlock(&c->lock);
 	uint32_t count = c->nnodes;
 	if (sv_direct(c, n))
-		return sv_direct_end(c, n, count, c->fmt->sync ? c->fmt->sync(c, n, err) : 0, err);
+		return sv_direct_end(c, n, count, SV_FMT(c->fmt, live, sync) ? SV_FMT(c->fmt, live, sync)(c, n, err) : 0, err);
 	pthread_rwlock_unlock(&c->lock);
 	return sv_commit_and_notify(c, fn, arg, err, pre_flush, &n);
 }
@@ -626,7 +626,7 @@ void sv_container_set_notify(struct sv_container *c, sv_changed_fn fn, void *arg
 
 bool sv_container_follows(const struct sv_container *c)
 {
-	return c->fmt && ((c->fmt->refresh && (c->src->ops->held || c->src->ops->digest)) ||
+	return c->fmt && ((SV_FMT(c->fmt, live, refresh) && (c->src->ops->held || c->src->ops->digest)) ||
 			  c->src->ops->stale);
 }
 
@@ -766,7 +766,7 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 	int rc = 0;
 	if (!c->broken) {
 		uint32_t count = c->nnodes;
-		int r = c->fmt->refresh(c, err);
+		int r = SV_FMT(c->fmt, live, refresh)(c, err);
 		/* A re-read the format asked for: it may rebuild from what
 		 * it holds (what did not change need not be decoded again). */
 		c->rebuild = r == 1;

@@ -422,12 +422,13 @@ static int open_common(struct sv_container *c, const char *path,
 			goto fail;
 		}
 	}
-	c->commit = is_dir ? c->fmt->commit_dir : c->fmt->commit_file;
+	c->commit = !c->fmt->edits ? SV_COMMIT_NONE
+		    : is_dir ? c->fmt->edits->commit_dir : c->fmt->edits->commit_file;
 	/* What a kind needs, the format has (the programmer's promise). */
-	assert(c->commit != SV_COMMIT_REWRITE || c->fmt->commit);
+	assert(c->commit != SV_COMMIT_REWRITE || SV_FMT(c->fmt, edits, commit));
 	assert((c->commit != SV_COMMIT_IN_PLACE && c->commit != SV_COMMIT_MEMBERS) ||
-	       c->fmt->commit_in_place);
-	assert(c->commit != SV_COMMIT_APPEND || c->fmt->write);
+	       SV_FMT(c->fmt, edits, commit_in_place));
+	assert(c->commit != SV_COMMIT_APPEND || SV_FMT(c->fmt, live, write));
 	if (c->commit == SV_COMMIT_NONE)
 		c->read_only = true;
 	if (!c->read_only && c->src->ops->whole_only && c->commit != SV_COMMIT_REWRITE) {

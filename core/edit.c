@@ -89,7 +89,7 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	pthread_rwlock_wrlock(&c->lock);
 	uint32_t count = c->nnodes; /* before the call: it may add nodes */
 	if (sv_direct(c, i))
-		return sv_direct_end(c, i, count, c->fmt->write(c, i, off, buf, size, err), err);
+		return sv_direct_end(c, i, count, SV_FMT(c->fmt, live, write)(c, i, off, buf, size, err), err);
 	int rc = can_edit(c, i, err);
 	if (!rc)
 		rc = begin_edit(c, i, err);
@@ -125,7 +125,7 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 	uint32_t count = c->nnodes;
 	if (sv_direct(c, i))
 		return sv_direct_end(c, i, count,
-				  c->fmt->truncate ? c->fmt->truncate(c, i, size, err)
+				  SV_FMT(c->fmt, live, truncate) ? SV_FMT(c->fmt, live, truncate)(c, i, size, err)
 						   : sv_err_set(err, -EPERM, "cannot be truncated"),
 				  err);
 	int rc = can_edit(c, i, err);
@@ -212,12 +212,12 @@ static bool owned_shape(struct sv_container *c, uint32_t dir, const char *name)
 		if (e && !strcmp(e, ext))
 			return true;
 	}
-	if ((d->flags & SV_N_INDEXDIR) && c->fmt->list) {
+	if ((d->flags & SV_N_INDEXDIR) && SV_FMT(c->fmt, dirs, list)) {
 		/* Its first few listed entries stand for the rest. */
 		char entry[256];
 		bool is_dir;
 		uint64_t pos = 0, at;
-		for (int k = 0; k < 4 && c->fmt->list(c, dir, pos, entry, &is_dir, &at) == 0;
+		for (int k = 0; k < 4 && SV_FMT(c->fmt, dirs, list)(c, dir, pos, entry, &is_dir, &at) == 0;
 		     k++, pos = at + 1) {
 			const char *e = is_dir ? NULL : ext_of(entry);
 			if (e && !strcmp(e, ext))
@@ -246,7 +246,7 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	}
 	uint32_t flags = SV_N_TEMP;
 	if (!rc) {
-		int fr = c->fmt->create ? c->fmt->create(c, dir, name, err) : -ENOENT;
+		int fr = SV_FMT(c->fmt, edits, create) ? SV_FMT(c->fmt, edits, create)(c, dir, name, err) : -ENOENT;
 		if (fr == 0)
 			flags = SV_N_NEW;
 		else if (fr != -ENOENT)
@@ -326,7 +326,7 @@ static int pre_unlink(struct sv_container *c, void *arg, struct sv_err *err)
 		return sv_err_set(err, -EROFS, "the container is mounted read-only");
 	if ((n->flags & SV_N_META) || (n->flags & (SV_N_RO | SV_N_REMOVABLE)) == SV_N_RO)
 		return sv_err_set(err, -EPERM, "this file is a read-only view");
-	int rc = c->fmt->unlink ? c->fmt->unlink(c, i, err)
+	int rc = SV_FMT(c->fmt, edits, unlink) ? SV_FMT(c->fmt, edits, unlink)(c, i, err)
 				: sv_err_set(err, -EPERM, "entries of this container cannot be removed");
 	if (rc) {
 		sv_log_failure(c, i, "refused to remove", err);
@@ -504,8 +504,8 @@ static int pre_rename_do(struct sv_container *c, struct rename_arg *a, struct sv
 			rc = take_place(c, i, j);
 			return rc ? sv_err_set(err, rc, "out of memory") : 1;
 		}
-		if (c->fmt->check) {
-			rc = c->fmt->check(c, j, n->pending.p, n->pending.len, err);
+		if (SV_FMT(c->fmt, edits, check)) {
+			rc = SV_FMT(c->fmt, edits, check)(c, j, n->pending.p, n->pending.len, err);
 			if (rc) {
 				err->code = rc;
 				sv_log_failure(c, j, "refused", err);
@@ -524,8 +524,8 @@ static int pre_rename_do(struct sv_container *c, struct rename_arg *a, struct sv
 	}
 	/* A new name: does the container take it as an entry? */
 	bool entry = false;
-	if (!c->read_only && c->fmt->create) {
-		int fr = c->fmt->create(c, a->newdir, a->newname, err);
+	if (!c->read_only && SV_FMT(c->fmt, edits, create)) {
+		int fr = SV_FMT(c->fmt, edits, create)(c, a->newdir, a->newname, err);
 		if (fr && fr != -ENOENT)
 			return fr;
 		entry = fr == 0;

@@ -201,38 +201,13 @@ enum sv_commit_kind {
  * create and unlink exclusively; load shared (so load may run in several
  * threads at once and must only read format state).
  */
-struct sv_format {
-	const char *name;        /* "datafile" */
-	const char *description; /* "Teeworlds/DDNet map datafile (.map)" */
+/* Edits, and how they land (sv_format.edits; NULL: read-only). */
+struct sv_format_edits {
 	/* How edits land in a container that is a file, and in one that is a
 	 * directory (SV_COMMIT_NONE for a layout the format does not write).
 	 * REWRITE needs commit(), IN_PLACE and MEMBERS commit_in_place(),
 	 * APPEND write(). */
 	enum sv_commit_kind commit_file, commit_dir;
-	/* The -o keys this format takes (NULL-terminated; NULL: none): the
-	 * mount and the commands pass them on in sv_opts.format_opts, and
-	 * the format reads them with sv_container_option(). */
-	const char *const *options;
-	/* The names its containers usually have, as globs ("*.map"): a
-	 * folder on a store judges its entries by them until one is opened
-	 * (NULL: none).  Never what decides a local file's format. */
-	const char *const *names;
-	/* Non-zero if the first n bytes (n may be small) look like this format. */
-	int (*probe)(const uint8_t *head, size_t n);
-	/* The probe also takes files of other kinds (any zip, any JSON
-	 * object): a folder opens a small file it claims to be sure. */
-	bool probe_weak;
-	/* For a container that is a directory: non-zero if its members (read
-	 * with sv_member_*) look like this format.  NULL: never a directory. */
-	int (*probe_dir)(struct sv_container *c);
-	/* Reads the index and builds the tree with sv_node_add().  Must not
-	 * decode payload.  Sets c's private state with sv_container_set_priv. */
-	int (*open)(struct sv_container *c, struct sv_err *err);
-	/* Frees the private state (may be NULL if open failed early). */
-	void (*close)(struct sv_container *c);
-	/* Produces the full content of a file node as a new blob. */
-	int (*load)(struct sv_container *c, uint32_t node, struct sv_blob **out,
-		    struct sv_err *err);
 	/* Validates edited content for a node before it is committed; NULL
 	 * means any content is accepted. */
 	int (*check)(struct sv_container *c, uint32_t node, const uint8_t *p,
@@ -260,17 +235,12 @@ struct sv_format {
 	 * that no other program changed it; -EBUSY from here means another
 	 * program committed to it meanwhile (the core then reads it again). */
 	int (*commit_in_place)(struct sv_container *c, int fd, struct sv_err *err);
-	/* Makes the tree again after a commit (in place, or a whole new file
-	 * swapped in, of which commit() may have kept what it wrote), or after
-	 * refresh() asked for a re-read (returned 1): from the format's new
-	 * state, or by reading the container again and keeping what it can
-	 * of what it knew.  Nodes the format made before are found again with
-	 * sv_node_add or sv_node_again; those not found again go.  NULL: close
-	 * and open. */
-	int (*rebuild)(struct sv_container *c, struct sv_err *err);
-	/* Adds format-specific fields to the /.savefs/info object (a jansson
-	 * json_t *, passed as void * to keep jansson out of this header). */
-	void (*info)(struct sv_container *c, void *json_object);
+};
+
+/* Directories made on demand: lazy ones, names found by lookup, and
+ * index directories listed from the format's own table (sv_format.dirs;
+ * NULL: every directory is made at open). */
+struct sv_format_dirs {
 	/* Adds the entries of an SV_N_LAZYDIR directory, on its first lookup
 	 * or listing, and again after a commit for one listed before (lock
 	 * held exclusively).  NULL: no lazy directories. */
@@ -297,6 +267,11 @@ struct sv_format {
 	/* How many files and directories an SV_N_INDEXDIR directory lists
 	 * (for /.savefs/info; lock held shared).  NULL: list() counts them. */
 	void (*count)(struct sv_container *c, uint32_t dir, uint64_t *files, uint64_t *dirs);
+};
+
+/* Streamed views: read in pieces, sized without reading them whole
+ * (sv_format.streams; NULL: every file is loaded whole). */
+struct sv_format_streams {
 	/* The size of an SV_N_LAZYSIZE stream, found without reading it
 	 * whole (lock held shared).  NULL: the stream is read to measure it. */
 	int (*size)(struct sv_container *c, uint32_t node, uint64_t *size,
@@ -306,6 +281,12 @@ struct sv_format {
 	 * nodes. */
 	int (*read)(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
 		    size_t size, size_t *got, struct sv_err *err);
+};
+
+/* A live container: nodes written to the container at once (SV_N_DIRECT,
+ * SV_COMMIT_APPEND), and changes another program makes followed
+ * (sv_format.live; NULL: neither). */
+struct sv_format_live {
 	/* Writes to an SV_N_DIRECT node, applied to the container at once
 	 * (lock held exclusively).  The format updates the tree itself: new
 	 * nodes with sv_node_add, changed ones with sv_node_touch; the core
@@ -325,6 +306,56 @@ struct sv_format {
 	 * results).  Called by sv_container_poll when the file's size or
 	 * time changed.  NULL: the container is not followed. */
 	int (*refresh)(struct sv_container *c, struct sv_err *err);
+};
+
+/*
+ * A format: four calls every format has (probe, open, close, load), a
+ * few optional ones, and groups of calls for what only some formats do.
+ * doc/format-howto.md walks through a small one.
+ */
+struct sv_format {
+	const char *name;        /* "datafile" */
+	const char *description; /* "Teeworlds/DDNet map datafile (.map)" */
+	/* The -o keys this format takes (NULL-terminated; NULL: none): the
+	 * mount and the commands pass them on in sv_opts.format_opts, and
+	 * the format reads them with sv_container_option(). */
+	const char *const *options;
+	/* The names its containers usually have, as globs ("*.map"): a
+	 * folder on a store judges its entries by them until one is opened
+	 * (NULL: none).  Never what decides a local file's format. */
+	const char *const *names;
+	/* Non-zero if the first n bytes (n may be small) look like this format. */
+	int (*probe)(const uint8_t *head, size_t n);
+	/* The probe also takes files of other kinds (any zip, any JSON
+	 * object): a folder opens a small file it claims to be sure. */
+	bool probe_weak;
+	/* For a container that is a directory: non-zero if its members (read
+	 * with sv_member_*) look like this format.  NULL: never a directory. */
+	int (*probe_dir)(struct sv_container *c);
+	/* Reads the index and builds the tree with sv_node_add().  Must not
+	 * decode payload.  Sets c's private state with sv_container_set_priv. */
+	int (*open)(struct sv_container *c, struct sv_err *err);
+	/* Frees the private state (may be NULL if open failed early). */
+	void (*close)(struct sv_container *c);
+	/* Produces the full content of a file node as a new blob. */
+	int (*load)(struct sv_container *c, uint32_t node, struct sv_blob **out,
+		    struct sv_err *err);
+	/* Makes the tree again after a commit (in place, or a whole new file
+	 * swapped in, of which commit() may have kept what it wrote), or after
+	 * refresh() asked for a re-read (returned 1): from the format's new
+	 * state, or by reading the container again and keeping what it can
+	 * of what it knew.  Nodes the format made before are found again with
+	 * sv_node_add or sv_node_again; those not found again go.  NULL: close
+	 * and open. */
+	int (*rebuild)(struct sv_container *c, struct sv_err *err);
+	/* Adds format-specific fields to the /.savefs/info object (a jansson
+	 * json_t *, passed as void * to keep jansson out of this header). */
+	void (*info)(struct sv_container *c, void *json_object);
+	/* What it does beyond reading (each NULL when it does not). */
+	const struct sv_format_edits *edits;
+	const struct sv_format_dirs *dirs;
+	const struct sv_format_streams *streams;
+	const struct sv_format_live *live;
 };
 
 /* Opens path with fmt, which need not be one of sv_formats (a format

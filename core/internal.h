@@ -108,6 +108,10 @@
 
 #include <sys/stat.h>
 
+/* A format's optional call of a group (sv_format_edits, _dirs, _streams,
+ * _live): NULL if the format lacks the group or the call. */
+#define SV_FMT(f, group, call) ((f)->group ? (f)->group->call : NULL)
+
 /* The write lock in place of the read lock c's caller holds, and back
  * (see "Read to write" above: not atomic; look again after either). */
 static inline void sv_lock_upgrade(struct sv_container *c);

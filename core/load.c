@@ -89,7 +89,7 @@ int sv_expand(struct sv_container *c, uint32_t dir)
 		struct sv_err e;
 		sv_err_clear(&e);
 		d->flags &= ~SV_N_LAZYDIR;
-		rc = c->fmt->expand ? c->fmt->expand(c, dir, &e) : 0;
+		rc = SV_FMT(c->fmt, dirs, expand) ? SV_FMT(c->fmt, dirs, expand)(c, dir, &e) : 0;
 		if (rc) {
 			c->nodes[dir].flags |= SV_N_BAD;
 			sv_log_failure(c, dir, "cannot list", &e);
@@ -118,8 +118,8 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 	 * nothing: the next look tries again. */
 	uint64_t host = sv_source_failures(c->src);
 	bool failed = false;
-	if ((n->flags & SV_N_STREAM) && c->fmt->size) {
-		if (c->fmt->size(c, i, &size, &e)) {
+	if ((n->flags & SV_N_STREAM) && SV_FMT(c->fmt, streams, size)) {
+		if (SV_FMT(c->fmt, streams, size)(c, i, &size, &e)) {
 			size = 0;
 			failed = true;
 			if (host == sv_source_failures(c->src))
@@ -197,7 +197,7 @@ int sv_content_locked(struct sv_container *c, uint32_t i,
 	if (c->broken)
 		return sv_err_set(err, -EIO, "the container could not be read again after "
 				  "a commit: remount it");
-	if ((n->flags & SV_N_STREAM) && c->fmt->read)
+	if ((n->flags & SV_N_STREAM) && SV_FMT(c->fmt, streams, read))
 		return stream_whole(c, i, out, err);
 	if (n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) {
 		/* A copy of the edit, cached until the next write changes gen,
@@ -335,7 +335,7 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out,
 			struct sv_err *err)
 {
-	if (c->fmt->size)
+	if (SV_FMT(c->fmt, streams, size))
 		sv_settle_size(c, i);
 	if (sv_failed(&c->nodes[i])) {
 		/* Its size could not be found: why, not an empty file. */
@@ -355,7 +355,7 @@ static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out
 	if (!b)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	size_t got = 0;
-	int rc = c->fmt->read(c, i, 0, b->data, (size_t)size, &got, err);
+	int rc = SV_FMT(c->fmt, streams, read)(c, i, 0, b->data, (size_t)size, &got, err);
 	if (!rc && got != size)
 		rc = sv_err_set(err, -EIO, "read %zu bytes of %llu", got,
 				(unsigned long long)size);

@@ -53,19 +53,19 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 		if (n->flags & (SV_N_GONE | SV_N_META) || i == c->meta_dir)
 			continue;
 		nodes++;
-		if ((c->nodes[n->parent].flags & SV_N_INDEXDIR) && c->fmt->list &&
+		if ((c->nodes[n->parent].flags & SV_N_INDEXDIR) && SV_FMT(c->fmt, dirs, list) &&
 		    !(n->flags & (SV_N_NEW | SV_N_TEMP)))
 			continue; /* counted from the index below */
 		if (n->flags & SV_N_DIR)
 			dirs++;
 		else
 			files++;
-		if ((n->flags & SV_N_INDEXDIR) && c->fmt->count) {
-			c->fmt->count(c, i, &files, &dirs);
-		} else if ((n->flags & SV_N_INDEXDIR) && c->fmt->list) {
+		if ((n->flags & SV_N_INDEXDIR) && SV_FMT(c->fmt, dirs, count)) {
+			SV_FMT(c->fmt, dirs, count)(c, i, &files, &dirs);
+		} else if ((n->flags & SV_N_INDEXDIR) && SV_FMT(c->fmt, dirs, list)) {
 			char name[256];
 			bool is_dir;
-			for (uint64_t pos = 0, at; !c->fmt->list(c, i, pos, name, &is_dir, &at);
+			for (uint64_t pos = 0, at; !SV_FMT(c->fmt, dirs, list)(c, i, pos, name, &is_dir, &at);
 			     pos = at + 1) {
 				if (is_dir)
 					dirs++;

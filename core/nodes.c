@@ -205,13 +205,13 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
 {
 	uint32_t n = sv_find_child(c, dir, name);
-	if (n != SV_NONE || !c->fmt->lookup)
+	if (n != SV_NONE || !SV_FMT(c->fmt, dirs, lookup))
 		return n;
 	struct sv_err e;
 	sv_err_clear(&e);
 	bool index = (c->nodes[dir].flags & SV_N_INDEXDIR) != 0;
 	c->reuse = index;
-	int rc = c->fmt->lookup(c, dir, name, &e);
+	int rc = SV_FMT(c->fmt, dirs, lookup)(c, dir, name, &e);
 	c->reuse = false;
 	n = rc ? SV_NONE : sv_find_child(c, dir, name);
 	if (n != SV_NONE && index)

@@ -42,8 +42,8 @@ static uint32_t pf_entry(struct sv_container *c, uint32_t dir, uint64_t pos)
 	char name[256];
 	bool is_dir = false;
 	uint64_t at = 0;
-	if (!sv_live(c, dir) || c->broken || !c->fmt->list ||
-	    c->fmt->list(c, dir, pos, name, &is_dir, &at) != 0 || at != pos || is_dir)
+	if (!sv_live(c, dir) || c->broken || !SV_FMT(c->fmt, dirs, list) ||
+	    SV_FMT(c->fmt, dirs, list)(c, dir, pos, name, &is_dir, &at) != 0 || at != pos || is_dir)
 		return SV_NONE;
 	bool was = sv_find_child(c, dir, name) != SV_NONE;
 	uint32_t k = sv_make_entry(c, dir, name);

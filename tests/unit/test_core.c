@@ -269,13 +269,16 @@ static int kv_write(struct sv_container *c, uint32_t node, uint64_t off, const u
 	return rc;
 }
 
-#define KV(kind_file, kind_dir, ...)                                                          \
-	{                                                                                     \
-		.name = "kv", .description = "key=value lines (a test's)",                   \
-		.commit_file = kind_file, .commit_dir = kind_dir, .probe = never,             \
+/* A kv format: its edits landing as kind_file / kind_dir, with the calls
+ * given (edits' fields), and other groups after them. */
+#define KV(fmt, kind_file, kind_dir, ...)                                                    \
+	static const struct sv_format_edits fmt##_edits = {                                  \
+		.commit_file = kind_file, .commit_dir = kind_dir, .check = kv_check,           \
+		.create = kv_create, __VA_ARGS__};                                             \
+	static const struct sv_format fmt = {                                                \
+		.name = "kv", .description = "key=value lines (a test's)", .probe = never,   \
 		.probe_dir = always_dir, .open = kv_open, .close = kv_close, .load = kv_load,  \
-		.check = kv_check, .create = kv_create, __VA_ARGS__                           \
-	}
+		.edits = &fmt##_edits, KV_GROUPS_##fmt}
 
 static int never(const uint8_t *head, size_t n)
 {
@@ -287,14 +290,15 @@ static int always_dir(struct sv_container *c)
 	return 1;
 }
 
-static const struct sv_format kv_rewrite = KV(SV_COMMIT_REWRITE, SV_COMMIT_NONE,
-					      .commit = kv_commit);
-static const struct sv_format kv_inplace = KV(SV_COMMIT_IN_PLACE, SV_COMMIT_NONE,
-					      .commit_in_place = kv_commit_in_place);
-static const struct sv_format kv_append = KV(SV_COMMIT_APPEND, SV_COMMIT_NONE,
-					     .write = kv_write);
-static const struct sv_format kv_members = KV(SV_COMMIT_NONE, SV_COMMIT_MEMBERS,
-					      .commit_in_place = kv_commit_members);
+static const struct sv_format_live kv_live = {.write = kv_write};
+#define KV_GROUPS_kv_rewrite
+#define KV_GROUPS_kv_inplace
+#define KV_GROUPS_kv_append .live = &kv_live
+#define KV_GROUPS_kv_members
+KV(kv_rewrite, SV_COMMIT_REWRITE, SV_COMMIT_NONE, .commit = kv_commit);
+KV(kv_inplace, SV_COMMIT_IN_PLACE, SV_COMMIT_NONE, .commit_in_place = kv_commit_in_place);
+KV(kv_append, SV_COMMIT_APPEND, SV_COMMIT_NONE);
+KV(kv_members, SV_COMMIT_NONE, SV_COMMIT_MEMBERS, .commit_in_place = kv_commit_members);
 
 /* kv-index: the same lines under one directory, keys/, listed from kv's
  * own table (SV_N_INDEXDIR): an entry is a node only while looked up. */
@@ -354,9 +358,9 @@ static bool is_append(struct sv_container *c)
 	return sv_container_format(c) == &kv_append;
 }
 
-static const struct sv_format kv_index = KV(SV_COMMIT_REWRITE, SV_COMMIT_NONE,
-					    .commit = kvi_commit, .list = kvi_list,
-					    .lookup = kvi_lookup);
+static const struct sv_format_dirs kv_index_dirs = {.list = kvi_list, .lookup = kvi_lookup};
+#define KV_GROUPS_kv_index .dirs = &kv_index_dirs
+KV(kv_index, SV_COMMIT_REWRITE, SV_COMMIT_NONE, .commit = kvi_commit);
 
 static bool is_index(struct sv_container *c)
 {

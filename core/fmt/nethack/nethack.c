@@ -892,23 +892,39 @@ static void info_nh(struct sv_container *c, void *obj)
 
 static const char *const names_nethack[] = {"*.nhgame", NULL};
 
+static const struct sv_format_edits nethack_edits = {
+	.commit_file = SV_COMMIT_APPEND,
+};
+
+static const struct sv_format_dirs nethack_dirs = {
+	.list = list_nh,
+	.count = count_nh,
+	.lookup = lookup_nh,
+};
+
+static const struct sv_format_streams nethack_streams = {
+	.size = sv_nh_size,
+	.read = sv_nh_read,
+};
+
+static const struct sv_format_live nethack_live = {
+	.write = sv_nh_write,
+	.truncate = sv_nh_truncate,
+	.sync = sv_nh_sync,
+	.refresh = sv_nh_refresh,
+};
+
 const struct sv_format sv_fmt_nethack = {
 	.name = "nethack",
-	.names = names_nethack,
 	.description = "NetHack 4 game log (.nhgame), followed live; diffs 4.3-beta1 to 4.3.0",
-	.commit_file = SV_COMMIT_APPEND,
+	.names = names_nethack,
 	.probe = probe_nh,
 	.open = open_nh,
 	.close = close_nh,
 	.load = sv_nh_load,
 	.info = info_nh,
-	.list = list_nh,
-	.count = count_nh,
-	.lookup = lookup_nh,
-	.size = sv_nh_size,
-	.read = sv_nh_read,
-	.write = sv_nh_write,
-	.truncate = sv_nh_truncate,
-	.sync = sv_nh_sync,
-	.refresh = sv_nh_refresh,
+	.edits = &nethack_edits,
+	.dirs = &nethack_dirs,
+	.streams = &nethack_streams,
+	.live = &nethack_live,
 };

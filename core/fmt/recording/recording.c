@@ -899,12 +899,34 @@ static const char *const options_rec[] = {"events", NULL};
 
 static const char *const names_recording[] = {"*.hcrp", NULL};
 
-const struct sv_format sv_fmt_recording = {
-	.name = "recording",
-	.names = names_recording,
-	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
+static const struct sv_format_edits recording_edits = {
 	.commit_file = SV_COMMIT_REWRITE,
 	.commit_dir = SV_COMMIT_MEMBERS,
+	.check = sv_rc_check_rec,
+	.unlink = sv_rc_unlink_rec,
+	.commit = sv_rc_commit_file_rec,
+	.commit_in_place = sv_rc_commit_dir_rec,
+};
+
+static const struct sv_format_dirs recording_dirs = {
+	.lookup = sv_rc_lookup_rec,
+	.list = sv_rc_list_rec,
+	.count = count_rec,
+};
+
+static const struct sv_format_streams recording_streams = {
+	.size = size_rec,
+	.read = read_rec,
+};
+
+static const struct sv_format_live recording_live = {
+	.refresh = refresh_rec,
+};
+
+const struct sv_format sv_fmt_recording = {
+	.name = "recording",
+	.description = "chunked replay recording, version 4 (.hcrp, or a segmented directory)",
+	.names = names_recording,
 	.options = options_rec,
 	.probe = probe_rec,
 	.probe_dir = probe_dir_rec,
@@ -912,15 +934,9 @@ const struct sv_format sv_fmt_recording = {
 	.close = close_rec,
 	.load = load_rec,
 	.info = info_rec,
-	.lookup = sv_rc_lookup_rec,
-	.list = sv_rc_list_rec,
-	.count = count_rec,
-	.size = size_rec,
-	.read = read_rec,
-	.refresh = refresh_rec,
-	.check = sv_rc_check_rec,
-	.unlink = sv_rc_unlink_rec,
-	.commit = sv_rc_commit_file_rec,
-	.commit_in_place = sv_rc_commit_dir_rec,
+	.edits = &recording_edits,
+	.dirs = &recording_dirs,
+	.streams = &recording_streams,
+	.live = &recording_live,
 	.rebuild = rebuild_rec,
 };

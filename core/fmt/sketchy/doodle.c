@@ -839,25 +839,33 @@ static void info_doodle(struct sv_container *c, void *obj)
 
 static const char *const names_doodle[] = {"*.level", "*.doodad", "*.levelpack", NULL};
 
+static const struct sv_format_edits doodle_edits = {
+	.commit_file = SV_COMMIT_REWRITE,
+	.check = sv_dd_check,
+	.create = sv_dd_create,
+	.unlink = sv_dd_unlink,
+	.commit = sv_dd_commit,
+};
+
+static const struct sv_format_dirs doodle_dirs = {
+	.expand = expand_doodle,
+	.lookup = lookup_doodle,
+	.list = list_doodle,
+	.count = count_doodle,
+};
+
 const struct sv_format sv_fmt_doodle = {
 	.name = "doodle",
-	.names = names_doodle,
 	.description = "Sketchy Maze level, doodad or levelpack (.level, .doodad, "
 		       ".levelpack: JSON, gzip JSON or zip)",
-	.commit_file = SV_COMMIT_REWRITE,
+	.names = names_doodle,
 	.probe = sv_dd_probe_doodle,
 	.probe_weak = true,
 	.open = open_doodle,
 	.close = sv_dd_close_doodle,
 	.load = sv_dd_load,
-	.check = sv_dd_check,
-	.create = sv_dd_create,
-	.unlink = sv_dd_unlink,
-	.commit = sv_dd_commit,
 	.rebuild = rebuild_doodle,
 	.info = info_doodle,
-	.expand = expand_doodle,
-	.lookup = lookup_doodle,
-	.list = list_doodle,
-	.count = count_doodle,
+	.edits = &doodle_edits,
+	.dirs = &doodle_dirs,
 };

@@ -96,15 +96,19 @@ static int commit_vj(struct sv_container *c, int fd, struct sv_err *err)
 
 static const char *const names_sbvj01[] = {"*.player", "*.dat", "*.metadata", "*.clientcontext", NULL};
 
+static const struct sv_format_edits sbvj01_edits = {
+	.commit_file = SV_COMMIT_REWRITE,
+	.check = check_vj,
+	.commit = commit_vj,
+};
+
 const struct sv_format sv_fmt_sbvj01 = {
 	.name = "sbvj01",
-	.names = names_sbvj01,
 	.description = "Starbound versioned JSON file (.player, universe.dat, .metadata)",
-	.commit_file = SV_COMMIT_REWRITE,
+	.names = names_sbvj01,
 	.probe = probe_vj,
 	.open = open_vj,
 	.close = close_vj,
 	.load = load_vj,
-	.check = check_vj,
-	.commit = commit_vj,
+	.edits = &sbvj01_edits,
 };

@@ -1043,22 +1043,30 @@ static void info_bt(struct sv_container *c, void *obj)
 
 static const char *const names_btreedb5[] = {"*.world", "*.shipworld", "*.chunks", NULL};
 
-const struct sv_format sv_fmt_btreedb5 = {
-	.name = "btreedb5",
-	.names = names_btreedb5,
-	.description = "Starbound BTreeDB5 database (.world, .shipworld, universe.chunks)",
+static const struct sv_format_edits btreedb5_edits = {
 	.commit_file = SV_COMMIT_IN_PLACE,
-	.probe = probe_bt,
-	.open = open_bt,
-	.close = close_bt,
-	.load = load_bt,
 	.check = sv_sb_check_bt,
 	.create = sv_sb_create_bt,
 	.unlink = sv_sb_unlink_bt,
 	.commit_in_place = sv_sb_commit_bt,
-	.rebuild = rebuild_bt,
-	.info = info_bt,
+};
+
+static const struct sv_format_dirs btreedb5_dirs = {
 	.list = list_bt,
 	.count = count_bt,
 	.lookup = lookup_bt,
+};
+
+const struct sv_format sv_fmt_btreedb5 = {
+	.name = "btreedb5",
+	.description = "Starbound BTreeDB5 database (.world, .shipworld, universe.chunks)",
+	.names = names_btreedb5,
+	.probe = probe_bt,
+	.open = open_bt,
+	.close = close_bt,
+	.load = load_bt,
+	.rebuild = rebuild_bt,
+	.info = info_bt,
+	.edits = &btreedb5_edits,
+	.dirs = &btreedb5_dirs,
 };

@@ -1053,18 +1053,22 @@ out:
 
 static const char *const names_datafile[] = {"*.map", NULL};
 
-const struct sv_format sv_fmt_datafile = {
-	.name = "datafile",
-	.names = names_datafile,
-	.description = "Teeworlds/DDNet map datafile (.map), versions 3 and 4",
+static const struct sv_format_edits datafile_edits = {
 	.commit_file = SV_COMMIT_REWRITE,
-	.probe = probe_df,
-	.open = open_df,
-	.close = close_df,
-	.load = load_df,
 	.check = check_df,
 	.create = create_df,
 	.unlink = unlink_df,
 	.commit = commit_df,
+};
+
+const struct sv_format sv_fmt_datafile = {
+	.name = "datafile",
+	.description = "Teeworlds/DDNet map datafile (.map), versions 3 and 4",
+	.names = names_datafile,
+	.probe = probe_df,
+	.open = open_df,
+	.close = close_df,
+	.load = load_df,
+	.edits = &datafile_edits,
 	.info = info_df,
 };
