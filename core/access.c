@@ -202,9 +202,9 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 		/* A stream whose size costs its whole decode (a timeline, a big
 		 * chunk's text): a stat never waits for it.  Its size is found
 		 * in the background; until then the last known (0 at first). */
-		bool later = (node->flags & (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
-					     SV_N_SIZEWAIT)) ==
-				     (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
+		bool later = (node->flags & (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT |
+					     SV_N_SIZE_AWAITED)) ==
+				     (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT) &&
 			     !(node->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) &&
 			     !__atomic_load_n(&node->sized, __ATOMIC_ACQUIRE);
 		if (later)
@@ -236,8 +236,8 @@ int sv_stat(struct sv_container *c, uint32_t n, struct sv_stat *st)
 static void kid_stat(struct sv_container *c, uint32_t k, struct sv_stat *st)
 {
 	const struct sv_inode *kn = &c->nodes[k];
-	bool costly = (kn->flags & (SV_N_LAZYSIZE | SV_N_COSTLYSIZE)) ==
-			      (SV_N_LAZYSIZE | SV_N_COSTLYSIZE) &&
+	bool costly = (kn->flags & (SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT)) ==
+			      (SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT) &&
 		      !(kn->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) &&
 		      !__atomic_load_n(&kn->sized, __ATOMIC_ACQUIRE);
 	if (!costly) {
@@ -349,7 +349,7 @@ static int readdir_(struct sv_container *c, uint32_t dir, uint64_t from, sv_dir_
 	} else if (!(c->nodes[dir].flags & SV_N_DIR)) {
 		rc = -ENOTDIR;
 	} else if ((c->nodes[dir].flags & SV_N_INDEXDIR) && SV_FMT(c->fmt, dirs, list)) {
-		if (make && (c->nodes[dir].flags & SV_N_LISTMADE) && sv_node_room(c) &&
+		if (make && (c->nodes[dir].flags & SV_N_LIST_AS_NODES) && sv_node_room(c) &&
 		    SV_FMT(c->fmt, dirs, lookup)) {
 			/* Made entries change the table: the write lock, and
 			 * the directory looked at again under it. */

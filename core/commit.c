@@ -383,7 +383,7 @@ static void before_write(struct sv_container *c, struct sv_u64set *g)
 	for (uint32_t i = 1; i < c->nsnap; i++) {
 		struct sv_inode *n = &c->nodes[i];
 		struct sv_err e;
-		bool cheap_derived = (n->flags & (SV_N_DERIVED | SV_N_COSTLYSIZE)) == SV_N_DERIVED;
+		bool cheap_derived = (n->flags & (SV_N_DERIVED | SV_N_SIZE_ON_STAT)) == SV_N_DERIVED;
 		if (!(n->flags & (SV_N_GONE | SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRTY |
 				  SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN | SV_N_BAD)) &&
 		    !(n->dstate & SV_D_KNOWN) &&

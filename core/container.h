@@ -102,7 +102,7 @@ int sv_readdir(struct sv_container *c, uint32_t dir, uint64_t from,
 	       sv_dir_fn fn, void *arg);
 /* As sv_readdir, for a client that takes each entry with its node (fn
  * answers SV_DIR_HELD): an index directory whose entries are cheap
- * (SV_N_LISTMADE) gives them as nodes, made while the container holds
+ * (SV_N_LIST_AS_NODES) gives them as nodes, made while the container holds
  * fewer than its budget of nodes, and names alone beyond it. */
 int sv_readdir_nodes(struct sv_container *c, uint32_t dir, uint64_t from,
 		     sv_dir_fn fn, void *arg);

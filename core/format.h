@@ -93,15 +93,11 @@ int sv_member_replace(struct sv_container *c, const char *name, const char *tmp_
 /* ---- nodes -------------------------------------------------------------- */
 
 /*
- * What a format declares of a node (sv_node_add's flags).  Some go only
- * with another, and sv_node_add refuses (SV_NONE, logged) a node that
- * breaks these:
- *   SV_N_LAZYDIR, SV_N_INDEXDIR  with SV_N_DIR, not together
- *   SV_N_COSTLYSIZE   with SV_N_LAZYSIZE
- *   SV_N_SIZEWAIT     with SV_N_COSTLYSIZE
- *   SV_N_LISTMADE     with SV_N_INDEXDIR
- *   SV_N_REMOVABLE    with SV_N_RO
- *   SV_N_STREAM, SV_N_DIRECT, SV_N_LAZYSIZE, SV_N_UNLISTED  not with SV_N_DIR
+ * What a format declares of a node (sv_node_add's flags): one kind, what
+ * the node is and how its content and size are had (SV_KIND_*, below),
+ * and any of the modifiers SV_N_RO, SV_N_BAD, SV_N_DERIVED, SV_N_UNLISTED
+ * (a file) and SV_N_REMOVABLE (with SV_N_RO).  sv_node_add refuses
+ * (SV_NONE, logged) flags that are not a kind and modifiers.
  */
 enum {
 	SV_N_DIR = 1 << 0,  /* a directory */
@@ -119,7 +115,7 @@ enum {
 	SV_N_DIRECT = 1 << 16,   /* writes and truncations go to the format's
 				  * write()/truncate() at once, not to a
 				  * pending edit (an append-only log) */
-	SV_N_COSTLYSIZE = 1 << 17, /* with SV_N_LAZYSIZE: a listing does not
+	SV_N_SIZE_ON_STAT = 1 << 17, /* with SV_N_LAZYSIZE: a listing does not
 				    * settle the size (it costs a decode per
 				    * file: a game state rebuilt); its first
 				    * stat does */
@@ -128,8 +124,8 @@ enum {
 	SV_N_REMOVABLE = 1 << 19,  /* with SV_N_RO: a view that cannot be
 				    * written but that rm may remove (the
 				    * format's unlink() decides) */
-	SV_N_SIZEWAIT = 1 << 22,   /* with SV_N_STREAM, SV_N_LAZYSIZE and
-				    * SV_N_COSTLYSIZE: a listing leaves the
+	SV_N_SIZE_AWAITED = 1 << 22,   /* with SV_N_STREAM, SV_N_LAZYSIZE and
+				    * SV_N_SIZE_ON_STAT: a listing leaves the
 				    * size out, but a stat waits for it (a
 				    * size the format finds once, on first
 				    * need: tools trust a stat's size) */
@@ -138,7 +134,7 @@ enum {
 				    * nodes only while looked up (lookup()
 				    * makes them; the core drops them again
 				    * when the client forgets them) */
-	SV_N_LISTMADE = 1 << 23,   /* with SV_N_INDEXDIR: entries cheap to
+	SV_N_LIST_AS_NODES = 1 << 23,   /* with SV_N_INDEXDIR: entries cheap to
 				    * make and to stat (a chunk's views); a
 				    * listing that gives the client nodes
 				    * (readdirplus) makes them while the
@@ -146,10 +142,32 @@ enum {
 				    * budget (sv_node_room), so that using
 				    * them costs no lookup; beyond it, names */
 };
+/* The kinds of node. */
+#define SV_KIND_FILE 0                   /* decoded whole, its size known */
+#define SV_KIND_SIZED_LATER SV_N_LAZYSIZE /* decoded whole, sized at first
+					  * stat or listing */
+#define SV_KIND_DECODED_ON_STAT (SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT)
+					 /* sized by its first stat (a
+					  * listing leaves the size out) */
+#define SV_KIND_STREAM SV_N_STREAM        /* read in pieces (read()) */
+#define SV_KIND_STREAM_SIZED_LATER (SV_N_STREAM | SV_N_LAZYSIZE)
+#define SV_KIND_STREAM_SIZED_ON_STAT (SV_N_STREAM | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT)
+#define SV_KIND_STREAM_SIZE_AWAITED \
+	(SV_N_STREAM | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT | SV_N_SIZE_AWAITED)
+#define SV_KIND_DIRECT SV_N_DIRECT        /* decoded whole, written at once
+					  * (write()) */
+#define SV_KIND_LOG (SV_N_STREAM | SV_N_DIRECT) /* a stream written at once */
+#define SV_KIND_DIR SV_N_DIR              /* made at open */
+#define SV_KIND_LAZYDIR (SV_N_DIR | SV_N_LAZYDIR)   /* made by expand() */
+#define SV_KIND_INDEXDIR (SV_N_DIR | SV_N_INDEXDIR) /* listed by list() */
+#define SV_KIND_INDEXDIR_NODES (SV_N_DIR | SV_N_INDEXDIR | SV_N_LIST_AS_NODES)
+/* The modifiers. */
+#define SV_N_MODIFIERS (SV_N_RO | SV_N_BAD | SV_N_DERIVED | SV_N_UNLISTED | SV_N_REMOVABLE)
+
 #define SV_N_DECLARED (SV_N_DIR | SV_N_RO | SV_N_BAD | SV_N_DERIVED | SV_N_LAZYSIZE | \
-		       SV_N_LAZYDIR | SV_N_STREAM | SV_N_DIRECT | SV_N_COSTLYSIZE |   \
-		       SV_N_UNLISTED | SV_N_REMOVABLE | SV_N_INDEXDIR | SV_N_SIZEWAIT | \
-		       SV_N_LISTMADE)
+		       SV_N_LAZYDIR | SV_N_STREAM | SV_N_DIRECT | SV_N_SIZE_ON_STAT |   \
+		       SV_N_UNLISTED | SV_N_REMOVABLE | SV_N_INDEXDIR | SV_N_SIZE_AWAITED | \
+		       SV_N_LIST_AS_NODES)
 
 /* What the core tracks of a node, as sv_node_state() gives it. */
 enum {

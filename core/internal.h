@@ -30,6 +30,9 @@
  *             changed), direct writes and a followed container
  *   edit.c    pending edits: write, truncate, create, unlink, rename
  *   container.c  the format registry, opening, sniffing, closing
+ *   fmt/      the formats, a folder each family: they call the core below
+ *             them (format.h) and their own family's files, never another
+ *             family's (the core reaches them through sv_formats[] only)
  *   tree/     what a client opens at a location: tree.c (a container, or
  *             a folder), folder.c (a save folder of containers)
  *
@@ -402,7 +405,7 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name);
  * and hash slots), at least 4,096.  It asks the cache how full it is. */
 uint32_t sv_node_budget(const struct sv_container *c);
 /* True while the container holds fewer nodes than its budget: a listing
- * may make an SV_N_LISTMADE directory's entries. */
+ * may make an SV_N_LIST_AS_NODES directory's entries. */
 bool sv_node_room(const struct sv_container *c);
 /* An index directory's entry k was made a node (write lock held): it
  * joins the made entries, and while the container holds more nodes than

@@ -366,27 +366,25 @@ void sv_node_free(struct sv_container *c, uint32_t i)
 	c->freed[c->nfreed++] = i;
 }
 
-/* The declared flags of format.h that go together (meta files are the
- * core's own, added through here too). */
+/* Whether f is a kind of node and modifiers (format.h); meta files are
+ * the core's own, added through here too. */
 static bool flags_ok(uint32_t f)
 {
+	static const uint32_t kinds[] = {
+		SV_KIND_FILE, SV_KIND_SIZED_LATER, SV_KIND_DECODED_ON_STAT, SV_KIND_STREAM,
+		SV_KIND_STREAM_SIZED_LATER, SV_KIND_STREAM_SIZED_ON_STAT,
+		SV_KIND_STREAM_SIZE_AWAITED, SV_KIND_DIRECT, SV_KIND_LOG, SV_KIND_DIR, SV_KIND_LAZYDIR,
+		SV_KIND_INDEXDIR, SV_KIND_INDEXDIR_NODES,
+	};
 	if (f & ~(uint32_t)(SV_N_DECLARED | SV_N_META))
 		return false;
-	if ((f & (SV_N_LAZYDIR | SV_N_INDEXDIR)) && !(f & SV_N_DIR))
+	if (((f & SV_N_REMOVABLE) && !(f & SV_N_RO)) || ((f & SV_N_DIR) && (f & SV_N_UNLISTED)))
 		return false;
-	if ((f & SV_N_LAZYDIR) && (f & SV_N_INDEXDIR))
-		return false;
-	if ((f & SV_N_COSTLYSIZE) && !(f & SV_N_LAZYSIZE))
-		return false;
-	if ((f & SV_N_SIZEWAIT) && !(f & SV_N_COSTLYSIZE))
-		return false;
-	if ((f & SV_N_LISTMADE) && !(f & SV_N_INDEXDIR))
-		return false;
-	if ((f & SV_N_REMOVABLE) && !(f & SV_N_RO))
-		return false;
-	if ((f & SV_N_DIR) && (f & (SV_N_STREAM | SV_N_DIRECT | SV_N_LAZYSIZE | SV_N_UNLISTED)))
-		return false;
-	return true;
+	uint32_t kind = f & ~(uint32_t)(SV_N_MODIFIERS | SV_N_META);
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kind == kinds[i])
+			return true;
+	return false;
 }
 
 /* Node i, stale since the commit, found again by the re-index: it keeps

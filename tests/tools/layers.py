@@ -8,7 +8,8 @@ lines of "The core in layers, bottom up"), finds which file defines each
 sv_* function of the core, and reports every call from a file into a file
 of a higher layer, or into another file of its own layer (files of one
 layer are peers only when the layer names a folder: the helpers, the
-sources).  Exit 0 if there is none, 1 with the list otherwise.
+sources, the tree; the formats too, but a format family never calls
+another's: fmt/teeworlds/ is not fmt/starbound/'s to use).  Exit 0 if there is none, 1 with the list otherwise.
 """
 import os
 import re
@@ -38,6 +39,8 @@ def layers(core):
 
 
 def layer_of(path, table):
+    if path.startswith("fmt/"):
+        return table.get("fmt/")
     base = os.path.basename(path)
     folder = os.path.dirname(path)
     if base in table and (not folder or folder + "/" not in table):
@@ -51,7 +54,9 @@ def main():
     core = sys.argv[1]
     table = layers(core)
     files = []
-    for d in ("", "source", "codec", "tree"):
+    dirs = ["", "source", "codec", "tree"]
+    dirs += ["fmt/" + fam for fam in sorted(os.listdir(os.path.join(core, "fmt")))]
+    for d in dirs:
         for f in sorted(os.listdir(os.path.join(core, d) if d else core)):
             if f.endswith(".c"):
                 files.append(os.path.join(d, f) if d else f)
@@ -77,6 +82,10 @@ def main():
             if not d or d == f:
                 continue
             ld = layer_of(d, table)
+            if f.startswith("fmt/") and d.startswith("fmt/") and \
+                    os.path.dirname(f) != os.path.dirname(d):
+                bad.append("%s calls %s (%s), another family's" % (f, name, d))
+                continue
             if ld > lf or (ld == lf and not peers):
                 bad.append("%s calls %s (%s), a layer %s" %
                            (f, name, d, "above" if ld > lf else "beside"))

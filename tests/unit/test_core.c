@@ -947,7 +947,7 @@ static struct sv_container *kv_small_cache(const char *path, int n, uint32_t fla
 	return c;
 }
 
-/* A directory whose entries are cheap to make (SV_N_LISTMADE): a listing
+/* A directory whose entries are cheap to make (SV_N_LIST_AS_NODES): a listing
  * that gives the client nodes makes them while the container has room
  * (4,096 nodes at a 1 MiB cache), each held once, and gives names alone
  * beyond; a plain listing makes none; a forgotten entry's room is used
@@ -955,7 +955,7 @@ static struct sv_container *kv_small_cache(const char *path, int n, uint32_t fla
 static void listed_nodes(void)
 {
 	const char *path = at("listed.kv");
-	struct sv_container *c = kv_small_cache(path, 5000, SV_N_LISTMADE);
+	struct sv_container *c = kv_small_cache(path, 5000, SV_N_LIST_AS_NODES);
 	if (!c)
 		return;
 	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
@@ -1309,16 +1309,16 @@ static void memory_and_flags(void)
 	/* Flags that do not go together are refused by sv_node_add. */
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_LAZYDIR, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_INDEXDIR, 0, 0));
-	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_SIZEWAIT | SV_N_LAZYSIZE, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_SIZE_AWAITED | SV_N_LAZYSIZE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_DIR | SV_N_INDEXDIR | SV_N_LAZYDIR, 0, 0));
-	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_DIR | SV_N_LISTMADE, 0, 0));
-	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "y", SV_N_COSTLYSIZE, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "x", SV_N_DIR | SV_N_LIST_AS_NODES, 0, 0));
+	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "y", SV_N_SIZE_ON_STAT, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "z", SV_N_REMOVABLE, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "w", SV_N_DIR | SV_N_STREAM, 0, 0));
 	T_UINT(SV_NONE, sv_node_add(c, SV_ROOT, "v", 1u << 30, 0, 0));
 	T_OK(log_has(c, "the format declared \"v\" with flags 0x40000000 that do not go "
 			"together: left out"));
-	T_OK(sv_node_add(c, SV_ROOT, "u", SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0, 0) != SV_NONE);
+	T_OK(sv_node_add(c, SV_ROOT, "u", SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT, 0, 0) != SV_NONE);
 	/* The core's state of a node, as a format reads it. */
 	T_UINT(SV_S_META, sv_node_state(c, node_of(c, ".savefs/info")));
 	T_UINT(0, sv_node_state(c, node_of(c, "a")));

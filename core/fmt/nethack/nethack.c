@@ -650,7 +650,7 @@ static uint32_t ent_node(struct sv_container *c, struct nh *nh, uint32_t dir, si
 		bool lazy = !e->backup || e->bad;
 		snprintf(name, sizeof name, "%06u.sav", e->line);
 		return sv_node_add(c, dir, name,
-				   SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE | SV_N_COSTLYSIZE : 0),
+				   SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT : 0),
 				   lazy ? 0 : size, ENT_KEY(T_STATE, i));
 	}
 	return 0;
@@ -849,8 +849,8 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	 * stat waits for them. */
 	nh->n_transcript = sv_node_add(c, SV_ROOT, "transcript.txt",
 				       SV_N_RO | SV_N_STREAM | SV_N_DERIVED |
-					       (nh->detailed ? 0 : SV_N_LAZYSIZE | SV_N_COSTLYSIZE |
-									   SV_N_SIZEWAIT),
+					       (nh->detailed ? 0 : SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT |
+									   SV_N_SIZE_AWAITED),
 				       nh->detailed ? nh->thead.len + nh->tbody : 0, KEY_TRANSCRIPT);
 	nh->n_saves = sv_node_add(c, SV_ROOT, "saves", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,
 				  KEY_SAVES);

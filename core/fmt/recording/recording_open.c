@@ -375,7 +375,7 @@ int sv_rc_build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	/* Not derived from the metadata: a commit touches it when the chunks
 	 * change (it is a stream, so its bytes are not compared). */
 	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
-				       RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_COSTLYSIZE, 0,
+				       RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT, 0,
 				       KEY(K_TIMELINE, 0));
 	if (r->timeline_node == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");

@@ -355,7 +355,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		d->layers[l].dir = sv_node_again(c, was && l < was->nlayers ? was->layers[l].dir
 								       : SV_NONE,
 						 d->n_chunks, name,
-						 SV_N_DIR | SV_N_INDEXDIR | SV_N_LISTMADE | rof,
+						 SV_N_DIR | SV_N_INDEXDIR | SV_N_LIST_AS_NODES | rof,
 						 0, KEY(id, K_LAYER, l));
 		if (d->layers[l].dir == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
