@@ -8,7 +8,11 @@
 # checked as on any store, by a user made with radosgw-admin.
 #
 #   rgw_start DIR   starts it; sets RGW_ENDPOINT (http://127.0.0.1:PORT),
-#                   RGW_KEY and RGW_SECRET (the S3 user's)
+#                   RGW_KEY and RGW_SECRET (the S3 user's).  With
+#                   SAVEFS_TEST_RGW set (a directory scripts/rgw-run
+#                   serves for a whole test run), that store is used
+#                   instead, emptied first: every bucket in it is the
+#                   script's own
 #   rgw_stop        stops the gateway, then the OSD, then the monitor, each
 #                   awaited (stopped together, the OSD waits on the dead
 #                   monitor)
@@ -55,6 +59,7 @@ rgw_gateway_start()
 {
 	radosgw -f -c "$RGW_DIR/ceph.conf" -n client.rgw < /dev/null > "$RGW_DIR/log/radosgw.out" 2>&1 &
 	RGW_GW_PID=$!
+	echo "$RGW_GW_PID" > "$RGW_DIR/gw.pid"
 	_rgw_wait "the gateway answering on $RGW_ENDPOINT" "$((SV_WAIT * 6))" \
 		curl -sf -o /dev/null "$RGW_ENDPOINT/"
 }
@@ -64,12 +69,39 @@ rgw_gateway_stop()
 	[ -n "$RGW_GW_PID" ] || return 0
 	kill "$RGW_GW_PID" 2> /dev/null
 	wait "$RGW_GW_PID" 2> /dev/null || true
+	# (the run's gateway is no child of this shell: its end is polled)
+	local tries=$((SV_WAIT * 60))
+	while kill -0 "$RGW_GW_PID" 2> /dev/null && [ "$tries" -gt 0 ]; do
+		tries=$((tries - 1))
+		sleep 0.1
+	done
 	RGW_GW_PID=
+}
+
+# The run's store (SAVEFS_TEST_RGW): its settings read, its gateway's pid
+# taken, every bucket removed with its objects.
+_rgw_shared()
+{
+	# shellcheck source=/dev/null
+	. "$SAVEFS_TEST_RGW/env" || die "cannot read $SAVEFS_TEST_RGW/env"
+	RGW_SHARED=1
+	RGW_GW_PID=$(cat "$RGW_DIR/gw.pid" 2> /dev/null)
+	curl -sf -o /dev/null "$RGW_ENDPOINT/" || rgw_gateway_start
+	local b
+	for b in $(timeout 60 radosgw-admin -c "$RGW_DIR/ceph.conf" bucket list 2> /dev/null |
+		"$PYTHON" -c 'import json, sys; print(" ".join(json.load(sys.stdin)))'); do
+		timeout 60 radosgw-admin -c "$RGW_DIR/ceph.conf" bucket rm --bucket="$b" \
+			--purge-objects > /dev/null 2>&1 || die "cannot empty the run's store of $b"
+	done
 }
 
 rgw_start()
 {
 	rgw_need
+	if [ -n "${SAVEFS_TEST_RGW:-}" ] && [ -f "$SAVEFS_TEST_RGW/env" ]; then
+		_rgw_shared
+		return
+	fi
 	RGW_DIR=$1
 	mkdir -p "$RGW_DIR"/{mon,osd,run,log,rgw,crash} || die "cannot make $RGW_DIR"
 	local mon_port rgw_port fsid
@@ -143,6 +175,12 @@ rgw_start()
 
 rgw_stop()
 {
+	if [ -n "${RGW_SHARED:-}" ]; then
+		# The run's: left running for the next script (its gateway
+		# back, if the script stopped it).
+		curl -sf -o /dev/null "$RGW_ENDPOINT/" || rgw_gateway_start
+		return 0
+	fi
 	rgw_gateway_stop
 	local pid
 	for pid in "${RGW_PIDS[@]}"; do
