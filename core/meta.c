@@ -71,9 +71,12 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 					dirs++;
 				else
 					files++;
+				sv_tab_note(1); /* a step through the index */
 			}
 		}
 	}
+	/* A known point: what counting touched of the spilled arrays. */
+	sv_tab_note(SV_TAB_LOOK_EVERY);
 	json_object_set_new(o, "format", json_string(c->fmt->name));
 	json_object_set_new(o, "description", json_string(c->fmt->description));
 	json_object_set_new(o, "container", json_string(c->path));
