@@ -71,7 +71,7 @@ for l in "${LINES[@]}"; do
 done
 expect_same_file "the chunk as the sed left it, through the mount" "$TMP/chunk.after" ~/level/chunks/0/0,0.txt
 expect_same_file "the attached file" splash.png ~/level/assets/splash.png
-expect_eq "the level entries the grep counted" \
+expect_eq "the map's tile grids the grep counted" \
 	"$(grep -c 0 ~/map/map/groups/*/*/tiles.txt | wc -l)" "$(wc -l < "$TMP/out.5")"
 expect_eq "the last state" "$(ls ~/game/states | tail -1)" "$(cat "$TMP/out.7")"
 expect_eq "the world's entities holding a chest" "$(cd ~/world/world/entities && grep -l woodenchest -- *.json | wc -l)" \
