@@ -1363,15 +1363,6 @@ static struct sv_zip base_z;    /* base, opened */
 static uint64_t base_end;       /* its end record */
 static uint64_t base_data[3];   /* its data offsets */
 
-static uint8_t *copy_base(void)
-{
-	uint8_t *p = malloc(base.len);
-	if (!p)
-		die("out of memory");
-	memcpy(p, base.p, base.len);
-	return p;
-}
-
 /* Opens p[0..n) with max_entries 100 and closes it; returns the code. */
 static int try_open(const uint8_t *p, size_t n, uint64_t max_entries, struct sv_err *err)
 {
@@ -1399,7 +1390,67 @@ static int try_extract(const uint8_t *p, size_t i, uint64_t max, struct sv_err *
 	return rc;
 }
 
-static void patch32(uint8_t *p, uint64_t off, uint32_t v) { sv_put_u32le(p + off, v); }
+
+/* One malformed zip: `from` with `width` bytes at `at` set to `value`
+ * (little-endian; width 0: as it is), `cut` bytes cut from its end,
+ * opened (member OPEN, max the entry limit) or member `member` extracted
+ * (max the size limit); the answer: rc and the message (exact, or, led
+ * by '~', a part of it). */
+#define OPEN (-1)
+struct bad_case {
+	const char *what;
+	const struct sv_buf *from;
+	uint64_t at, value, cut, max;
+	int width, member, rc;
+	char msg[320];
+};
+
+struct bad_table {
+	struct bad_case *v;
+	size_t n, cap;
+};
+
+static void bad(struct bad_table *t, const char *what, const struct sv_buf *from, uint64_t at,
+		int width, uint64_t value, uint64_t cut, int member, uint64_t max, int rc,
+		const char *f, ...) __attribute__((format(printf, 11, 12)));
+static void bad(struct bad_table *t, const char *what, const struct sv_buf *from, uint64_t at,
+		int width, uint64_t value, uint64_t cut, int member, uint64_t max, int rc,
+		const char *f, ...)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 32;
+		if (!(t->v = realloc(t->v, t->cap * sizeof *t->v)))
+			die("out of memory");
+	}
+	struct bad_case *c = &t->v[t->n++];
+	*c = (struct bad_case){what, from, at, value, cut, max, width, member, rc, ""};
+	va_list ap;
+	va_start(ap, f);
+	vsnprintf(c->msg, sizeof c->msg, f, ap);
+	va_end(ap);
+}
+
+static void bad_run(const struct bad_case *c)
+{
+	uint8_t *m = malloc(c->from->len);
+	if (!m)
+		die("out of memory");
+	memcpy(m, c->from->p, c->from->len);
+	for (int i = 0; i < c->width; i++)
+		m[c->at + (uint64_t)i] = (uint8_t)(c->value >> (8 * i));
+	struct sv_err err;
+	sv_err_clear(&err);
+	int rc = c->member == OPEN ? try_open(m, c->from->len - c->cut, c->max, &err)
+				   : try_extract(m, (size_t)c->member, c->max, &err);
+	if (rc != c->rc)
+		fprintf(stderr, "zip bad case: %s\n", c->what);
+	T_INT(c->rc, rc);
+	if (c->msg[0] == '~')
+		T_HAS(err.msg, c->msg + 1);
+	else if (c->rc)
+		T_STR(c->msg, err.msg);
+	free(m);
+}
 
 static void test_bad(const struct sv_buf *z64)
 {
@@ -1452,155 +1503,85 @@ static void test_bad(const struct sv_buf *z64)
 	sv_zip_fini(&z);
 	sv_buf_fini(&f);
 
-	/* Truncated, or no end record. */
-	T_INT(-EBADMSG, try_open(base.p, base.len / 2, 100, &err));
-	T_STR(end_msg, err.msg);
-	T_INT(-EBADMSG, try_open(base.p, 21, 100, &err));
-	T_STR(end_msg, err.msg);
-	T_INT(-EBADMSG, try_open(base.p, 0, 100, &err));
-	T_STR(end_msg, err.msg);
-	m = copy_base();
-	m[base_end + 3] = 7;
-	T_INT(-EBADMSG, try_open(m, base.len, 100, &err));
-	T_STR(end_msg, err.msg);
-	free(m);
-	m = copy_base();
-	set16(m + base_end + 20, 1); /* a comment past the end */
-	T_INT(-EBADMSG, try_open(m, base.len, 100, &err));
-	T_STR(end_msg, err.msg);
-	free(m);
-
-	/* The directory out of range, or too small for its count. */
-	m = copy_base();
-	patch32(m, base_end + 16, (uint32_t)base_end - 10);
-	T_INT(-EBADMSG, try_open(m, base.len, 100, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": central directory lies outside the file", base_end),
-	      err.msg);
-	free(m);
-	m = copy_base();
-	patch32(m, base_end + 12, 0xFFFFFFF0u);
-	T_INT(-EBADMSG, try_open(m, base.len, 100, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": central directory lies outside the file", base_end),
-	      err.msg);
-	free(m);
-	m = copy_base();
-	set16(m + base_end + 10, 1000);
-	T_INT(-EBADMSG, try_open(m, base.len, 2000, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": 1000 entries cannot fit in a central directory of %"
-		  PRIu64 " bytes", base_end, base_z.cd_size), err.msg);
-	free(m);
-	T_INT(-EFBIG, try_open(base.p, base.len, 2, &err));
-	T_STR("zip: 3 entries, more than the limit of 2", err.msg);
-
-	/* Central records. */
-	m = copy_base();
-	m[e[1].cd_off] = 'X';
-	T_INT(-EBADMSG, try_open(m, base.len, 100, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": central directory record 1: bad signature",
-		  e[1].cd_off), err.msg);
-	free(m);
-	m = copy_base();
-	set16(m + e[2].cd_off + 28, 1000);
-	T_INT(-EBADMSG, try_open(m, base.len, 100, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": central directory record 2: runs past the end of the "
-		  "directory", e[2].cd_off), err.msg);
-	free(m);
-
-	/* Zip64 end records that do not add up (the 70,000-member zip). */
-	m = malloc(z64->len);
-	if (!m)
-		die("out of memory");
+	/* Every malformed variant below, as a table: the base (or the
+	 * 70,000-member zip64) with one field patched, opened or one member
+	 * extracted, and the exact answer. */
 	uint64_t loc = z64->len - 22 - 20, e64 = loc - 56;
-	memcpy(m, z64->p, z64->len);
-	patch32(m, loc + 8, (uint32_t)loc - 55);
-	T_INT(-EBADMSG, try_open(m, z64->len, 100000, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": zip64 end record locator points outside the file", loc),
-	      err.msg);
-	memcpy(m, z64->p, z64->len);
-	m[e64] = 'X';
-	T_INT(-EBADMSG, try_open(m, z64->len, 100000, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": zip64 end record: bad signature", e64), err.msg);
-	memcpy(m, z64->p, z64->len);
-	patch32(m, e64 + 32, 2000000); /* entries */
-	T_INT(-EBADMSG, try_open(m, z64->len, 10000000, &err));
-	T_HAS(err.msg, ": 2000000 entries cannot fit in a central directory of");
-	memcpy(m, z64->p, z64->len);
-	patch32(m, e64 + 52, 1); /* the directory's offset past 4 GiB */
-	T_INT(-EBADMSG, try_open(m, z64->len, 100000, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": central directory lies outside the file", e64), err.msg);
-	free(m);
-
+	struct bad_table t = {0};
+	/* Truncated, or no end record. */
+	bad(&t, "half the file", &base, 0, 0, 0, base.len - base.len / 2, OPEN, 100, -EBADMSG, "%s", end_msg);
+	bad(&t, "less than an end record", &base, 0, 0, 0, base.len - 21, OPEN, 100, -EBADMSG, "%s", end_msg);
+	bad(&t, "nothing", &base, 0, 0, 0, base.len, OPEN, 100, -EBADMSG, "%s", end_msg);
+	bad(&t, "the end record's signature", &base, base_end + 3, 1, 7, 0, OPEN, 100, -EBADMSG, "%s",
+	    end_msg);
+	bad(&t, "a comment past the end", &base, base_end + 20, 2, 1, 0, OPEN, 100, -EBADMSG, "%s",
+	    end_msg);
+	/* The directory out of range, or too small for its count. */
+	bad(&t, "the directory's offset past the end record", &base, base_end + 16, 4, base_end - 10, 0,
+	    OPEN, 100, -EBADMSG, "zip: byte %" PRIu64 ": central directory lies outside the file",
+	    base_end);
+	bad(&t, "the directory's size past the file", &base, base_end + 12, 4, 0xFFFFFFF0u, 0, OPEN,
+	    100, -EBADMSG, "zip: byte %" PRIu64 ": central directory lies outside the file",
+	    base_end);
+	bad(&t, "more entries than the directory holds", &base, base_end + 10, 2, 1000, 0, OPEN, 2000,
+	    -EBADMSG, "zip: byte %" PRIu64 ": 1000 entries cannot fit in a central directory of %"
+	    PRIu64 " bytes", base_end, base_z.cd_size);
+	bad(&t, "more entries than the limit", &base, 0, 0, 0, 0, OPEN, 2, -EFBIG,
+	    "zip: 3 entries, more than the limit of 2");
+	/* Central records. */
+	bad(&t, "a central record's signature", &base, e[1].cd_off, 1, 'X', 0, OPEN, 100, -EBADMSG,
+	    "zip: byte %" PRIu64 ": central directory record 1: bad signature", e[1].cd_off);
+	bad(&t, "a central record's name past the directory", &base, e[2].cd_off + 28, 2, 1000, 0,
+	    OPEN, 100, -EBADMSG, "zip: byte %" PRIu64 ": central directory record 2: runs past the "
+	    "end of the directory", e[2].cd_off);
+	/* Zip64 end records that do not add up (the 70,000-member zip). */
+	bad(&t, "the zip64 locator outside the file", z64, loc + 8, 4, loc - 55, 0, OPEN, 100000,
+	    -EBADMSG, "zip: byte %" PRIu64 ": zip64 end record locator points outside the file",
+	    loc);
+	bad(&t, "the zip64 end record's signature", z64, e64, 1, 'X', 0, OPEN, 100000, -EBADMSG,
+	    "zip: byte %" PRIu64 ": zip64 end record: bad signature", e64);
+	bad(&t, "more zip64 entries than the directory holds", z64, e64 + 32, 4, 2000000, 0, OPEN,
+	    10000000, -EBADMSG, "~: 2000000 entries cannot fit in a central directory of");
+	bad(&t, "the zip64 directory past 4 GiB", z64, e64 + 52, 4, 1, 0, OPEN, 100000, -EBADMSG,
+	    "zip: byte %" PRIu64 ": central directory lies outside the file", e64);
 	/* Local headers: only that entry fails, and only when read. */
-	m = copy_base();
-	m[0] = 'X';
-	T_INT(-EBADMSG, try_extract(m, 0, 100, &err));
-	T_STR("zip: byte 0: hello.txt: local header has a bad signature", err.msg);
-	T_INT(0, try_extract(m, 1, 100000, &err));
-	free(m);
-	m = copy_base();
-	patch32(m, e[0].cd_off + 42, (uint32_t)base.len - 29);
-	T_INT(-EBADMSG, try_extract(m, 0, 100, &err));
-	T_STR(fmt("zip: byte %zu: hello.txt: local header lies outside the file", base.len - 29),
-	      err.msg);
-	free(m);
-	m = copy_base();
-	patch32(m, e[2].cd_off + 20, (uint32_t)(base.len - base_data[2] + 1));
-	T_INT(-EBADMSG, try_extract(m, 2, 100000, &err));
-	T_STR(fmt("zip: byte %" PRIu64 ": z.txt: data (%" PRIu64 " bytes) runs past the end of "
-		  "the file", base_data[2], base.len - base_data[2] + 1), err.msg);
-	free(m);
-
+	bad(&t, "a local header's signature", &base, 0, 1, 'X', 0, 0, 100, -EBADMSG,
+	    "zip: byte 0: hello.txt: local header has a bad signature");
+	bad(&t, "another member beside it", &base, 0, 1, 'X', 0, 1, 100000, 0, "%s", "");
+	bad(&t, "a local header outside the file", &base, e[0].cd_off + 42, 4, base.len - 29, 0, 0,
+	    100, -EBADMSG, "zip: byte %zu: hello.txt: local header lies outside the file",
+	    base.len - 29);
+	bad(&t, "data past the end of the file", &base, e[2].cd_off + 20, 4,
+	    base.len - base_data[2] + 1, 0, 2, 100000, -EBADMSG, "zip: byte %" PRIu64 ": z.txt: "
+	    "data (%" PRIu64 " bytes) runs past the end of the file", base_data[2],
+	    base.len - base_data[2] + 1);
 	/* Extraction. */
-	m = copy_base();
-	patch32(m, e[1].cd_off + 16, e[1].crc ^ 1);
-	T_INT(-EBADMSG, try_extract(m, 1, 100000, &err));
-	T_STR(fmt("zip: big.bin: CRC mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
-		  ")", e[1].crc ^ 1, e[1].crc), err.msg);
-	free(m);
-	m = copy_base();
-	set16(m + e[1].cd_off + 10, 12);
-	T_INT(-ENOTSUP, try_extract(m, 1, 100000, &err));
-	T_STR("zip: big.bin: compression method 12 not supported", err.msg);
-	free(m);
-	m = copy_base();
-	set16(m + e[1].cd_off + 8, 1);
-	T_INT(-ENOTSUP, try_extract(m, 1, 100000, &err));
-	T_STR("zip: big.bin is encrypted", err.msg);
-	free(m);
-	m = copy_base();
-	patch32(m, e[0].cd_off + 24, 14);
-	T_INT(-EBADMSG, try_extract(m, 0, 100, &err));
-	T_STR("zip: hello.txt: stored, but its compressed size 13 is not its size 14", err.msg);
-	free(m);
-	m = copy_base();
-	patch32(m, e[1].cd_off + 24, 99999);
-	T_INT(-EBADMSG, try_extract(m, 1, 100000, &err));
-	T_STR("zip: big.bin: deflate data inflates past 99999 bytes", err.msg);
-	free(m);
-	m = copy_base();
-	patch32(m, e[1].cd_off + 24, 100001);
-	T_INT(-EBADMSG, try_extract(m, 1, 100001, &err));
-	T_STR("zip: big.bin: deflate data ends after 100000 of 100001 bytes", err.msg);
-	free(m);
-	m = copy_base();
-	patch32(m, e[1].cd_off + 20, (uint32_t)e[1].csize / 2);
-	T_INT(-EBADMSG, try_extract(m, 1, 100000, &err));
-	T_HAS(err.msg, "zip: big.bin: deflate data is cut short after ");
-	T_HAS(err.msg, " of 100000 bytes");
-	free(m);
-	m = copy_base();
-	m[base_data[1]] = 0xFF; /* final block of the reserved type 3 */
-	T_INT(-EBADMSG, try_extract(m, 1, 100000, &err));
-	T_STR("zip: big.bin: corrupt deflate data (invalid block type)", err.msg);
-	free(m);
-	m = copy_base();
-	patch32(m, e[2].cd_off + 24, (uint32_t)(e[2].csize * 1032 + 65));
-	T_INT(-EBADMSG, try_extract(m, 2, UINT64_MAX, &err));
-	T_STR(fmt("zip: z.txt: %" PRIu64 " compressed bytes cannot inflate to %" PRIu64,
-		  e[2].csize, e[2].csize * 1032 + 65), err.msg);
-	free(m);
-	T_INT(-EFBIG, try_extract(base.p, 1, 99999, &err));
-	T_STR("zip: big.bin: 100000 bytes, more than the limit of 99999", err.msg);
+	bad(&t, "a CRC", &base, e[1].cd_off + 16, 4, e[1].crc ^ 1, 0, 1, 100000, -EBADMSG,
+	    "zip: big.bin: CRC mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")",
+	    e[1].crc ^ 1, e[1].crc);
+	bad(&t, "a method", &base, e[1].cd_off + 10, 2, 12, 0, 1, 100000, -ENOTSUP,
+	    "zip: big.bin: compression method 12 not supported");
+	bad(&t, "encryption", &base, e[1].cd_off + 8, 2, 1, 0, 1, 100000, -ENOTSUP,
+	    "zip: big.bin is encrypted");
+	bad(&t, "a stored member's sizes", &base, e[0].cd_off + 24, 4, 14, 0, 0, 100, -EBADMSG,
+	    "zip: hello.txt: stored, but its compressed size 13 is not its size 14");
+	bad(&t, "a size short of the data", &base, e[1].cd_off + 24, 4, 99999, 0, 1, 100000,
+	    -EBADMSG, "zip: big.bin: deflate data inflates past 99999 bytes");
+	bad(&t, "a size past the data", &base, e[1].cd_off + 24, 4, 100001, 0, 1, 100001, -EBADMSG,
+	    "zip: big.bin: deflate data ends after 100000 of 100001 bytes");
+	bad(&t, "deflate data cut short", &base, e[1].cd_off + 20, 4, e[1].csize / 2, 0, 1, 100000,
+	    -EBADMSG, "~zip: big.bin: deflate data is cut short after ");
+	bad(&t, "a reserved block type", &base, base_data[1], 1, 0xFF, 0, 1, 100000, -EBADMSG,
+	    "zip: big.bin: corrupt deflate data (invalid block type)");
+	bad(&t, "a size no deflate reaches", &base, e[2].cd_off + 24, 4, e[2].csize * 1032 + 65, 0, 2,
+	    UINT64_MAX, -EBADMSG, "zip: z.txt: %" PRIu64 " compressed bytes cannot inflate to %" PRIu64,
+	    e[2].csize, e[2].csize * 1032 + 65);
+	bad(&t, "a member past the limit", &base, 0, 0, 0, 0, 1, 99999, -EFBIG,
+	    "zip: big.bin: 100000 bytes, more than the limit of 99999");
+	T_UINT(29, t.n);
+	for (size_t i = 0; i < t.n; i++)
+		bad_run(&t.v[i]);
+	free(t.v);
 
 	sv_zip_fini(&base_z);
 	sv_buf_fini(&base);
