@@ -2273,18 +2273,31 @@ static void edit_root_json(void)
 	fprintf(stderr, "- edit level.json and doodad.json\n");
 	struct sv_buf orig = fresh(&s_v4);
 	struct sv_container *c = open_file(dpath);
-	refuse(c, "level.json", "[1, 2]\n", 7, "level.json: not a JSON object");
-	refuse(c, "level.json", "{\"title\": ", 10,
-	       "level.json: line 1, column 10: unexpected token near end of file");
-	refuse_view(c, "level.json", ch_title_num, "level.json: \"title\" must be a string");
-	refuse_view(c, "level.json", ch_colour, "level.json: palette swatch 1: \"color\" \"red\" "
-						"is not #rgb, #rrggbb or #rrggbbaa");
-	refuse_view(c, "level.json", ch_size, "level.json: chunks: \"size\" must stay 4: the "
-					      "chunks are stored at that size");
-	refuse_view(c, "level.json", ch_map, "level.json: chunks: \"chunks\" must stay {}: edit "
-					     "chunks as the files in chunks/");
-	refuse_view(c, "level.json", ch_files, "level.json: \"files\" must stay {}: edit "
-					       "attached files in assets/");
+	/* Refused, each with its reason, the file untouched: new bytes, or
+	 * the view with one change. */
+	static const struct {
+		const char *bytes;
+		void (*change)(json_t *, void *);
+		const char *msg;
+	} level_refused[] = {
+		{"[1, 2]\n", NULL, "level.json: not a JSON object"},
+		{"{\"title\": ", NULL, "level.json: line 1, column 10: unexpected token near end of file"},
+		{NULL, ch_title_num, "level.json: \"title\" must be a string"},
+		{NULL, ch_colour, "level.json: palette swatch 1: \"color\" \"red\" is not #rgb, "
+				  "#rrggbb or #rrggbbaa"},
+		{NULL, ch_size, "level.json: chunks: \"size\" must stay 4: the chunks are stored at "
+				"that size"},
+		{NULL, ch_map, "level.json: chunks: \"chunks\" must stay {}: edit chunks as the files "
+			       "in chunks/"},
+		{NULL, ch_files, "level.json: \"files\" must stay {}: edit attached files in assets/"},
+	};
+	for (size_t i = 0; i < sizeof level_refused / sizeof *level_refused; i++) {
+		if (level_refused[i].bytes)
+			refuse(c, "level.json", level_refused[i].bytes, strlen(level_refused[i].bytes),
+			       level_refused[i].msg);
+		else
+			refuse_view(c, "level.json", level_refused[i].change, level_refused[i].msg);
+	}
 	/* Still as built. */
 	struct sv_buf now = slurp(dpath);
 	T_OK(buf_same(&orig, &now));
@@ -2373,27 +2386,33 @@ static void refused_txt(void)
 	struct sv_buf orig = fresh(&s_v4);
 	struct sv_container *c = open_file(dpath);
 	struct sv_buf t;
-	/* Rows are lines 7-10, after 6 comment lines. */
-	want_text(&s_v4, 0, -1, -1, "1..2" ".*.." "..1." "2..1", &t);
-	refuse(c, "chunks/0/-1,-1.txt", t.p, t.len,
-	       "line 8, column 2: '*' is not a palette code (palette has 3 colours)");
-	sv_buf_fini(&t);
-	/* 'x' is a base-62 digit: 33. */
-	want_text(&s_v4, 0, -1, -1, "1..2" ".x.." "..1." "2..1", &t);
-	refuse(c, "chunks/0/-1,-1.txt", t.p, t.len,
-	       "line 8, column 2: index 33 is past the palette (3 colours)");
-	sv_buf_fini(&t);
-	refuse(c, "chunks/0/-1,-1.txt", "1..2\n.?..\n..1.\n2..1\n", 20,
-	       "line 2, column 2: '?' is a bad pixel, not a palette code");
-	want_text(&s_v4, 0, -1, -1, "1..2" ".5.." "..1." "2..1", &t);
-	refuse(c, "chunks/0/-1,-1.txt", t.p, t.len,
-	       "line 8, column 2: index 5 is past the palette (3 colours)");
-	sv_buf_fini(&t);
-	refuse(c, "chunks/0/-1,-1.txt", "1..2\n.1..\n..1.\n", 15, "3 rows, expected 4");
-	refuse(c, "chunks/0/-1,-1.txt", "1..2\n.1..\n..1.\n2..1\n....\n", 25,
-	       "5 rows, expected 4");
-	refuse(c, "chunks/0/-1,-1.txt", "1..2\n.1..\n..1\n2..1\n", 19,
-	       "line 3: 3 cells, expected 4");
+	/* Grids refused, each with its reason: 16 cells under the view's
+	 * comment lines (rows are lines 7-10, after 6 comment lines), or the
+	 * text as given. */
+	static const struct {
+		const char *cells, *text, *msg;
+	} grid_refused[] = {
+		{"1..2" ".*.." "..1." "2..1", NULL,
+		 "line 8, column 2: '*' is not a palette code (palette has 3 colours)"},
+		/* 'x' is a base-62 digit: 33. */
+		{"1..2" ".x.." "..1." "2..1", NULL,
+		 "line 8, column 2: index 33 is past the palette (3 colours)"},
+		{NULL, "1..2\n.?..\n..1.\n2..1\n", "line 2, column 2: '?' is a bad pixel, not a palette code"},
+		{"1..2" ".5.." "..1." "2..1", NULL, "line 8, column 2: index 5 is past the palette (3 colours)"},
+		{NULL, "1..2\n.1..\n..1.\n", "3 rows, expected 4"},
+		{NULL, "1..2\n.1..\n..1.\n2..1\n....\n", "5 rows, expected 4"},
+		{NULL, "1..2\n.1..\n..1\n2..1\n", "line 3: 3 cells, expected 4"},
+	};
+	for (size_t i = 0; i < sizeof grid_refused / sizeof *grid_refused; i++) {
+		if (grid_refused[i].cells) {
+			want_text(&s_v4, 0, -1, -1, grid_refused[i].cells, &t);
+			refuse(c, "chunks/0/-1,-1.txt", t.p, t.len, grid_refused[i].msg);
+			sv_buf_fini(&t);
+		} else {
+			refuse(c, "chunks/0/-1,-1.txt", grid_refused[i].text,
+			       strlen(grid_refused[i].text), grid_refused[i].msg);
+		}
+	}
 	/* A new chunk with a bad grid is refused too, and not created. */
 	uint32_t n = SV_NONE;
 	struct sv_err err;
