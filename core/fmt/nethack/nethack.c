@@ -650,7 +650,7 @@ static uint32_t ent_node(struct sv_container *c, struct nh *nh, uint32_t dir, si
 		bool lazy = !e->backup || e->bad;
 		snprintf(name, sizeof name, "%06u.sav", e->line);
 		return sv_node_add(c, dir, name,
-				   SV_N_RO | bad | (lazy ? SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT : 0),
+				   SV_N_RO | bad | (lazy ? SV_KIND_DECODED_ON_STAT : 0),
 				   lazy ? 0 : size, ENT_KEY(T_STATE, i));
 	}
 	return 0;
@@ -841,7 +841,7 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 		sv_warn(c, "nethack: %llu bytes after the last newline (an unfinished write): "
 			"not shown", (unsigned long long)nh->torn);
 	/* After a rewind these three change even where their sizes do not. */
-	nh->n_log = sv_node_add(c, SV_ROOT, "log", SV_N_STREAM | SV_N_DIRECT | SV_N_DERIVED,
+	nh->n_log = sv_node_add(c, SV_ROOT, "log", SV_KIND_LOG | SV_N_DERIVED,
 				nh->scanned ? sv_nh_log_size(nh) : nh->scan_to, KEY_LOG);
 	nh->n_header = sv_node_add(c, SV_ROOT, "header.json", SV_N_RO | SV_N_DERIVED,
 				   nh->json.len, KEY_HEADER);
@@ -849,7 +849,7 @@ static int open_nh(struct sv_container *c, struct sv_err *err)
 	 * stat waits for them. */
 	nh->n_transcript = sv_node_add(c, SV_ROOT, "transcript.txt",
 				       SV_N_RO | SV_N_STREAM | SV_N_DERIVED |
-					       (nh->detailed ? 0 : SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT |
+					       (nh->detailed ? 0 : SV_KIND_DECODED_ON_STAT |
 									   SV_N_SIZE_AWAITED),
 				       nh->detailed ? nh->thead.len + nh->tbody : 0, KEY_TRANSCRIPT);
 	nh->n_saves = sv_node_add(c, SV_ROOT, "saves", SV_N_DIR | SV_N_RO | SV_N_INDEXDIR, 0,

@@ -621,7 +621,7 @@ static int lookup_chunk(struct sv_container *c, struct rec *r, const char *name,
 		return -ENOENT;
 	const uint32_t RO = SV_N_RO;
 	uint32_t n = txt ? sv_node_add(c, r->chunks_dir, name,
-				       RO | SV_N_REMOVABLE | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT |
+				       RO | SV_N_REMOVABLE | SV_KIND_DECODED_ON_STAT |
 					       (sv_rc_big(c, r, (uint32_t)i) ? SV_N_STREAM : 0),
 				       0, KEY(K_TXT, i))
 			 : sv_node_add(c, r->chunks_dir, name, RO | SV_N_REMOVABLE,
@@ -671,7 +671,7 @@ int sv_rc_lookup_rec(struct sv_container *c, uint32_t dir, const char *name, str
 	char canon[40];
 	snprintf(canon, sizeof canon, "%08u.json", (unsigned)t);
 	bool listed = lo < r->n && r->chunks[lo].start == t && !strcmp(canon, name);
-	uint32_t n = sv_node_add(c, dir, name, SV_N_RO | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT |
+	uint32_t n = sv_node_add(c, dir, name, SV_N_RO | SV_KIND_DECODED_ON_STAT |
 					       (listed ? 0 : SV_N_UNLISTED), 0, KEY(K_AT, t));
 	if (n == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");

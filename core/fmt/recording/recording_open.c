@@ -361,8 +361,8 @@ int sv_rc_build(struct sv_container *c, struct rec *r, struct sv_err *err)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	/* chunks/ and at/: listed from the chunk index (list_rec), a node
 	 * for an entry only while it is used (lookup_rec). */
-	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_N_DIR | SV_N_INDEXDIR, 0, KEY(K_DIR, 0));
-	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_N_DIR | SV_N_INDEXDIR, 0, KEY(K_DIR, 1));
+	r->chunks_dir = sv_node_add(c, SV_ROOT, "chunks", SV_KIND_INDEXDIR, 0, KEY(K_DIR, 0));
+	r->at_dir = sv_node_add(c, SV_ROOT, "at", SV_KIND_INDEXDIR, 0, KEY(K_DIR, 1));
 	if (r->chunks_dir == SV_NONE || r->at_dir == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	size_t cap;
@@ -375,7 +375,7 @@ int sv_rc_build(struct sv_container *c, struct rec *r, struct sv_err *err)
 	/* Not derived from the metadata: a commit touches it when the chunks
 	 * change (it is a stream, so its bytes are not compared). */
 	r->timeline_node = sv_node_add(c, SV_ROOT, "timeline.txt",
-				       RO | SV_N_STREAM | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT, 0,
+				       RO | SV_KIND_STREAM_SIZED_ON_STAT, 0,
 				       KEY(K_TIMELINE, 0));
 	if (r->timeline_node == SV_NONE)
 		return sv_err_set(err, -ENOMEM, "out of memory");

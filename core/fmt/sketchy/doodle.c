@@ -355,7 +355,7 @@ static int build_drawing(struct drawing *d, const struct drawing *was, struct sv
 		d->layers[l].dir = sv_node_again(c, was && l < was->nlayers ? was->layers[l].dir
 								       : SV_NONE,
 						 d->n_chunks, name,
-						 SV_N_DIR | SV_N_INDEXDIR | SV_N_LIST_AS_NODES | rof,
+						 SV_KIND_INDEXDIR_NODES | rof,
 						 0, KEY(id, K_LAYER, l));
 		if (d->layers[l].dir == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");
@@ -672,7 +672,7 @@ static int build_pack(struct drawing *d, struct sv_err *err)
 		d->nest[k] = (struct nested){(int64_t)m, SV_NONE, -1};
 		d->role[m] = R_NESTED;
 		d->role_i[m] = (uint32_t)k;
-		uint32_t n = sv_node_add(c, dirs[t], stem, SV_N_DIR | SV_N_LAZYDIR, 0,
+		uint32_t n = sv_node_add(c, dirs[t], stem, SV_KIND_LAZYDIR, 0,
 					 KEY(d->id, K_NESTED, k));
 		if (n == SV_NONE)
 			return sv_err_set(err, -ENOMEM, "out of memory");

@@ -373,10 +373,10 @@ int sv_sb_build(struct sv_container *c, struct sb *s)
 				return -ENOMEM;
 		}
 		if (sv_node_add(c, world, "uniques.json",
-				SV_N_RO | SV_N_DERIVED | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT, 0,
+				SV_N_RO | SV_N_DERIVED | SV_KIND_DECODED_ON_STAT, 0,
 				KEY(K_UNIQ, 0)) == SV_NONE ||
 		    sv_node_add(c, SV_ROOT, "preview.png",
-				SV_N_RO | SV_N_DERIVED | SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT, 0,
+				SV_N_RO | SV_N_DERIVED | SV_KIND_DECODED_ON_STAT, 0,
 				KEY(K_PREVIEW, 0)) == SV_NONE)
 			return -ENOMEM;
 	} else if (s->family == F_CELESTIAL) {

@@ -36,7 +36,7 @@ enum { F_OTHER, F_WORLD, F_CELESTIAL };
 /* A record's view: its size is known once decoded, which a listing does
  * not do (ls -R of a world would inflate every record); its first stat
  * does. */
-#define LAZY (SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT)
+#define LAZY (SV_KIND_DECODED_ON_STAT)
 
 struct sb {
 	struct sv_bt5_tree *t;

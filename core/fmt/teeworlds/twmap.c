@@ -630,7 +630,7 @@ static int read_map(struct sv_container *c, const struct df *d, struct twm *m)
 
 /* ---- the tree ----------------------------------------------------------- */
 
-#define LAZY (SV_N_LAZYSIZE | SV_N_SIZE_ON_STAT)
+#define LAZY (SV_KIND_DECODED_ON_STAT)
 
 uint64_t sv_twm_grid_header(const struct twm *m, const struct layer *l, int g, char *buf,
 			    size_t cap)
