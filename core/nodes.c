@@ -67,7 +67,7 @@ void sv_hash_remove(struct sv_container *c, uint32_t i)
 
 /* Finds a live child by name, or SV_NONE. */
 uint32_t sv_find_child(struct sv_container *c, uint32_t parent,
-			   const char *name)
+		       const char *name)
 {
 	uint32_t i = c->htab[name_hash(parent, name) & (c->hsize - 1)];
 	uint64_t steps = 1;
@@ -147,8 +147,8 @@ static void node_fill(struct sv_inode *n, uint32_t parent, uint32_t flags, uint6
 
 /* Creates a fresh node; returns its number or SV_NONE. */
 uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
-			 const char *name, uint32_t flags, uint64_t size,
-			 uint64_t key)
+		     const char *name, uint32_t flags, uint64_t size,
+		     uint64_t key)
 {
 	if (c->reuse && c->nfreed) {
 		/* A number the client forgot, for an index directory's entry
@@ -613,7 +613,7 @@ int sv_gone_code(struct sv_container *c, uint32_t n)
 }
 
 int sv_path_locked(struct sv_container *c, uint32_t n, char *buf,
-		       size_t size)
+		   size_t size)
 {
 	if (!sv_live(c, n))
 		return -ENOENT;

@@ -51,7 +51,7 @@ static int dir_member_stat(struct sv_source *s, const char *name, struct stat *s
 }
 
 static int dir_member_pread(struct sv_source *s, const char *name, uint64_t off, void *buf,
-		    size_t n, struct sv_err *err)
+			    size_t n, struct sv_err *err)
 {
 	struct stat st;
 	int fd = member_open(s, name, &st, err);
@@ -63,7 +63,7 @@ static int dir_member_pread(struct sv_source *s, const char *name, uint64_t off,
 }
 
 static int dir_member_read_all(struct sv_source *s, const char *name, uint64_t max,
-		       struct sv_buf *out, struct sv_err *err)
+			       struct sv_buf *out, struct sv_err *err)
 {
 	struct stat st;
 	int fd = member_open(s, name, &st, err);
@@ -111,14 +111,14 @@ static int list_names(struct sv_source *s, const char *rel, int (*fn)(void *arg,
 }
 
 static int dir_member_list(struct sv_source *s, int (*fn)(void *arg, const char *name),
-		   void *arg, struct sv_err *err)
+			   void *arg, struct sv_err *err)
 {
 	int e, rc = list_names(s, "", fn, arg, &e);
 	return e ? sv_err_set(err, -EIO, "cannot list %s: %s", s->path, strerror(e)) : rc;
 }
 
 static int dir_member_replace(struct sv_source *s, const char *name, const char *tmp_prefix,
-		      const void *p, size_t n, const struct stat *expect, struct sv_err *err)
+			      const void *p, size_t n, const struct stat *expect, struct sv_err *err)
 {
 	char tmp[300];
 	int rc = 0, fd = -1;

@@ -228,8 +228,8 @@ bool sv_folder_path_is_real(const char *path)
  * (cut short, damaged) is *broken (a new string: why): it passes through.
  */
 static const struct sv_format *classify_local(struct sv_folder *f, const char *path,
-					   const struct stat *st, struct sv_container **opened,
-					   char **broken)
+					      const struct stat *st, struct sv_container **opened,
+					      char **broken)
 {
 	int why = 0;
 	if (!sv_folder_path_is_real(path))

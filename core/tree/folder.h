@@ -169,7 +169,7 @@ void sv_folder_place_close(struct place *p);
 bool sv_folder_kind_is_meta(int kind);
 bool sv_folder_same_file(const struct stat *a, const struct stat *b);
 int sv_folder_open_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
-			 uint32_t *slot, struct sv_err *err);
+			     uint32_t *slot, struct sv_err *err);
 void sv_folder_slot_release_locked(struct sv_folder *f, uint32_t slot);
 void sv_folder_adopt(struct sv_folder *f, uint32_t i, struct sv_container *c);
 void sv_folder_watch_dir(struct sv_folder *f, uint32_t d);
@@ -184,13 +184,13 @@ uint32_t sv_folder_child(struct sv_folder *f, uint32_t dir, const char *name, in
 bool sv_folder_real_dir(const struct sv_folder *f, uint32_t i);
 void sv_folder_probe_dir(struct sv_folder *f, uint32_t d);
 int sv_folder_node_container_as(struct sv_folder *f, sv_id id, struct sv_container **c,
-			     uint32_t *node, uint32_t *slot, bool fresh);
+				uint32_t *node, uint32_t *slot, bool fresh);
 int sv_folder_node_container(struct sv_folder *f, sv_id id, struct sv_container **c,
-			  uint32_t *node, uint32_t *slot);
+			     uint32_t *node, uint32_t *slot);
 int sv_folder_node_fresh(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		      uint32_t *slot);
+			 uint32_t *slot);
 int sv_folder_container_of_id(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		uint32_t *slot);
+			      uint32_t *slot);
 void sv_folder_slot_release(struct sv_folder *f, uint32_t slot);
 void sv_folder_watch_start(struct sv_folder *f);
 void sv_folder_watch_stop(struct sv_folder *f);

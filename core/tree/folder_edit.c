@@ -13,7 +13,7 @@
  * (*node its entry), or -errno.
  */
 static int edit_target_as(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		   uint32_t *slot, bool fresh, struct sv_err *err)
+			  uint32_t *slot, bool fresh, struct sv_err *err)
 {
 	*node = 0;
 	*slot = 0;
@@ -43,20 +43,20 @@ static int edit_target_as(struct sv_folder *f, sv_id id, struct sv_container **c
 /* take_as for a change naming a place anew (a new name, a removal, a
  * rename), and for a change of a file already open. */
 static int edit_target(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		uint32_t *slot, struct sv_err *err)
+		       uint32_t *slot, struct sv_err *err)
 {
 	return edit_target_as(f, id, c, node, slot, true, err);
 }
 
 static int edit_target_open(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		     uint32_t *slot, struct sv_err *err)
+			    uint32_t *slot, struct sv_err *err)
 {
 	return edit_target_as(f, id, c, node, slot, false, err);
 }
 
 /* A container's changes forwarded to the client, by tree id. */
 static struct sv_forward forward_for(struct sv_folder *f, uint32_t slot, sv_tree_changed_fn fn,
-				 void *arg)
+				     void *arg)
 {
 	pthread_mutex_lock(&f->lock);
 	struct sv_forward r = {fn, arg, f->s[slot].claimed, slot, f->s[slot].epoch};

@@ -117,7 +117,7 @@ void sv_folder_adopt(struct sv_folder *f, uint32_t i, struct sv_container *c)
  * to open a container classified by its name only (remote): the entry passes
  * through from now on, and the client is told. */
 int sv_folder_open_container(struct sv_folder *f, uint32_t i, struct sv_container **out,
-			 uint32_t *slot, struct sv_err *err)
+			     uint32_t *slot, struct sv_err *err)
 {
 	uint32_t s;
 	int rc = slot_for(f, i, &s, err);
@@ -212,7 +212,7 @@ int sv_folder_open_container(struct sv_folder *f, uint32_t i, struct sv_containe
  * it was opened in serves it whole.
  */
 int sv_folder_node_container_as(struct sv_folder *f, sv_id id, struct sv_container **c,
-			     uint32_t *node, uint32_t *slot, bool fresh)
+				uint32_t *node, uint32_t *slot, bool fresh)
 {
 	uint64_t s = sv_slot_of(id);
 	if (s >= f->ns || !f->s[s].c || sv_epoch_of(id) != (f->s[s].epoch & SV_EPOCH_MASK))
@@ -232,20 +232,20 @@ int sv_folder_node_container_as(struct sv_folder *f, sv_id id, struct sv_contain
 }
 
 int sv_folder_node_container(struct sv_folder *f, sv_id id, struct sv_container **c,
-			  uint32_t *node, uint32_t *slot)
+			     uint32_t *node, uint32_t *slot)
 {
 	return sv_folder_node_container_as(f, id, c, node, slot, false);
 }
 
 int sv_folder_node_fresh(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		      uint32_t *slot)
+			 uint32_t *slot)
 {
 	return sv_folder_node_container_as(f, id, c, node, slot, true);
 }
 
 /* node_container for a call outside the lock: takes and lets go of it. */
 int sv_folder_container_of_id(struct sv_folder *f, sv_id id, struct sv_container **c, uint32_t *node,
-		uint32_t *slot)
+			      uint32_t *slot)
 {
 	pthread_mutex_lock(&f->lock);
 	int rc = sv_folder_node_container(f, id, c, node, slot);

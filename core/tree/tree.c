@@ -274,7 +274,7 @@ int sv_tree_info(struct sv_tree *t, struct sv_blob **out, struct sv_err *err)
 /* A container's changes passed on with the tree's ids (a container's own
  * tree: its node numbers). */
 static void forward_changed(void *arg, uint32_t node, uint32_t parent, const char *name,
-			  bool gone)
+			    bool gone)
 {
 	struct sv_forward *r = arg;
 	if (r->fn)

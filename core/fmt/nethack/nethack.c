@@ -230,7 +230,7 @@ int sv_nh_parse_b64_arg(const char *s, size_t n, struct sv_buf *out, const char 
 /* A backup ('*') or diff ('~') line, not empty: K_BACKUP, K_DIFF or K_BAD
  * (and why), its payload's size, whether compressed. */
 enum kind sv_nh_payload_line(const struct line_view *l, uint64_t *size, bool *comp,
-			      const char **why)
+			     const char **why)
 {
 	const char *p = l->p;
 	if (p[0] == '*') {
@@ -557,9 +557,9 @@ static const char *iso_cached(struct iso_cache *ic, uint64_t t)
  * *size (may be NULL) are what parse_line says; *why a reason if it is bad.
  */
 uint64_t sv_nh_transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
-				struct sv_buf *out, struct sv_buf *content,
-				struct iso_cache *ic, enum kind *kind, uint64_t *delta,
-				uint64_t *size, const char **why)
+			       struct sv_buf *out, struct sv_buf *content,
+			       struct iso_cache *ic, enum kind *kind, uint64_t *delta,
+			       uint64_t *size, const char **why)
 {
 	uint64_t ignored;
 	content->len = 0;

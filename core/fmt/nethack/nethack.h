@@ -30,7 +30,7 @@ int64_t sv_nh_payload_size(const char *p, size_t n, bool *compressed);
  * size above max.
  */
 int sv_nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *out,
-		      struct sv_err *err);
+			 struct sv_err *err);
 
 /* ---- the log's scan (nethack.c) --------------------------------------------------- */
 
@@ -71,7 +71,7 @@ struct nh_diff_result {
  * with -EFBIG.  res may be NULL.
  */
 int sv_nh_diff_apply(const uint8_t *base, size_t blen, const uint8_t *d, size_t n,
-		  uint64_t max, struct sv_buf *out, struct nh_diff_result *res,
-		  struct sv_err *err);
+		     uint64_t max, struct sv_buf *out, struct nh_diff_result *res,
+		     struct sv_err *err);
 
 #endif

@@ -420,7 +420,7 @@ out:
 }
 
 int sv_nh_write(struct sv_container *c, uint32_t node, uint64_t off, const uint8_t *p,
-		    size_t n, struct sv_err *err)
+		size_t n, struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
 	/* Appends and rewinds go on from the whole log's details. */
@@ -484,7 +484,7 @@ int sv_nh_sync(struct sv_container *c, uint32_t node, struct sv_err *err)
 /* Rewinds: truncating the log to the start of a body line is the game's
  * recovery (count + 1, the file cut there). */
 int sv_nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
-		       struct sv_err *err)
+		   struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
 	/* Appends and rewinds go on from the whole log's details. */

@@ -18,7 +18,7 @@ struct scan_rec {
 };
 
 void sv_nh_scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *ent_warns,
-		       const struct sv_buf *det_warns)
+		      const struct sv_buf *det_warns)
 {
 	struct scan_rec r = {nh->hdr_end, nh->end, nh->time, nh->tbody, nh->nents, nh->nck,
 			     ent_warns->len, det_warns->len, nh->line, nh->over, {0}};

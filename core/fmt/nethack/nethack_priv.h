@@ -175,26 +175,26 @@ struct sv_blob *sv_nh_buf_blob(struct sv_buf *b);
  * at its end now; the count, or -1 with errno set. */
 ssize_t sv_nh_pread(struct sv_container *c, void *buf, size_t n, uint64_t off);
 int sv_nh_each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_t block, line_fn fn,
-		     void *arg, uint64_t *endp, struct sv_err *err);
+		    void *arg, uint64_t *endp, struct sv_err *err);
 void sv_nh_install_signals(void);
 uint64_t sv_nh_log_size(const struct nh *nh);
 void sv_nh_make_header_views(struct nh *nh);
 int sv_nh_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
-		   struct sv_err *err);
+	       struct sv_err *err);
 int sv_nh_size(struct sv_container *c, uint32_t node, uint64_t *size, struct sv_err *err);
 int sv_nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
-		   size_t size, size_t *got, struct sv_err *err);
+	       size_t size, size_t *got, struct sv_err *err);
 int sv_nh_refresh(struct sv_container *c, struct sv_err *err);
 int sv_nh_sync(struct sv_container *c, uint32_t node, struct sv_err *err);
 int sv_nh_truncate(struct sv_container *c, uint32_t node, uint64_t size,
-		       struct sv_err *err);
+		   struct sv_err *err);
 int sv_nh_write(struct sv_container *c, uint32_t node, uint64_t off, const uint8_t *p,
-		    size_t n, struct sv_err *err);
+		size_t n, struct sv_err *err);
 bool sv_nh_parse_hex(const char *s, size_t n, uint64_t *out);
 int sv_nh_parse_line1(const char *p, char status[5], uint32_t *count, char version[16],
-		       struct sv_err *err);
+		      struct sv_err *err);
 int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
-		     struct sv_err *err);
+		    struct sv_err *err);
 /* Finds the details the open left (above) if not found yet; any lock.
  * 0 or -errno (then they are tried again at the next need). */
 int sv_nh_details(struct sv_container *c, struct nh *nh, struct sv_err *err);
@@ -234,13 +234,13 @@ uint64_t sv_nh_ent_size(struct sv_container *c, const struct ent *e);
  * state it was made from (slot `from`, or -1: the least recently used). */
 void sv_nh_keep_state(struct nh *nh, int from, uint32_t ent, struct sv_blob *blob);
 int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
-		    struct sv_err *err);
+		   struct sv_err *err);
 void sv_nh_touch(struct sv_container *c, uint32_t n, uint64_t size);
 void sv_nh_touch_all(struct sv_container *c, struct nh *nh);
 uint64_t sv_nh_transcript_line(uint32_t line, uint64_t time, const struct line_view *l,
-				struct sv_buf *out, struct sv_buf *content,
-				struct iso_cache *ic, enum kind *kind, uint64_t *delta,
-				uint64_t *size, const char **why);
+			       struct sv_buf *out, struct sv_buf *content,
+			       struct iso_cache *ic, enum kind *kind, uint64_t *delta,
+			       uint64_t *size, const char **why);
 
 
 /* ---- shared between nethack.c, nethack_scan.c and nethack_index.c ---- */
@@ -250,13 +250,13 @@ int sv_nh_parse_b64_arg(const char *s, size_t n, struct sv_buf *out, const char 
 int sv_nh_parse_header(struct sv_container *c, struct nh *nh, struct sv_err *err);
 int sv_nh_scan_all(struct sv_container *c, struct nh *nh, struct sv_err *err);
 int sv_nh_scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *warns,
-			uint64_t limit, struct sv_err *err);
+		       uint64_t limit, struct sv_err *err);
 unsigned sv_nh_digits(uint64_t v);
 void sv_nh_add_ent_nodes(struct sv_container *c, struct nh *nh, size_t i);
 void sv_nh_add_quoted(struct sv_buf *b, const uint8_t *p, size_t n);
 void sv_nh_iso_time(uint64_t t, char out[28]);
 void sv_nh_scan_store(struct sv_container *c, const struct nh *nh, const struct sv_buf *ent_warns,
-		       const struct sv_buf *det_warns);
+		      const struct sv_buf *det_warns);
 
 /* What the scan of a whole log found, kept between mounts (a 200 MB log
  * scans in about a second, and reads back in a few milliseconds): the
@@ -271,6 +271,6 @@ void sv_nh_scan_store(struct sv_container *c, const struct nh *nh, const struct 
 #define SCAN_LATER DETAILS_AT_ONCE
 
 enum kind sv_nh_payload_line(const struct line_view *l, uint64_t *size, bool *comp,
-			      const char **why);
+			     const char **why);
 
 #endif

@@ -104,7 +104,7 @@ void sv_nh_keep_state(struct nh *nh, int from, uint32_t ent, struct sv_blob *blo
 /* The save after entry k: from the kept state when it is on the way,
  * else from k's backup.  Keeps the result. */
 int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_blob **out,
-		    struct sv_err *err)
+		   struct sv_err *err)
 {
 	if (k >= nh->nents)
 		return sv_err_set(err, -ENOENT, "no such line");
@@ -167,7 +167,7 @@ int sv_nh_state_of(struct sv_container *c, struct nh *nh, uint32_t k, struct sv_
 }
 
 int sv_nh_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
-		   struct sv_err *err)
+	       struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
 	struct sv_node *n = sv_node(c, node);
@@ -284,7 +284,7 @@ int sv_nh_size(struct sv_container *c, uint32_t node, uint64_t *size, struct sv_
 }
 
 int sv_nh_read(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
-		   size_t size, size_t *got, struct sv_err *err)
+	       size_t size, size_t *got, struct sv_err *err)
 {
 	struct nh *nh = sv_container_priv(c);
 	uint64_t key = sv_node(c, node)->key;

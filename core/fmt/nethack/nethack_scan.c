@@ -30,7 +30,7 @@ static bool word3(const char *s, size_t n, char out[4])
 
 /* Parses line 1 (exactly LINE1_LEN bytes with its newline). */
 int sv_nh_parse_line1(const char *p, char status[5], uint32_t *count, char version[16],
-		       struct sv_err *err)
+		      struct sv_err *err)
 {
 	uint64_t v;
 	if (memcmp(p, "NHGAME ", 7) || p[11] != ' ' || p[20] != ' ' || p[30] != '\n')
@@ -224,7 +224,7 @@ static int each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_
 		     uint32_t *skipped, line_fn fn, void *arg, uint64_t *endp, struct sv_err *err);
 
 int sv_nh_each_line(struct sv_container *c, uint64_t off, uint64_t limit, size_t block, line_fn fn,
-		     void *arg, uint64_t *endp, struct sv_err *err)
+		    void *arg, uint64_t *endp, struct sv_err *err)
 {
 	return each_line(c, off, limit, block, NULL, NULL, fn, arg, endp, err);
 }
@@ -551,7 +551,7 @@ static int scan_on(struct sv_container *c, struct nh *nh, struct scan *s, uint64
 /* Scans the complete lines from nh->end on (what after the open: its
  * details are found first). */
 int sv_nh_scan_from(struct sv_container *c, struct nh *nh, bool add_nodes,
-		     struct sv_err *err)
+		    struct sv_err *err)
 {
 	int rc = sv_nh_details(c, nh, err);
 	if (rc)
@@ -667,7 +667,7 @@ static int merge_half(struct nh *nh, struct scan *s, struct half *h)
 
 /* The open's scan: the entries, and the lines counted. */
 int sv_nh_scan_entries(struct sv_container *c, struct nh *nh, struct sv_buf *warns,
-			uint64_t limit, struct sv_err *err)
+		       uint64_t limit, struct sv_err *err)
 {
 	struct scan s = {c, nh, {0}, false, 0, warns, SCAN_ENTRIES, nh->line, false, {0}};
 	uint64_t size = sv_container_size(c);

@@ -194,7 +194,7 @@ done:
 }
 
 int sv_nh_payload_decode(const char *p, size_t n, uint64_t max, struct sv_buf *out,
-		      struct sv_err *err)
+			 struct sv_err *err)
 {
 	size_t start = out->len;
 	if (!n || p[0] != '$') {
@@ -668,8 +668,8 @@ enum nh_diff_format sv_nh_diff_format(const uint8_t *d, size_t n)
 }
 
 int sv_nh_diff_apply(const uint8_t *base, size_t blen, const uint8_t *d, size_t n,
-		  uint64_t max, struct sv_buf *out, struct nh_diff_result *res,
-		  struct sv_err *err)
+		     uint64_t max, struct sv_buf *out, struct nh_diff_result *res,
+		     struct sv_err *err)
 {
 	struct st s = {
 		.base = base, .blen = blen, .d = d, .n = n, .pos = 0, .out = out,

@@ -171,7 +171,7 @@ static int rebuild_rec(struct sv_container *c, struct sv_err *err)
  * at each chunk's start, at position i (a chunk of no ticks, starting
  * where the next does, is listed once). */
 int sv_rc_list_rec(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
-		    bool *is_dir, uint64_t *at)
+		   bool *is_dir, uint64_t *at)
 {
 	struct rec *r = sv_container_priv(c);
 	*is_dir = false;
@@ -212,7 +212,7 @@ static void close_rec(struct sv_container *c)
 
 /* Chunk i's stored bytes, inflated. */
 int sv_rc_inflate_chunk(struct sv_container *c, const struct rec *r, uint32_t i,
-			 struct sv_blob **out, struct sv_err *err)
+			struct sv_blob **out, struct sv_err *err)
 {
 	const struct chunk *k = &r->chunks[i];
 	if (k->ulen > sv_container_opts(c)->max_decode)
@@ -559,7 +559,7 @@ static int state_at(struct sv_container *c, struct rec *r, uint64_t tick, struct
 }
 
 static int load_rec(struct sv_container *c, uint32_t node, struct sv_blob **out,
-		struct sv_err *err)
+		    struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	uint64_t key = sv_node(c, node)->key;
@@ -844,7 +844,7 @@ static int read_compact(struct sv_container *c, struct rec *r, uint64_t off, uin
 }
 
 static int read_rec(struct sv_container *c, uint32_t node, uint64_t off, void *buf,
-		       size_t want, size_t *got, struct sv_err *err)
+		    size_t want, size_t *got, struct sv_err *err)
 {
 	struct rec *r = sv_container_priv(c);
 	*got = 0;

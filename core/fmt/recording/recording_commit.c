@@ -50,7 +50,7 @@ static int new_meta(struct sv_container *c, struct rec *r, struct sv_buf *out,
 }
 
 int sv_rc_check_rec(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
-		 struct sv_err *err)
+		    struct sv_err *err)
 {
 	if (KIND(sv_node(c, node)->key) != K_SNBT)
 		return sv_err_set(err, -EPERM, "a read-only view");
@@ -102,8 +102,8 @@ static bool removed(struct sv_container *c, const struct rec *r, uint32_t i)
 
 /* Header, metadata and index for chunks [lo, hi) of `chunks`. */
 int sv_rc_write_preamble(const struct rec *r, const struct sv_buf *meta,
-			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
-			  uint64_t abs_base, struct sv_buf *out)
+			 const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
+			 uint64_t abs_base, struct sv_buf *out)
 {
 	struct sv_buf idx;
 	sv_buf_init(&idx);

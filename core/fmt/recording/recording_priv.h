@@ -80,19 +80,19 @@ struct cursor;
 bool sv_rc_big(struct sv_container *c, const struct rec *r, uint32_t i);
 int sv_rc_build(struct sv_container *c, struct rec *r, struct sv_err *err);
 int sv_rc_check_rec(struct sv_container *c, uint32_t node, const uint8_t *p, size_t len,
-		 struct sv_err *err);
+		    struct sv_err *err);
 int sv_rc_commit_dir_rec(struct sv_container *c, int fd, struct sv_err *err);
 int sv_rc_commit_file_rec(struct sv_container *c, int fd, struct sv_err *err);
 int sv_rc_index_text(const struct rec *r, struct sv_buf *out);
 int sv_rc_inflate_chunk(struct sv_container *c, const struct rec *r, uint32_t i,
-			 struct sv_blob **out, struct sv_err *err);
+			struct sv_blob **out, struct sv_err *err);
 int sv_rc_list_rec(struct sv_container *c, uint32_t dir, uint64_t pos, char name[256],
-		    bool *is_dir, uint64_t *at);
+		   bool *is_dir, uint64_t *at);
 int sv_rc_lookup_rec(struct sv_container *c, uint32_t dir, const char *name, struct sv_err *err);
 int sv_rc_read_preamble(struct sv_container *c, struct rec *r, struct sv_err *err);
 int sv_rc_unlink_rec(struct sv_container *c, uint32_t node, struct sv_err *err);
 int sv_rc_write_preamble(const struct rec *r, const struct sv_buf *meta,
-			  const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
-			  uint64_t abs_base, struct sv_buf *out);
+			 const struct chunk *chunks, uint32_t lo, uint32_t hi, uint32_t shift,
+			 uint64_t abs_base, struct sv_buf *out);
 
 #endif

@@ -233,7 +233,7 @@ static int collect(struct drawing *d, struct sv_err *err)
 }
 
 void sv_dd_preview_geom(const struct drawing *d, uint32_t *w, uint32_t *h,
-			 uint64_t *scale, int64_t *x0, int64_t *y0)
+			uint64_t *scale, int64_t *x0, int64_t *y0)
 {
 	int64_t minx = INT64_MAX, miny = INT64_MAX, maxx = INT64_MIN, maxy = INT64_MIN;
 	uint32_t size = d->layers[0].size;

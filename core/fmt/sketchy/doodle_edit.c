@@ -78,7 +78,7 @@ static int check_chunks(json_t *ch, uint32_t size, bool had_size, const char *wh
 }
 
 int sv_dd_check_root(struct drawing *d, const uint8_t *p, size_t n, json_t **out,
-		      struct sv_err *err)
+		     struct sv_err *err)
 {
 	json_error_t je;
 	json_t *r = json_loadb((const char *)p, n, 0, &je);
@@ -193,8 +193,8 @@ out:
 
 /* The grid an edited .txt or .bin of chunk (layer, x, y) stands for. */
 int sv_dd_grid_from_edit(struct drawing *d, uint32_t layer, int64_t x, int64_t y,
-			  bool txt, const uint8_t *p, size_t n, struct sv_doodle_grid *g,
-			  struct sv_err *err)
+			 bool txt, const uint8_t *p, size_t n, struct sv_doodle_grid *g,
+			 struct sv_err *err)
 {
 	int rc = sv_doodle_grid_init(g, d->layers[layer].size, x, y);
 	if (rc)
@@ -250,7 +250,7 @@ static bool node_chunk(struct sv_container *c, uint32_t node, struct drawing **d
 }
 
 int sv_dd_check(struct sv_container *c, uint32_t node, const uint8_t *p,
-			size_t n, struct sv_err *err)
+		size_t n, struct sv_err *err)
 {
 	struct drawing *d;
 	uint32_t layer;
@@ -284,7 +284,7 @@ static bool scratch_name(const char *name)
 }
 
 int sv_dd_create(struct sv_container *c, uint32_t parent, const char *name,
-			 struct sv_err *err)
+		 struct sv_err *err)
 {
 	uint64_t key = sv_node(c, parent)->key;
 	struct drawing *d = sv_dd_node_drawing(c, key);

@@ -166,7 +166,7 @@ static int strscan(struct strscan *s, const uint8_t *p, size_t n, const char *wh
 }
 
 int sv_dd_parse_json(const uint8_t *p, size_t n, const char *what, json_t **out,
-		      uint64_t cap, struct sv_err *err)
+		     uint64_t cap, struct sv_err *err)
 {
 	struct strscan sc = {.cap = cap};
 	*out = NULL;
@@ -209,7 +209,7 @@ static size_t gz_feed_cb(void *buf, size_t len, void *arg)
  * followed by a gigabyte of spaces costs no gigabyte).  The inflated
  * total is capped by max. */
 int sv_dd_parse_json_gz(const uint8_t *p, size_t n, uint64_t max, uint64_t cap,
-			 json_t **out, struct sv_err *err)
+			json_t **out, struct sv_err *err)
 {
 	struct gz_feed f;
 	memset(&f, 0, sizeof f);
@@ -242,14 +242,14 @@ uint64_t sv_dd_max_decode(struct drawing *d)
 }
 
 int sv_dd_member_blob(struct drawing *d, int64_t m, struct sv_blob **out,
-		       struct sv_err *err)
+		      struct sv_err *err)
 {
 	return sv_zip_extract(&d->zip.e[m], sv_dd_src_read, d, d->size, sv_dd_max_decode(d), out, err);
 }
 
 /* Parses "chunks/<layer>/<x>,<y>.<bin|json>". */
 bool sv_dd_chunk_member(const char *name, uint32_t *layer, int64_t *x, int64_t *y,
-			 bool *bin)
+			bool *bin)
 {
 	if (strncmp(name, "chunks/", 7))
 		return false;

@@ -51,7 +51,7 @@ static void log_quirks(struct drawing *d, const struct chunk *ch,
 
 /* Decodes chunk ch into g (allocated here). */
 int sv_dd_chunk_grid(struct drawing *d, const struct chunk *ch, struct sv_doodle_grid *g,
-		      struct sv_err *err)
+		     struct sv_err *err)
 {
 	int rc = sv_doodle_grid_init(g, d->layers[ch->layer].size, ch->cx, ch->cy);
 	if (rc)
@@ -140,7 +140,7 @@ static int load_preview(struct drawing *d, struct sv_blob **out, struct sv_err *
 }
 
 int sv_dd_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
-		       struct sv_err *err)
+	       struct sv_err *err)
 {
 	uint64_t key = sv_node(c, node)->key;
 	struct drawing *d = sv_dd_node_drawing(c, key);

@@ -117,28 +117,28 @@ struct doodle {
 /* ---- shared between the format's files ---- */
 
 int sv_dd_check(struct sv_container *c, uint32_t node, const uint8_t *p,
-			size_t n, struct sv_err *err);
+		size_t n, struct sv_err *err);
 bool sv_dd_chunk_file(const char *name, int64_t *x, int64_t *y, bool *txt);
 int sv_dd_chunk_grid(struct drawing *d, const struct chunk *ch, struct sv_doodle_grid *g,
-		      struct sv_err *err);
+		     struct sv_err *err);
 int sv_dd_cmp_asset(const void *a, const void *b);
 int sv_dd_commit(struct sv_container *c, int fd, struct sv_err *err);
 int sv_dd_create(struct sv_container *c, uint32_t parent, const char *name,
-			 struct sv_err *err);
+		 struct sv_err *err);
 struct chunk *sv_dd_find_chunk(const struct drawing *d, uint32_t layer, int64_t x, int64_t y);
 json_t *sv_dd_jget(json_t *o, const char *key);
 int sv_dd_jset(json_t *o, const char *key, json_t *v);
 int sv_dd_json_to_buf(json_t *j, size_t flags, struct sv_buf *b);
 int sv_dd_load(struct sv_container *c, uint32_t node, struct sv_blob **out,
-		       struct sv_err *err);
+	       struct sv_err *err);
 uint64_t sv_dd_max_decode(struct drawing *d);
 int sv_dd_member_blob(struct drawing *d, int64_t m, struct sv_blob **out,
-		       struct sv_err *err);
+		      struct sv_err *err);
 struct drawing *sv_dd_node_drawing(struct sv_container *c, uint64_t key);
 int sv_dd_parse_json(const uint8_t *p, size_t n, const char *what, json_t **out,
-		      uint64_t cap, struct sv_err *err);
+		     uint64_t cap, struct sv_err *err);
 void sv_dd_preview_geom(const struct drawing *d, uint32_t *w, uint32_t *h,
-			 uint64_t *scale, int64_t *x0, int64_t *y0);
+			uint64_t *scale, int64_t *x0, int64_t *y0);
 const char *sv_dd_root_name(const struct drawing *d);
 int sv_dd_src_read(void *arg, uint64_t off, void *buf, size_t n, struct sv_err *err);
 uint64_t sv_dd_string_cap(struct sv_container *c);
@@ -156,12 +156,12 @@ struct named {
 /* ---- shared between doodle.c and doodle_json.c ---- */
 
 bool sv_dd_chunk_member(const char *name, uint32_t *layer, int64_t *x, int64_t *y,
-			 bool *bin);
+			bool *bin);
 int sv_dd_cmp_chunk(const void *a, const void *b);
 int sv_dd_cmp_chunk_taken(const void *a, const void *b);
 int sv_dd_cmp_named(const void *a, const void *b);
 int sv_dd_parse_json_gz(const uint8_t *p, size_t n, uint64_t max, uint64_t cap,
-			 json_t **out, struct sv_err *err);
+			json_t **out, struct sv_err *err);
 int sv_dd_probe_doodle(const uint8_t *h, size_t n);
 int sv_dd_render_view(struct drawing *d);
 size_t sv_dd_xy_name(char *buf, int64_t x, int64_t y);
@@ -172,9 +172,9 @@ void sv_dd_free_drawing(struct drawing *d);
 /* ---- shared between doodle_edit.c and doodle_commit.c ---- */
 
 int sv_dd_check_root(struct drawing *d, const uint8_t *p, size_t n, json_t **out,
-		      struct sv_err *err);
+		     struct sv_err *err);
 int sv_dd_grid_from_edit(struct drawing *d, uint32_t layer, int64_t x, int64_t y,
-			  bool txt, const uint8_t *p, size_t n, struct sv_doodle_grid *g,
-			  struct sv_err *err);
+			 bool txt, const uint8_t *p, size_t n, struct sv_doodle_grid *g,
+			 struct sv_err *err);
 
 #endif

@@ -448,7 +448,7 @@ static int rebuild_bt(struct sv_container *c, struct sv_err *err)
 
 /* Record i's value as stored. */
 int sv_sb_raw_value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
-		     struct sv_err *err)
+		    struct sv_err *err)
 {
 	const struct sv_bt5_loc *loc = &s->t->locs[i];
 	if (loc->len > sv_container_opts(c)->max_decode)
@@ -465,7 +465,7 @@ int sv_sb_raw_value(struct sv_container *c, const struct sb *s, uint32_t i, stru
 /* Record i's value, inflated where it is a zlib stream (every value of a
  * World4 or Celestial2 database must be one).  *zl tells which. */
 int sv_sb_value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
-		 bool *zl, struct sv_err *err)
+		bool *zl, struct sv_err *err)
 {
 	struct sv_buf raw;
 	sv_buf_init(&raw);
@@ -501,7 +501,7 @@ int sv_sb_value(struct sv_container *c, const struct sb *s, uint32_t i, struct s
 }
 
 int sv_sb_sector(struct sv_container *c, const struct sb *s, uint32_t i,
-		  struct sv_sb_sector *sec, struct sv_err *err)
+		 struct sv_sb_sector *sec, struct sv_err *err)
 {
 	struct sv_buf v;
 	sv_buf_init(&v);

@@ -164,7 +164,7 @@ static int encode(struct sv_container *c, const struct sb *s, uint32_t kind, con
 }
 
 int sv_sb_check_bt(struct sv_container *c, uint32_t n, const uint8_t *p, size_t len,
-		    struct sv_err *err)
+		   struct sv_err *err)
 {
 	struct sb *s = sv_container_priv(c);
 	uint32_t kind;
@@ -209,7 +209,7 @@ int sv_sb_check_bt(struct sv_container *c, uint32_t n, const uint8_t *p, size_t 
 }
 
 int sv_sb_create_bt(struct sv_container *c, uint32_t parent, const char *name,
-		     struct sv_err *err)
+		    struct sv_err *err)
 {
 	struct sb *s = sv_container_priv(c);
 	uint8_t key[256];
@@ -288,7 +288,7 @@ static void changes_fini(struct changes *cs)
 /* A record's value as the commit has it so far: a change, or stored.
  * *found false if there is none. */
 int sv_sb_current(struct sv_container *c, const struct sb *s, struct changes *cs,
-		   const uint8_t *key, struct sv_buf *out, bool *found, struct sv_err *err)
+		  const uint8_t *key, struct sv_buf *out, bool *found, struct sv_err *err)
 {
 	struct change *ch = change_find(cs, key);
 	*found = false;

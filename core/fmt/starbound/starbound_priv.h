@@ -61,21 +61,21 @@ bool sv_sb_world_key(const struct sb *s, const uint8_t *k, unsigned type);
 const uint8_t *sv_sb_rkey(const struct sb *s, uint32_t i);
 int sv_sb_build(struct sv_container *c, struct sb *s);
 int sv_sb_check_bt(struct sv_container *c, uint32_t n, const uint8_t *p, size_t len,
-		    struct sv_err *err);
+		   struct sv_err *err);
 int sv_sb_commit_bt(struct sv_container *c, int fd, struct sv_err *err);
 int sv_sb_create_bt(struct sv_container *c, uint32_t parent, const char *name,
-		     struct sv_err *err);
+		    struct sv_err *err);
 int sv_sb_current(struct sv_container *c, const struct sb *s, struct changes *cs,
-		   const uint8_t *key, struct sv_buf *out, bool *found, struct sv_err *err);
+		  const uint8_t *key, struct sv_buf *out, bool *found, struct sv_err *err);
 int sv_sb_dump_json(const json_t *j, struct sv_buf *b);
 int sv_sb_parse_json(const uint8_t *p, size_t len, json_t **out, struct sv_err *err);
 int sv_sb_raw_value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
-		     struct sv_err *err);
+		    struct sv_err *err);
 int sv_sb_sector(struct sv_container *c, const struct sb *s, uint32_t i,
-		  struct sv_sb_sector *sec, struct sv_err *err);
+		 struct sv_sb_sector *sec, struct sv_err *err);
 int sv_sb_unlink_bt(struct sv_container *c, uint32_t n, struct sv_err *err);
 int sv_sb_value(struct sv_container *c, const struct sb *s, uint32_t i, struct sv_buf *out,
-		 bool *zl, struct sv_err *err);
+		bool *zl, struct sv_err *err);
 int32_t sv_sb_find_key(const struct sb *s, const uint8_t *k);
 uint32_t sv_sb_dir(struct sv_container *c, uint32_t parent, const char *name, uint32_t flags);
 uint64_t sv_sb_key_group(const uint8_t *k, uint32_t ks);

@@ -159,7 +159,7 @@ int sv_tw_only_keys(struct twm_work *w, json_t *o, const char *const *keys, cons
 }
 
 int sv_tw_get_int(struct twm_work *w, json_t *o, const char *key, int64_t lo, int64_t hi, int32_t *v,
-		   bool need)
+		  bool need)
 {
 	json_t *j = json_object_get(o, key);
 	if (!j) {
@@ -182,7 +182,7 @@ int sv_tw_get_int(struct twm_work *w, json_t *o, const char *key, int64_t lo, in
 /* An integer field stored at int k of item it: a value other than the
  * stored one must lie in lo..hi (one the map holds already is kept). */
 int sv_tw_set_field(struct twm_work *w, json_t *o, const char *key, int32_t it, int k, int64_t lo,
-		     int64_t hi)
+		    int64_t hi)
 {
 	int32_t x = 0;
 	int rc = sv_tw_get_int(w, o, key, INT32_MIN, INT32_MAX, &x, true);

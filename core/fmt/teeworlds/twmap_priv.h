@@ -180,7 +180,7 @@ int sv_tw_data_put(struct twm_work *w, int32_t i, const void *p, size_t n, int32
 int sv_tw_fail(struct twm_work *w, const char *fmt, ...);
 int sv_tw_get_bool(struct twm_work *w, json_t *o, const char *key, int32_t *v);
 int sv_tw_get_int(struct twm_work *w, json_t *o, const char *key, int64_t lo, int64_t hi, int32_t *v,
-		   bool need);
+		  bool need);
 int sv_tw_get_name(struct twm_work *w, json_t *o, int n, int32_t *v, bool need, const char *cur);
 int sv_tw_get_vec(struct twm_work *w, json_t *j, const char *what, int n, bool fixed, int32_t *v);
 int sv_tw_item_set(struct twm_work *w, int32_t it, int k, int32_t v);
@@ -188,7 +188,7 @@ int sv_tw_nomem(struct twm_work *w);
 int sv_tw_only_keys(struct twm_work *w, json_t *o, const char *const *keys, const char *what);
 int sv_tw_parse_json(struct twm_work *w, const uint8_t *p, size_t len, json_t **out);
 int sv_tw_set_field(struct twm_work *w, json_t *o, const char *key, int32_t it, int k, int64_t lo,
-		     int64_t hi);
+		    int64_t hi);
 int sv_tw_to_fx(struct twm_work *w, json_t *j, const char *what, int32_t *v);
 int32_t sv_tw_item_get(struct twm_work *w, int32_t it, int k);
 
