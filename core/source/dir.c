@@ -118,7 +118,8 @@ static int dir_member_list(struct sv_source *s, int (*fn)(void *arg, const char 
 }
 
 static int dir_member_replace(struct sv_source *s, const char *name, const char *tmp_prefix,
-			      const void *p, size_t n, const struct stat *expect, struct sv_err *err)
+			      const void *p, size_t n, const struct stat *expect,
+			      struct sv_err *err)
 {
 	char tmp[300];
 	int rc = 0, fd = -1;
