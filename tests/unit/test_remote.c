@@ -350,6 +350,7 @@ static void test_open_and_hits(void)
 	T_UINT(1, m.lens[0]);
 	T_UINT(40u << 20, (uint64_t)s->st.st_size);
 	T_UINT(0100644, s->st.st_mode);
+	T_UINT(1795867200, (uint64_t)s->st.st_mtim.tv_sec); /* its Last-Modified */
 	T_STR("memory object", s->ops->kind);
 	T_INT(0, read_check(s, &m, 100, 5000, &err));
 	T_UINT(1, m.gets);
@@ -718,8 +719,20 @@ static void test_listing_pages(void)
 	mem_fini(&m);
 }
 
+/* HTTP dates in their three forms (RFC 9110), and what is none. */
+static void test_dates(void)
+{
+	T_UINT(1795867200, (uint64_t)sv_remote_time("Sat, 28 Nov 2026 12:00:00 GMT"));
+	T_UINT(1795867200, (uint64_t)sv_remote_time("Saturday, 28-Nov-26 12:00:00 GMT"));
+	T_UINT(1795867200, (uint64_t)sv_remote_time("Sat Nov 28 12:00:00 2026"));
+	T_UINT(0, (uint64_t)sv_remote_time(""));
+	T_UINT(0, (uint64_t)sv_remote_time("yesterday"));
+	T_UINT(0, (uint64_t)sv_remote_time("Sat, 28 Nov 2026 12:00:00 GMT and more"));
+}
+
 int main(void)
 {
+	test_dates();
 	test_open_and_hits();
 	test_windows();
 	test_hints();
