@@ -85,7 +85,11 @@ static uint32_t hash_of(const char *rel)
 
 int sv_folder_grow_hash(struct sv_folder *f)
 {
-	uint32_t size = f->hsize ? f->hsize * 2 : 256;
+	return sv_folder_rehash(f, f->hsize ? f->hsize * 2 : 256);
+}
+
+int sv_folder_rehash(struct sv_folder *f, uint32_t size)
+{
 	uint32_t *h = malloc(size * sizeof *h);
 	if (!h)
 		return -ENOMEM;

@@ -497,6 +497,64 @@ int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_
 	return rc;
 }
 
+/* "dir/name", of directory entry dir: a new string, or NULL. */
+static char *joined(const struct sv_folder *f, uint32_t dir, const char *name)
+{
+	const char *base = f->e[dir].rel;
+	size_t n = strlen(base) + strlen(name) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s%s%s", base, *base ? "/" : "", name);
+	return p;
+}
+
+/* Whether rel is p or below it. */
+static bool at_or_below(const char *rel, const char *p, size_t n)
+{
+	return !strncmp(rel, p, n) && (!rel[n] || rel[n] == '/');
+}
+
+/*
+ * After name in d1 was renamed to newname in d2 (lock held): the entries
+ * at the old path and below it take the new one, keeping their ids, as a
+ * file keeps its inode: a client that holds the moved entry (the kernel
+ * names it by its new name at once) finds it there, not by the path it
+ * had.  What was at the new path (replaced, or exchanged) takes the old
+ * one, where it is looked at afresh (nothing there, after a replace).
+ */
+static int entries_renamed(struct sv_folder *f, uint32_t d1, const char *name, uint32_t d2,
+			   const char *newname, struct sv_err *err)
+{
+	char *from = joined(f, d1, name), *to = joined(f, d2, newname);
+	int rc = from && to ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+	size_t fl = from ? strlen(from) : 0, tl = to ? strlen(to) : 0;
+	for (uint32_t i = 0; !rc && i < f->ne; i++) {
+		struct entry *e = &f->e[i];
+		bool moved = at_or_below(e->rel, from, fl), replaced = at_or_below(e->rel, to, tl);
+		if (!moved && !replaced)
+			continue;
+		const char *head = moved ? to : from, *rest = e->rel + (moved ? fl : tl);
+		size_t n = strlen(head) + strlen(rest) + 1;
+		char *rel = malloc(n);
+		if (!rel) {
+			rc = sv_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
+		snprintf(rel, n, "%s%s", head, rest);
+		if (!*rest)
+			e->parent = moved ? d2 : d1;
+		free(e->rel);
+		e->rel = rel;
+		const char *slash = strrchr(rel, '/');
+		e->name = slash ? slash + 1 : rel;
+	}
+	free(from);
+	free(to);
+	if (!rc && sv_folder_rehash(f, f->hsize))
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+	return rc;
+}
+
 int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id newdir,
 		     const char *newname, uint32_t flags, sv_tree_changed_fn fn, void *arg,
 		     struct sv_err *err)
@@ -547,6 +605,8 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 			}
 			if (!rc && renameat2(p1.at, p1.leaf, p2.at, p2.leaf, flags))
 				rc = sv_err_set(err, -errno, "%s", strerror(errno));
+			else if (!rc)
+				rc = entries_renamed(f, n1, name, n2, newname, err);
 			pthread_mutex_unlock(&f->lock);
 		}
 		if (p1.rel)

@@ -175,6 +175,18 @@ cat "$M/maps/a.map/map/info.json" > /dev/null # a.map open
 mv -T "$M/maps/b.map" "$M/maps/a.map" || fail "mv -T of one container onto another"
 expect_same_file "the container moved over the other" "$TMP/b.orig" "$F/maps/a.map"
 expect_same_file "and shows its own tree" <(sv cat "$TMP/b.orig" map/game.png) "$M/maps/a.map/map/game.png"
+# A client that holds a moved container (a shell in it) finds it under its
+# new name at once, as a directory keeps its inode across a rename: the
+# folder's entry moves with it.
+cp "$F/maps/a.map" "$F/maps/held.map" || die "cp held.map"
+sv cat "$F/maps/held.map" map/game.png > "$TMP/held.png" || die "sv cat held.map"
+check "its game layer has bytes" test -s "$TMP/held.png"
+expect_same_file "a shell inside a container mv moves reads on in it" "$TMP/held.png" \
+	<(cd "$M/maps/held.map" && mv -T "$M/maps/held.map" "$M/maps/moved.map" && cat map/game.png)
+expect_same_file "and the container is at its new name" "$TMP/held.png" \
+	"$M/maps/moved.map/map/game.png"
+check "and not at its old one" test ! -e "$M/maps/held.map"
+rm -f "$F/maps/moved.map"
 "$MKDATAFILE" map "$F/maps/b.map" --seed 2 > /dev/null || die mkdatafile
 
 # ---- a copy of a container within the folder, as the README says -----------------------
