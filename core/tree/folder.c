@@ -441,6 +441,13 @@ bool sv_folder_hidden_name(uint32_t dir, const char *name)
 	return sv_folder_commit_leftover(name) || (dir == 0 && !strcmp(name, ".savefs"));
 }
 
+char *sv_folder_rel_of(const struct sv_folder *f, uint32_t dir, const char *name)
+{
+	const char *base = f->e[dir].rel;
+	char *rel = NULL;
+	return asprintf(&rel, "%s%s%s", base, *base ? "/" : "", name) < 0 ? NULL : rel;
+}
+
 /* Entry `name` of directory entry dir, looked at now: its index, or
  * SV_NONE with *rc. */
 uint32_t sv_folder_child(struct sv_folder *f, uint32_t dir, const char *name, int *rc)
@@ -450,14 +457,11 @@ uint32_t sv_folder_child(struct sv_folder *f, uint32_t dir, const char *name, in
 		*rc = -ENOENT;
 		return SV_NONE;
 	}
-	const char *base = f->e[dir].rel;
-	size_t n = strlen(base) + strlen(name) + 2;
-	char *rel = malloc(n);
+	char *rel = sv_folder_rel_of(f, dir, name);
 	if (!rel) {
 		*rc = -ENOMEM;
 		return SV_NONE;
 	}
-	snprintf(rel, n, "%s%s%s", base, *base ? "/" : "", name);
 	sv_folder_watch_dir(f, dir);
 	uint32_t i = sv_folder_find_entry(f, rel);
 	if (i == SV_NONE) {

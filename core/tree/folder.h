@@ -182,6 +182,9 @@ void sv_folder_supersede(struct sv_folder *f, uint32_t s);
 int sv_folder_classify(struct sv_folder *f, uint32_t i);
 bool sv_folder_commit_leftover(const char *name);
 bool sv_folder_hidden_name(uint32_t dir, const char *name);
+/* "DIR/name", the path of name in directory entry dir: a new string, or
+ * NULL (no memory). */
+char *sv_folder_rel_of(const struct sv_folder *f, uint32_t dir, const char *name);
 uint32_t sv_folder_child(struct sv_folder *f, uint32_t dir, const char *name, int *rc);
 bool sv_folder_real_dir(const struct sv_folder *f, uint32_t i);
 void sv_folder_probe_dir(struct sv_folder *f, uint32_t d);

@@ -216,15 +216,8 @@ static char *real_place(struct sv_folder *f, uint32_t dir, const char *name, int
 	else if (!sv_real_name_ok(name) || sv_folder_hidden_name(dir, name))
 		*rc = sv_err_set(err, -EINVAL, "not a name savefs shows");
 	char *rel = NULL;
-	if (!*rc) {
-		const char *base = f->e[dir].rel;
-		size_t n = strlen(base) + strlen(name) + 2;
-		rel = malloc(n);
-		if (rel)
-			snprintf(rel, n, "%s%s%s", base, *base ? "/" : "", name);
-		else
-			*rc = sv_err_set(err, -ENOMEM, "out of memory");
-	}
+	if (!*rc && !(rel = sv_folder_rel_of(f, dir, name)))
+		*rc = sv_err_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_unlock(&f->lock);
 	return rel;
 }
@@ -333,20 +326,27 @@ static int real_dir_of(struct sv_folder *f, sv_id dir, uint32_t *node, const cha
 	return sv_err_set(err, ro ? -EROFS : -EPERM, "%s", why);
 }
 
-int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode,
-		    const struct sv_owner *who, sv_id *out, struct sv_err *err)
+/* A new directory (target NULL) or symbolic link to target, named name
+ * in real directory dir and given to who: its entry in *out.  `why` is
+ * the refusal inside a container. */
+static int make_real(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode,
+		     const char *target, const char *why, const struct sv_owner *who, sv_id *out,
+		     struct sv_err *err)
 {
 	uint32_t node;
-	int rc = real_dir_of(f, dir, &node, "a container takes no new directories", err);
+	int rc = real_dir_of(f, dir, &node, why, err);
 	if (rc)
 		return rc == 2 ? sv_err_set(err, -ENOENT, "removed") : rc;
 	char *rel = real_place(f, node, name, &rc, err);
 	struct place p;
 	if (!rel || (rc = sv_folder_place_open(f, rel, &p)))
 		return rel ? sv_err_set(err, rc, "%s", strerror(-rc)) : rc;
-	rc = mkdirat(p.at, p.leaf, mode & 07777) ? -errno : 0;
+	if (target)
+		rc = symlinkat(target, p.at, p.leaf) ? -errno : 0;
+	else
+		rc = mkdirat(p.at, p.leaf, mode & 07777) ? -errno : 0;
 	if (!rc && (rc = give_to(&p, -1, mode, who)))
-		unlinkat(p.at, p.leaf, AT_REMOVEDIR);
+		unlinkat(p.at, p.leaf, target ? 0 : AT_REMOVEDIR);
 	sv_folder_place_close(&p);
 	if (rc)
 		return sv_err_set(err, rc, "%s", strerror(-rc));
@@ -355,6 +355,13 @@ int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t m
 		return rc;
 	*out = i;
 	return 0;
+}
+
+int sv_folder_mkdir(struct sv_folder *f, sv_id dir, const char *name, uint32_t mode,
+		    const struct sv_owner *who, sv_id *out, struct sv_err *err)
+{
+	return make_real(f, dir, name, mode, NULL, "a container takes no new directories", who,
+			 out, err);
 }
 
 /* Removes the real file (or, with AT_REMOVEDIR, directory) name of real
@@ -497,17 +504,6 @@ int sv_folder_rmdir(struct sv_folder *f, sv_id dir, const char *name, struct sv_
 	return rc;
 }
 
-/* "dir/name", of directory entry dir: a new string, or NULL. */
-static char *joined(const struct sv_folder *f, uint32_t dir, const char *name)
-{
-	const char *base = f->e[dir].rel;
-	size_t n = strlen(base) + strlen(name) + 2;
-	char *p = malloc(n);
-	if (p)
-		snprintf(p, n, "%s%s%s", base, *base ? "/" : "", name);
-	return p;
-}
-
 /* Whether rel is p or below it. */
 static bool at_or_below(const char *rel, const char *p, size_t n)
 {
@@ -525,7 +521,7 @@ static bool at_or_below(const char *rel, const char *p, size_t n)
 static int entries_renamed(struct sv_folder *f, uint32_t d1, const char *name, uint32_t d2,
 			   const char *newname, struct sv_err *err)
 {
-	char *from = joined(f, d1, name), *to = joined(f, d2, newname);
+	char *from = sv_folder_rel_of(f, d1, name), *to = sv_folder_rel_of(f, d2, newname);
 	int rc = from && to ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
 	size_t fl = from ? strlen(from) : 0, tl = to ? strlen(to) : 0;
 	for (uint32_t i = 0; !rc && i < f->ne; i++) {
@@ -808,25 +804,8 @@ int sv_folder_readlink(struct sv_folder *f, sv_id n, char *buf, size_t size, siz
 int sv_folder_symlink(struct sv_folder *f, sv_id dir, const char *name, const char *target,
 		      const struct sv_owner *who, sv_id *out, struct sv_err *err)
 {
-	uint32_t node;
-	int rc = real_dir_of(f, dir, &node, "a container takes no symbolic links", err);
-	if (rc)
-		return rc == 2 ? sv_err_set(err, -ENOENT, "removed") : rc;
-	char *rel = real_place(f, node, name, &rc, err);
-	struct place p;
-	if (!rel || (rc = sv_folder_place_open(f, rel, &p)))
-		return rel ? sv_err_set(err, rc, "%s", strerror(-rc)) : rc;
-	rc = symlinkat(target, p.at, p.leaf) ? -errno : 0;
-	if (!rc && (rc = give_to(&p, -1, 0777, who)))
-		unlinkat(p.at, p.leaf, 0);
-	sv_folder_place_close(&p);
-	if (rc)
-		return sv_err_set(err, rc, "%s", strerror(-rc));
-	uint32_t i = real_child(f, node, name, &rc, err);
-	if (i == SV_NONE)
-		return rc;
-	*out = i;
-	return 0;
+	return make_real(f, dir, name, 0777, target, "a container takes no symbolic links", who,
+			 out, err);
 }
 
 uint32_t sv_folder_drops(struct sv_folder *f, sv_id n)

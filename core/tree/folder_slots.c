@@ -355,11 +355,8 @@ static void *watch_main(void *arg)
 			sv_id child = SV_NONE;
 			char *name = d != SV_NONE && ev->len ? strdup(ev->name) : NULL;
 			if (name) {
-				const char *base = f->e[d].rel;
-				size_t k = strlen(base) + strlen(name) + 2;
-				char *rel = malloc(k);
+				char *rel = sv_folder_rel_of(f, d, name);
 				if (rel) {
-					snprintf(rel, k, "%s%s%s", base, *base ? "/" : "", name);
 					uint32_t i = sv_folder_find_entry(f, rel);
 					child = i == SV_NONE ? d : i;
 					free(rel);

@@ -259,11 +259,9 @@ static void sweep(struct sv_folder *f, uint32_t d, const struct name_list *l)
 	for (size_t i = 0; i < l->n; i++) {
 		if (!sv_folder_commit_leftover(l->v[i]))
 			continue;
-		char *rel = NULL;
+		char *rel = sv_folder_rel_of(f, d, l->v[i]);
 		struct place p;
-		const char *base = f->e[d].rel;
-		if (asprintf(&rel, "%s%s%s", base, *base ? "/" : "", l->v[i]) < 0 ||
-		    sv_folder_place_open(f, rel, &p))
+		if (!rel || sv_folder_place_open(f, rel, &p))
 			continue;
 		int fd = openat(p.at, p.leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		struct stat st;
@@ -355,10 +353,9 @@ static void *classify_worker(void *arg)
 static size_t unclassified(struct sv_folder *f, uint32_t d, const struct name_list *l, size_t from)
 {
 	size_t count = 0;
-	const char *base = f->e[d].rel;
 	for (size_t i = from; i < l->n; i++) {
-		char *rel = NULL;
-		if (asprintf(&rel, "%s%s%s", base, *base ? "/" : "", l->v[i]) < 0)
+		char *rel = sv_folder_rel_of(f, d, l->v[i]);
+		if (!rel)
 			return l->n - from;
 		uint32_t k = sv_folder_find_entry(f, rel);
 		count += k == SV_NONE || !f->e[k].classified;
