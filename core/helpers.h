@@ -73,6 +73,12 @@ struct sv_blob {
 struct sv_blob *sv_blob_new(size_t len);
 /* A new blob holding a copy of p[0..len). */
 struct sv_blob *sv_blob_dup(const void *p, size_t len);
+/* A buffer that becomes a blob without a copy (a whole object read into
+ * it): sv_buf_init_blob starts b with room for the blob's header, what
+ * is added after is the blob's data, and sv_buf_take_blob makes it the
+ * blob (b is empty again).  -ENOMEM / NULL if out of memory. */
+int sv_buf_init_blob(struct sv_buf *b);
+struct sv_blob *sv_buf_take_blob(struct sv_buf *b);
 struct sv_blob *sv_blob_ref(struct sv_blob *b);
 /* Drops a reference; frees at zero.  Accepts NULL. */
 void sv_blob_unref(struct sv_blob *b);

@@ -134,6 +134,29 @@ struct sv_blob *sv_blob_dup(const void *p, size_t len)
 	return b;
 }
 
+int sv_buf_init_blob(struct sv_buf *b)
+{
+	sv_buf_init(b);
+	if (sv_buf_reserve(b, sizeof(struct sv_blob)))
+		return -ENOMEM;
+	b->len = sizeof(struct sv_blob);
+	return 0;
+}
+
+struct sv_blob *sv_buf_take_blob(struct sv_buf *b)
+{
+	if (b->len < sizeof(struct sv_blob))
+		return NULL;
+	/* Shrunk to what it holds: a buffer grows by doubling. */
+	struct sv_blob *blob = realloc(b->p, b->len);
+	if (!blob)
+		blob = (struct sv_blob *)b->p;
+	blob->refs = 1;
+	blob->len = b->len - sizeof(struct sv_blob);
+	sv_buf_init(b);
+	return blob;
+}
+
 struct sv_blob *sv_blob_ref(struct sv_blob *b)
 {
 	if (b)

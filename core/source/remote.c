@@ -103,6 +103,17 @@ static void take_version(struct remote *h, const struct sv_remote_version *v)
 		h->s.st.st_mode = S_IFREG | 0644;
 }
 
+void sv_remote_bind(struct sv_source *s, const struct sv_source_ops *ops, struct sv_transport *t,
+		    char *path, bool read_only)
+{
+	s->ops = ops;
+	s->path = path;
+	s->fd = -1;
+	s->read_only = read_only || !t->ops->put;
+	t->path = path;
+	t->counts = s;
+}
+
 /* ---- the disk cache -------------------------------------------------------------------- */
 
 /* A block's record in the disk cache: the persistent index's store, keyed
@@ -316,15 +327,9 @@ static int fetch_spans(struct remote *h, const struct sv_range *r, size_t n, uin
 							   b < blocks && nv < budget; b++) {
 			if ((nv && v[nv - 1] == b) || held_block(h, b))
 				continue; /* (ranges in one block: the block once) */
-			if (nv == cap) {
-				size_t c2 = cap ? cap * 2 : 16;
-				uint64_t *w = realloc(v, c2 * sizeof *w);
-				if (!w) {
-					rc = sv_err_set(err, -ENOMEM, "out of memory");
-					break;
-				}
-				v = w;
-				cap = c2;
+			if (sv_grow((void **)&v, &cap, nv + 1, sizeof *v)) {
+				rc = sv_err_set(err, -ENOMEM, "out of memory");
+				break;
 			}
 			v[nv++] = b;
 		}
@@ -513,17 +518,16 @@ static int whole_object(struct remote *h, uint64_t length, struct sv_err *err)
 				  "is %llu bytes, more than the %u MiB read whole from such a server",
 				  path, (unsigned long long)length, SV_REMOTE_WHOLE_MAX >> 20);
 	struct sv_buf b;
-	sv_buf_init(&b);
 	struct sv_remote_version v;
-	int rc = h->t->ops->get_whole(h->t, NULL, SV_REMOTE_WHOLE_MAX, &b, &v, err);
+	int rc = sv_buf_init_blob(&b) ? sv_err_set(err, -ENOMEM, "out of memory")
+				      : h->t->ops->get_whole(h->t, NULL, SV_REMOTE_WHOLE_MAX, &b, &v,
+							     err);
 	if (rc == -EFBIG)
 		rc = sv_err_set(err, -EFBIG, "%s: the server ignores ranged reads, and the object "
 				"is more than the %u MiB read whole from such a server", path,
 				SV_REMOTE_WHOLE_MAX >> 20);
-	struct sv_blob *all = rc ? NULL : sv_blob_dup(b.p, b.len);
+	struct sv_blob *all = rc ? NULL : sv_buf_take_blob(&b); /* (no copy of it) */
 	sv_buf_fini(&b);
-	if (!rc && !all)
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
 	if (rc)
 		return rc;
 	sv_blob_unref(h->head);
@@ -746,13 +750,8 @@ int sv_remote_open_object(struct sv_transport *t, const char *path, bool read_on
 	} else {
 		h->ops.read_only_why = t->ops->read_only_why;
 	}
-	h->s.ops = &h->ops;
-	h->s.path = p;
-	h->s.fd = -1;
-	h->s.read_only = read_only || !t->ops->put;
+	sv_remote_bind(&h->s, &h->ops, t, p, read_only);
 	h->t = t;
-	t->path = p;
-	t->counts = &h->s;
 	h->window = 2;
 	pthread_mutex_init(&h->lock, NULL);
 	int rc = first_block(h, err);

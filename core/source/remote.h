@@ -110,6 +110,12 @@ int sv_remote_open_object(struct sv_transport *t, const char *path, bool read_on
 int sv_remote_open_prefix(struct sv_transport *t, const char *path, bool read_only,
 			  struct sv_source **out, struct sv_err *err);
 
+/* s made a remote source over t (by the openers): its ops (the caller's
+ * copy, named as t's kind), its location `path` (taken) for it and its
+ * transport's messages, read-only if asked or t puts nothing; t counts
+ * its requests in s. */
+void sv_remote_bind(struct sv_source *s, const struct sv_source_ops *ops, struct sv_transport *t,
+		    char *path, bool read_only);
 /* st of a remote object: a regular file of `size` bytes whose inode is
  * the hash of its location `where` and ETag (else its time) and size,
  * its times t. */

@@ -196,14 +196,8 @@ static int gather_one(void *arg, const struct sv_remote_entry *e)
 	struct listing *l = &g->l;
 	if (!sv_real_name_ok(e->name))
 		return 0; /* "." or "..": not a name a file can have */
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct item *v = realloc(l->v, cap * sizeof *v);
-		if (!v)
-			return g->rc = -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (sv_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+		return g->rc = -ENOMEM;
 	struct item *it = &l->v[l->n];
 	size_t n = strlen(g->rel) + strlen(e->name) + 2;
 	char *rel = malloc(n);
@@ -373,11 +367,11 @@ static int prefix_member_pread(struct sv_source *s, const char *name, uint64_t o
 	struct sv_remote_version v;
 	if (!whole && s->cache) {
 		struct sv_buf b;
-		sv_buf_init(&b);
 		struct sv_err e;
 		sv_err_clear(&e);
-		rc = h->t->ops->get_whole(h->t, name, MEMBER_WHOLE, &b, &v, &e);
-		if (!rc && (whole = sv_blob_dup(b.p, b.len)))
+		rc = sv_buf_init_blob(&b) ? sv_err_set(&e, -ENOMEM, "out of memory")
+					  : h->t->ops->get_whole(h->t, name, MEMBER_WHOLE, &b, &v, &e);
+		if (!rc && (whole = sv_buf_take_blob(&b)))
 			sv_cache_put(s->cache, key, whole);
 		sv_buf_fini(&b);
 		if (rc && rc != -EFBIG) {
@@ -683,13 +677,8 @@ int sv_remote_open_prefix(struct sv_transport *t, const char *path, bool read_on
 	snprintf(p, ln + 2, "%s%s", path, ln && path[ln - 1] == '/' ? "" : "/");
 	h->ops = prefix_ops;
 	h->ops.kind = t->ops->prefix_kind;
-	h->s.ops = &h->ops;
-	h->s.path = p;
-	h->s.fd = -1;
-	h->s.read_only = read_only || !t->ops->put;
+	sv_remote_bind(&h->s, &h->ops, t, p, read_only);
 	h->t = t;
-	t->path = p;
-	t->counts = &h->s;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_once(&dirs_once, dirs_time_set);
 	dir_identity(p, &h->s.st);

@@ -181,7 +181,7 @@ uint64_t sv_source_failures(const struct sv_source *s)
 
 void sv_source_log(struct sv_source *s, const char *fmt, ...)
 {
-		   char line[SV_ERR_MAX * 2];
+	char line[SV_ERR_MAX * 2];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);

@@ -502,6 +502,12 @@ static void test_changed(void)
 	mem_fini(&m);
 }
 
+/* The source's log, collected. */
+static void log_line(void *arg, const char *line)
+{
+	sv_buf_printf(arg, "%s\n", line);
+}
+
 /* A failing transport: the read fails with its reason and the failure is
  * counted; nothing is cached of it, and the next read asks again. */
 static void test_failing(void)
@@ -524,13 +530,30 @@ static void test_failing(void)
 	T_UINT(1, s->failures);
 	T_OK(!s->ops->stale(s));
 	T_INT(0, read_check(s, &m, 2 * BLOCK, 16, &err));
-	/* A hint that fails says so in the log, and the read asks again. */
+	sv_source_free(s);
+	mem_fini(&m);
+
+	/* A hint that fails says so in the log (an object too big to come
+	 * whole, a cache that lets the hint fetch), and the read asks again. */
+	mem_init(&m, 64u << 20);
+	s = open_object(&m, 8u << 20);
+	struct sv_buf log;
+	sv_buf_init(&log);
+	s->log = log_line;
+	s->log_arg = &log;
 	m.fail = 100;
+	unsigned gets = m.gets;
 	struct sv_range r[] = {{8 * BLOCK, 1}, {12 * BLOCK, 1}};
 	s->ops->hint(s, r, 2);
+	T_UINT(gets + 2, m.gets);
+	sv_buf_add(&log, "", 1);
+	T_STR("a read ahead failed: mem://b/castle.level: connection refused\n",
+	      (const char *)log.p);
+	sv_buf_fini(&log);
 	T_INT(-EIO, s->ops->pread(s, 8 * BLOCK, b, 1, &err));
 	m.fail = 0;
 	T_INT(0, read_check(s, &m, 8 * BLOCK, 1, &err));
+	T_INT(0, read_check(s, &m, 12 * BLOCK, 1, &err));
 	sv_source_free(s);
 	mem_fini(&m);
 }

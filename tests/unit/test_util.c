@@ -789,8 +789,29 @@ static void tab_sort(void)
 	T_INT(0, rmdir(dir));
 }
 
+/* A buffer made a blob in place: its bytes, one reference, and the
+ * buffer empty after; a buffer never started so gives none. */
+static void buf_to_blob(void)
+{
+	struct sv_buf b;
+	T_INT(0, sv_buf_init_blob(&b));
+	for (int i = 0; i < 1000; i++)
+		T_INT(0, sv_buf_add(&b, "savefs", 6));
+	struct sv_blob *blob = sv_buf_take_blob(&b);
+	T_OK(blob != NULL);
+	T_UINT(6000, blob->len);
+	T_INT(1, blob->refs);
+	T_MEM("savefssavefs", blob->data + 5988, 12);
+	T_UINT(0, b.len);
+	T_OK(b.p == NULL);
+	sv_blob_unref(blob);
+	sv_buf_init(&b);
+	T_OK(sv_buf_take_blob(&b) == NULL);
+}
+
 int main(void)
 {
+	buf_to_blob();
 	lower_bound();
 	u64set();
 	newlines();
