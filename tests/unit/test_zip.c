@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -1395,7 +1396,7 @@ static int try_extract(const uint8_t *p, size_t i, uint64_t max, struct sv_err *
  * (little-endian; width 0: as it is), `cut` bytes cut from its end,
  * opened (member OPEN, max the entry limit) or member `member` extracted
  * (max the size limit); the answer: rc and the message (exact, or, led
- * by '~', a part of it). */
+ * by '~', a pattern whose '*' stands for what the input does not fix). */
 #define OPEN (-1)
 struct bad_case {
 	const char *what;
@@ -1417,11 +1418,8 @@ static void bad(struct bad_table *t, const char *what, const struct sv_buf *from
 		int width, uint64_t value, uint64_t cut, int member, uint64_t max, int rc,
 		const char *f, ...)
 {
-	if (t->n == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 32;
-		if (!(t->v = realloc(t->v, t->cap * sizeof *t->v)))
-			die("out of memory");
-	}
+	if (sv_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v))
+		die("out of memory");
 	struct bad_case *c = &t->v[t->n++];
 	*c = (struct bad_case){what, from, at, value, cut, max, width, member, rc, ""};
 	va_list ap;
@@ -1445,8 +1443,12 @@ static void bad_run(const struct bad_case *c)
 	if (rc != c->rc)
 		fprintf(stderr, "zip bad case: %s\n", c->what);
 	T_INT(c->rc, rc);
-	if (c->msg[0] == '~')
-		T_HAS(err.msg, c->msg + 1);
+	if (c->msg[0] == '~') {
+		if (fnmatch(c->msg + 1, err.msg, 0))
+			fprintf(stderr, "zip bad case %s: \"%s\" is not \"%s\"\n", c->what, err.msg,
+				c->msg + 1);
+		T_OK(!fnmatch(c->msg + 1, err.msg, 0));
+	}
 	else if (c->rc)
 		T_STR(c->msg, err.msg);
 	free(m);
@@ -1541,7 +1543,8 @@ static void test_bad(const struct sv_buf *z64)
 	bad(&t, "the zip64 end record's signature", z64, e64, 1, 'X', 0, OPEN, 100000, -EBADMSG,
 	    "zip: byte %" PRIu64 ": zip64 end record: bad signature", e64);
 	bad(&t, "more zip64 entries than the directory holds", z64, e64 + 32, 4, 2000000, 0, OPEN,
-	    10000000, -EBADMSG, "~: 2000000 entries cannot fit in a central directory of");
+	    10000000, -EBADMSG, "~zip: byte %" PRIu64 ": 2000000 entries cannot fit in a central "
+	    "directory of * bytes", e64);
 	bad(&t, "the zip64 directory past 4 GiB", z64, e64 + 52, 4, 1, 0, OPEN, 100000, -EBADMSG,
 	    "zip: byte %" PRIu64 ": central directory lies outside the file", e64);
 	/* Local headers: only that entry fails, and only when read. */
@@ -1570,7 +1573,7 @@ static void test_bad(const struct sv_buf *z64)
 	bad(&t, "a size past the data", &base, e[1].cd_off + 24, 4, 100001, 0, 1, 100001, -EBADMSG,
 	    "zip: big.bin: deflate data ends after 100000 of 100001 bytes");
 	bad(&t, "deflate data cut short", &base, e[1].cd_off + 20, 4, e[1].csize / 2, 0, 1, 100000,
-	    -EBADMSG, "~zip: big.bin: deflate data is cut short after ");
+	    -EBADMSG, "~zip: big.bin: deflate data is cut short after * of 100000 bytes");
 	bad(&t, "a reserved block type", &base, base_data[1], 1, 0xFF, 0, 1, 100000, -EBADMSG,
 	    "zip: big.bin: corrupt deflate data (invalid block type)");
 	bad(&t, "a size no deflate reaches", &base, e[2].cd_off + 24, 4, e[2].csize * 1032 + 65, 0, 2,
