@@ -16,7 +16,6 @@ struct fh;        /* an open file (ops.c) */
 
 struct fs {
 	struct sv_tree *t;            /* owned by main.c: what is mounted */
-	bool folder;                  /* a save folder (else one container) */
 	struct fuse_session *se;
 	double timeout;               /* entry/attr timeout of stable nodes */
 	uint64_t cache_cap;           /* the core cache's byte cap */

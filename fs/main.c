@@ -360,12 +360,11 @@ int main(int argc, char **argv)
 	fuse_opt_add_arg(&args, "-osubtype=savefs");
 
 	fs.t = t;
-	fs.folder = sv_tree_is_folder(t);
 	fs.timeout = 86400.0;
 	fs.cache_cap = o.cache_cap;
 	fs.one_thread = fo.singlethread;
 	status = SV_EXIT_MOUNT;
-	if (fs.folder && sv_path_within(cl.mountpoint, cl.container)) {
+	if (sv_tree_is_folder(t) && sv_path_within(cl.mountpoint, cl.container)) {
 		/* The folder would list its own mount, and the daemon serve
 		 * itself. */
 		fprintf(stderr, "savefs: %s: inside the folder %s: mount it elsewhere\n",

@@ -76,7 +76,7 @@ static void to_stat(const struct sv_stat *s, struct stat *st)
 
 static double stable_timeout(struct fs *fs)
 {
-	return fs->folder ? FOLDER_TIMEOUT : fs->timeout;
+	return sv_tree_is_folder(fs->t) ? FOLDER_TIMEOUT : fs->timeout;
 }
 
 /* A file that passes through is asked for each time, as the file system
@@ -532,9 +532,9 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	/* A container's listings change only by its commits (which drop
 	 * them); a folder's at any time.  In a folder, an open directory of a
 	 * container keeps the container open until its release. */
-	fi->cache_readdir = !FS(req)->folder;
-	fi->keep_cache = !FS(req)->folder;
-	if (FS(req)->folder && (rc = sv_tree_hold(FS(req)->t, NODE(ino)))) {
+	fi->cache_readdir = !sv_tree_is_folder(FS(req)->t);
+	fi->keep_cache = !sv_tree_is_folder(FS(req)->t);
+	if (sv_tree_is_folder(FS(req)->t) && (rc = sv_tree_hold(FS(req)->t, NODE(ino)))) {
 		reply_err(req, rc);
 		return;
 	}
@@ -543,7 +543,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (FS(req)->folder)
+	if (sv_tree_is_folder(FS(req)->t))
 		sv_tree_release(FS(req)->t, NODE(ino));
 	fuse_reply_err(req, 0);
 }
