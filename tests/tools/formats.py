@@ -5,7 +5,7 @@
 
 Lists the registered formats (SAVEFS --formats) and checks each against
 tests/formats.tsv: a row for it, its fuzz target, a bad-input folder with
-inputs in it, its e2e script, the independent decoder (or game tool) it
+inputs in it, its e2e script (each also run by tests/meson.build), the independent decoder (or game tool) it
 is judged by, its MIME type in data/savefs.xml, and its family named in
 doc/formats.md and doc/savefs.1.  A row for a format not registered is
 refused too.  Exit 0, or 1 with every gap.
@@ -27,6 +27,13 @@ def main():
         rows[f[0]] = f
     gaps = []
     mime = open(os.path.join(root, "data", "savefs.xml")).read()
+    build = open(os.path.join(root, "tests", "meson.build")).read()
+
+    def registered_in(table, key):
+        """Whether tests/meson.build's dict or list `table` holds key."""
+        start = build.find(table)
+        end = build.find("}" if table.endswith("{") else "]", start)
+        return start >= 0 and f"'{key}'" in build[start:end]
     docs = {p: open(os.path.join(root, p)).read() for p in ("doc/formats.md", "doc/savefs.1")}
     for name in registered:
         row = rows.get(name)
@@ -45,6 +52,11 @@ def main():
         for path, what in need:
             if not os.path.isfile(os.path.join(root, path)):
                 gaps.append(f"{name}: {what}, {path}, is missing")
+        for table, key, what in (("fuzz_targets = {", fuzz, "fuzz target"),
+                                 ("e2e_tests = {", e2e[:-3], "e2e script"),
+                                 ("foreach f : [", bad, "bad-input folder")):
+            if not registered_in(table, key):
+                gaps.append(f"{name}: its {what} {key} is not run (tests/meson.build)")
         bad_dir = os.path.join(root, "tests", "data", "bad", bad)
         if not os.path.isdir(bad_dir) or not any(n.endswith(".msg") for n in os.listdir(bad_dir)):
             gaps.append(f"{name}: no bad inputs in tests/data/bad/{bad}")
