@@ -83,19 +83,21 @@ static uint32_t hash_of(const char *rel)
 	return (uint32_t)XXH3_64bits(rel, strlen(rel));
 }
 
-int sv_folder_grow_hash(struct sv_folder *f)
+/* Whether entries of this kind are found by their path. */
+static bool hashed(int kind)
 {
-	return sv_folder_rehash(f, f->hsize ? f->hsize * 2 : 256);
+	return kind == E_DIR || kind == E_FILE || kind == E_CLAIMED;
 }
 
-int sv_folder_rehash(struct sv_folder *f, uint32_t size)
+int sv_folder_grow_hash(struct sv_folder *f)
 {
+	uint32_t size = f->hsize ? f->hsize * 2 : 256;
 	uint32_t *h = malloc(size * sizeof *h);
 	if (!h)
 		return -ENOMEM;
 	memset(h, 0xff, size * sizeof *h);
 	for (uint32_t i = 0; i < f->ne; i++) {
-		if (f->e[i].kind != E_DIR && f->e[i].kind != E_FILE && f->e[i].kind != E_CLAIMED)
+		if (!hashed(f->e[i].kind))
 			continue;
 		uint32_t b = hash_of(f->e[i].rel) & (size - 1);
 		f->e[i].hnext = h[b];
@@ -113,6 +115,27 @@ uint32_t sv_folder_find_entry(struct sv_folder *f, const char *rel)
 		if (!strcmp(f->e[i].rel, rel))
 			return i;
 	return SV_NONE;
+}
+
+void sv_folder_set_rel(struct sv_folder *f, uint32_t i, char *rel)
+{
+	struct entry *e = &f->e[i];
+	if (hashed(e->kind)) {
+		uint32_t *at = &f->htab[hash_of(e->rel) & (f->hsize - 1)];
+		while (*at != SV_NONE && *at != i)
+			at = &f->e[*at].hnext;
+		if (*at == i)
+			*at = e->hnext;
+	}
+	free(e->rel);
+	e->rel = rel;
+	const char *slash = strrchr(rel, '/');
+	e->name = slash ? slash + 1 : rel;
+	if (hashed(e->kind)) {
+		uint32_t b = hash_of(rel) & (f->hsize - 1);
+		e->hnext = f->htab[b];
+		f->htab[b] = i;
+	}
 }
 
 /* Adds an entry (found by its path unless it is a raw one, whose path is
@@ -138,7 +161,7 @@ uint32_t sv_folder_add_entry(struct sv_folder *f, uint32_t parent, char *rel, in
 	e->parent = parent;
 	e->kind = kind;
 	e->hnext = SV_NONE;
-	if (kind == E_DIR || kind == E_FILE || kind == E_CLAIMED) {
+	if (hashed(kind)) {
 		uint32_t b = hash_of(rel) & (f->hsize - 1);
 		e->hnext = f->htab[b];
 		f->htab[b] = i;

@@ -161,8 +161,8 @@ void sv_folder_log(struct sv_folder *f, const char *fmt, ...);
 int64_t sv_folder_now_ns(void);
 sv_id sv_folder_slot_id(struct sv_folder *f, uint32_t slot, uint32_t node);
 int sv_folder_grow_hash(struct sv_folder *f);
-/* The entries' hash table made again, of `size` buckets (a power of 2). */
-int sv_folder_rehash(struct sv_folder *f, uint32_t size);
+/* Entry i takes path rel (a new string, taken), found by it from now on. */
+void sv_folder_set_rel(struct sv_folder *f, uint32_t i, char *rel);
 uint32_t sv_folder_find_entry(struct sv_folder *f, const char *rel);
 uint32_t sv_folder_add_entry(struct sv_folder *f, uint32_t parent, char *rel, int kind);
 char *sv_folder_full_path(struct sv_folder *f, uint32_t i);

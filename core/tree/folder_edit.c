@@ -517,38 +517,46 @@ static bool at_or_below(const char *rel, const char *p, size_t n)
  * names it by its new name at once) finds it there, not by the path it
  * had.  What was at the new path (replaced, or exchanged) takes the old
  * one, where it is looked at afresh (nothing there, after a replace).
+ * Files (no entries below them: no directory, no raw form looked into)
+ * are the two entries alone; a directory's are found by a pass over the
+ * table.  Out of memory, an entry keeps its path, and is looked at afresh.
  */
-static int entries_renamed(struct sv_folder *f, uint32_t d1, const char *name, uint32_t d2,
-			   const char *newname, struct sv_err *err)
+static void entries_renamed(struct sv_folder *f, uint32_t d1, const char *name, uint32_t d2,
+			    const char *newname)
 {
 	char *from = sv_folder_rel_of(f, d1, name), *to = sv_folder_rel_of(f, d2, newname);
-	int rc = from && to ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+	uint32_t a = from ? sv_folder_find_entry(f, from) : SV_NONE;
+	uint32_t b = to ? sv_folder_find_entry(f, to) : SV_NONE;
+	bool deep = (a != SV_NONE && (f->e[a].kind == E_DIR || f->e[a].raw)) ||
+		    (b != SV_NONE && (f->e[b].kind == E_DIR || f->e[b].raw));
 	size_t fl = from ? strlen(from) : 0, tl = to ? strlen(to) : 0;
-	for (uint32_t i = 0; !rc && i < f->ne; i++) {
-		struct entry *e = &f->e[i];
-		bool moved = at_or_below(e->rel, from, fl), replaced = at_or_below(e->rel, to, tl);
-		if (!moved && !replaced)
+	for (uint32_t i = deep ? 0 : SV_NONE; from && to && i < f->ne; i++) {
+		if (!at_or_below(f->e[i].rel, from, fl) && !at_or_below(f->e[i].rel, to, tl))
 			continue;
-		const char *head = moved ? to : from, *rest = e->rel + (moved ? fl : tl);
-		size_t n = strlen(head) + strlen(rest) + 1;
-		char *rel = malloc(n);
-		if (!rel) {
-			rc = sv_err_set(err, -ENOMEM, "out of memory");
-			break;
-		}
-		snprintf(rel, n, "%s%s", head, rest);
+		bool moved = at_or_below(f->e[i].rel, from, fl);
+		const char *rest = f->e[i].rel + (moved ? fl : tl);
+		char *rel = NULL;
+		if (asprintf(&rel, "%s%s", moved ? to : from, rest) < 0)
+			continue;
 		if (!*rest)
-			e->parent = moved ? d2 : d1;
-		free(e->rel);
-		e->rel = rel;
-		const char *slash = strrchr(rel, '/');
-		e->name = slash ? slash + 1 : rel;
+			f->e[i].parent = moved ? d2 : d1;
+		sv_folder_set_rel(f, i, rel);
+	}
+	if (!deep && from && to) {
+		/* The two files' entries alone, the strings taken. */
+		if (a != SV_NONE) {
+			f->e[a].parent = d2;
+			sv_folder_set_rel(f, a, to);
+			to = NULL;
+		}
+		if (b != SV_NONE) {
+			f->e[b].parent = d1;
+			sv_folder_set_rel(f, b, from);
+			from = NULL;
+		}
 	}
 	free(from);
 	free(to);
-	if (!rc && sv_folder_rehash(f, f->hsize))
-		rc = sv_err_set(err, -ENOMEM, "out of memory");
-	return rc;
 }
 
 int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id newdir,
@@ -602,7 +610,7 @@ int sv_folder_rename(struct sv_folder *f, sv_id dir, const char *name, sv_id new
 			if (!rc && renameat2(p1.at, p1.leaf, p2.at, p2.leaf, flags))
 				rc = sv_err_set(err, -errno, "%s", strerror(errno));
 			else if (!rc)
-				rc = entries_renamed(f, n1, name, n2, newname, err);
+				entries_renamed(f, n1, name, n2, newname);
 			pthread_mutex_unlock(&f->lock);
 		}
 		if (p1.rel)

@@ -187,6 +187,15 @@ expect_same_file "and the container is at its new name" "$TMP/held.png" \
 	"$M/maps/moved.map/map/game.png"
 check "and not at its old one" test ! -e "$M/maps/held.map"
 rm -f "$F/maps/moved.map"
+# The same for a directory moved with what is in it: a shell inside a
+# container in it reads on.
+mkdir "$F/held" && cp "$F/maps/a.map" "$F/held/in.map" || die "the held directory"
+expect_same_file "a shell inside a container in a directory mv moves reads on" "$TMP/held.png" \
+	<(cd "$M/held/in.map" && mv -T "$M/held" "$M/moved" && cat map/game.png)
+expect_same_file "and it is under the directory's new name" "$TMP/held.png" \
+	"$M/moved/in.map/map/game.png"
+check "and the old name is gone" test ! -e "$M/held"
+rm -r "$F/moved"
 "$MKDATAFILE" map "$F/maps/b.map" --seed 2 > /dev/null || die mkdatafile
 
 # ---- a copy of a container within the folder, as the README says -----------------------
