@@ -414,10 +414,12 @@ void sv_tab_sort(void *v, size_t n, size_t size, cmp_fn cmp)
 	free(buf);
 	for (size_t i = k / 2; i-- > 0;)
 		sift_runs(h, i, k, t, size, cmp);
+	size_t merged = 0;
 	for (char *out = v; k;) {
 		memcpy(out, t + h[0].at * size, size);
 		out += size;
-		sv_tab_touch(2 * size);
+		if (++merged % 4096 == 0)
+			sv_tab_touch(2 * 4096 * size); /* (counted a page run at a time) */
 		if (++h[0].at == h[0].end)
 			h[0] = h[--k];
 		sift_runs(h, 0, k, t, size, cmp);
