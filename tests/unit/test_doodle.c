@@ -1949,44 +1949,6 @@ static void edit_json_member(void)
 
 /* The mixed zip: the chunk stored twice is edited (both members go), a
  * map chunk edited, unknown and stored members kept. */
-static void edit_mixed(void)
-{
-	fprintf(stderr, "- edit the mixed zip\n");
-	struct sv_buf orig = fresh(&s_mixed);
-	struct sv_container *c = open_file(dpath);
-	put_txt(c, &s_mixed, 0, 2, 0, PX_NEW);
-	put_txt(c, &s_mixed, 0, -1, -1, PX_B2);
-	struct chunkset cs;
-	cs_init(&cs, &s_mixed);
-	cs_set(&cs, 0, 2, 0, PX_NEW);
-	cs_set(&cs, 0, -1, -1, PX_B2);
-	check_drawing_as(c, "", &s_mixed, cs.v, cs.n);
-	sv_container_free(c);
-	struct zipv a, b;
-	zip_load_both(&a, &b, &orig);
-	char names[1024];
-	T_STR("chunks/0/0,0.bin chunks/0/-1,-1.bin chunks/0/1,-1.json chunks/0/2,0.bin " A_PNG
-	      " " A_PAPER " notes/readme.txt level.json", zip_names(&a, names, sizeof names));
-	zip_chunk_is(&a, &s_mixed, "chunks/0/2,0.bin", 2, 0, PX_NEW);
-	zip_chunk_is(&a, &s_mixed, "chunks/0/-1,-1.bin", -1, -1, PX_B2);
-	static const char *const kept[] = {"chunks/0/0,0.bin", "chunks/0/1,-1.json", A_PNG,
-					   A_PAPER, "notes/readme.txt", "level.json"};
-	zip_kept(&b, &a, kept, N(kept));
-	const struct sv_zip_entry *e = zip_entry(&a, A_PNG);
-	T_UINT(0, e ? e->method : 99); /* still stored */
-	/* The archive comment stays. */
-	T_UINT(13, a.z.comment_len);
-	if (a.z.comment && a.z.comment_len == 13)
-		T_MEM("mixed comment", a.z.comment, 13);
-	zip_free(&a);
-	zip_free(&b);
-	c = open_file(dpath);
-	check_drawing_as(c, "", &s_mixed, cs.v, cs.n);
-	sv_container_free(c);
-	sv_buf_fini(&orig);
-	dir_clean();
-}
-
 /* Chunks created and removed. */
 static void create_and_remove_chunks(void)
 {
@@ -2667,41 +2629,6 @@ static void upgrade(void)
 
 /* The zip whose root carries chunks and files: an edit of an inline chunk
  * rewrites the root, and what it held inline becomes members. */
-static void zip_inline_edit(void)
-{
-	fprintf(stderr, "- edit the zip-inline root's chunk\n");
-	struct sv_buf orig = fresh(&s_zinl);
-	struct sv_container *c = open_file(dpath);
-	put_txt(c, &s_zinl, 0, -1, -1, PX_B2);
-	struct chunkset cs;
-	cs_init(&cs, &s_zinl);
-	cs_set(&cs, 0, -1, -1, PX_B2);
-	check_sizes(c, "");
-	check_drawing_as(c, "", &s_zinl, cs.v, cs.n);
-	sv_container_free(c);
-	c = open_file(dpath);
-	check_drawing_as(c, "", &s_zinl, cs.v, cs.n);
-	sv_container_free(c);
-	struct zipv a;
-	zip_load(&a, dpath);
-	zip_chunk_is(&a, &s_zinl, "chunks/0/-1,-1.bin", -1, -1, PX_B2);
-	zip_chunk_is(&a, &s_zinl, "chunks/0/0,0.bin", 0, 0, PX_A);
-	struct sv_blob *b = zip_get(&a, A_PAPER);
-	T_UINT(sizeof paper - 1, b ? b->len : 0);
-	sv_blob_unref(b);
-	json_t *r = json_of_blob(zip_get(&a, "level.json"), "level.json member");
-	/* What savefs does not show survives. */
-	T_OK(json_object_get(json_object_get(r, "files"), "readme.md") != NULL ||
-	     zip_entry(&a, "readme.md") != NULL);
-	T_OK(json_object_get(chunk_map(r, &s_zinl, 0), "bogus") != NULL);
-	T_OK(json_object_get(json_object_get(r, "files"), A_PAPER) == NULL);
-	T_OK(json_object_get(chunk_map(r, &s_zinl, 0), "0,0") == NULL);
-	json_decref(r);
-	zip_free(&a);
-	sv_buf_fini(&orig);
-	dir_clean();
-}
-
 /* A v1 doodad stays v1: its layers' maps hold the chunks. */
 static void doodad_v1_edit(void)
 {
@@ -2767,31 +2694,14 @@ static void doodad_v1_edit(void)
 	sv_container_free(c);
 	sv_buf_fini(&orig);
 
-	/* And a zip doodad gains a chunk in layer 1. */
-	orig = fresh(&s_doodad);
-	c = open_file(dpath);
-	sv_err_clear(&err);
-	T_INT(0, sv_create(c, node_of(c, "chunks/1"), "-2,-2.txt", 0644, &n, &err));
-	T_INT(0, sv_write(c, n, 0, "0...\n....\n....\n...1\n", 20, &err));
-	T_INT(0, sv_flush(c, n, NULL, NULL, &err));
-	sv_container_free(c);
-	c = open_file(dpath);
-	cs_init(&cs, &s_doodad);
-	cs_set(&cs, 1, -2, -2, "0..." "...." "...." "...1");
-	check_drawing_as(c, "", &s_doodad, cs.v, cs.n);
-	sv_container_free(c);
-	struct zipv a;
-	zip_load(&a, dpath);
-	zip_chunk_is(&a, &s_doodad, "chunks/1/-2,-2.bin", -2, -2, "0..." "...." "...." "...1");
-	zip_free(&a);
 	sv_buf_fini(&orig);
 	dir_clean();
 }
 
-/* Two characters a cell, edited. */
+/* Two characters a cell: grids refused. */
 static void palette70_edit(void)
 {
-	fprintf(stderr, "- write back a 70-colour level\n");
+	fprintf(stderr, "- refused 70-colour grids\n");
 	struct sv_buf orig = fresh(&s_p70);
 	struct sv_container *c = open_file(dpath);
 	struct sv_buf t;
@@ -2804,23 +2714,139 @@ static void palette70_edit(void)
 	       "line 2: 5 characters, expected 6 (3 cells of 2)");
 	refuse(c, "chunks/0/-1,2.txt", "17....\n.0.0..\n......\n", 21,
 	       "line 2, column 1: '.' is not a palette code (palette has 70 colours)");
-#define PX_P3 "17" ".." "0a" ".." "0z" "10" ".." ".." "00"
-	put_txt(c, &s_p70, 0, -1, 2, PX_P3);
-	struct chunkset cs;
-	cs_init(&cs, &s_p70);
-	cs_set(&cs, 0, -1, 2, PX_P3);
-	check_sizes(c, "");
-	check_drawing_as(c, "", &s_p70, cs.v, cs.n);
 	sv_container_free(c);
-	c = open_file(dpath);
-	check_drawing_as(c, "", &s_p70, cs.v, cs.n);
-	sv_container_free(c);
-	struct zipv a;
-	zip_load(&a, dpath);
-	zip_chunk_is(&a, &s_p70, "chunks/0/-1,2.bin", -1, 2, PX_P3);
-	zip_free(&a);
 	sv_buf_fini(&orig);
 	dir_clean();
+}
+
+/* Chunk edits that commit, as a table: each scenario writes (or creates)
+ * the text grids of a few chunks in a fresh file of its spec, and then,
+ * in the same handle and in a new one, the drawing is the spec's with
+ * those chunks replaced; on disk each edited chunk is its RLE member, the
+ * members listed in kept are stored exactly as before, and the member
+ * names are as listed.  What a scenario checks beyond that is its more(). */
+#define PX_P3 "17" ".." "0a" ".." "0z" "10" ".." ".." "00"
+#define PX_CORNERS "0..." "...." "...." "...1"
+
+static void mixed_more(struct zipv *a)
+{
+	const struct sv_zip_entry *e = zip_entry(a, A_PNG);
+	T_UINT(0, e ? e->method : 99); /* still stored */
+	/* The archive comment stays. */
+	T_UINT(13, a->z.comment_len);
+	if (a->z.comment && a->z.comment_len == 13)
+		T_MEM("mixed comment", a->z.comment, 13);
+}
+
+static void zinl_more(struct zipv *a)
+{
+	zip_chunk_is(a, &s_zinl, "chunks/0/0,0.bin", 0, 0, PX_A);
+	struct sv_blob *b = zip_get(a, A_PAPER);
+	T_UINT(sizeof paper - 1, b ? b->len : 0);
+	sv_blob_unref(b);
+	json_t *r = json_of_blob(zip_get(a, "level.json"), "level.json member");
+	/* What savefs does not show survives; what it moved out of the
+	 * root went. */
+	T_OK(json_object_get(json_object_get(r, "files"), "readme.md") != NULL ||
+	     zip_entry(a, "readme.md") != NULL);
+	T_OK(json_object_get(chunk_map(r, &s_zinl, 0), "bogus") != NULL);
+	T_OK(json_object_get(json_object_get(r, "files"), A_PAPER) == NULL);
+	T_OK(json_object_get(chunk_map(r, &s_zinl, 0), "0,0") == NULL);
+	json_decref(r);
+}
+
+struct chunk_edit {
+	unsigned layer;
+	int cx, cy;
+	const char *px;
+	bool create;
+};
+
+static const struct {
+	const char *what;
+	const struct fspec *s;
+	struct chunk_edit e[3];
+	const char *names; /* the members after, in order; NULL: not checked */
+	const char *kept[8];
+	void (*more)(struct zipv *a);
+} chunk_edits[] = {
+	{"the mixed zip: an RLE, a map and a JSON-map chunk replaced", &s_mixed,
+	 {{0, 2, 0, PX_NEW, false}, {0, -1, -1, PX_B2, false}},
+	 "chunks/0/0,0.bin chunks/0/-1,-1.bin chunks/0/1,-1.json chunks/0/2,0.bin " A_PNG " "
+	 A_PAPER " notes/readme.txt level.json",
+	 {"chunks/0/0,0.bin", "chunks/0/1,-1.json", A_PNG, A_PAPER, "notes/readme.txt",
+	  "level.json"},
+	 mixed_more},
+	{"the zip-inline root's chunk", &s_zinl, {{0, -1, -1, PX_B2, false}}, NULL, {NULL},
+	 zinl_more},
+	{"a 70-colour level, two characters a cell", &s_p70, {{0, -1, 2, PX_P3, false}}, NULL,
+	 {NULL}, NULL},
+	{"a zip doodad gains a chunk in layer 1", &s_doodad, {{1, -2, -2, PX_CORNERS, true}},
+	 "chunks/0/0,0.bin chunks/1/0,0.bin chunks/2/0,0.json chunks/2/-1,0.bin "
+	 "chunks/1/-2,-2.bin doodad.json",
+	 {"chunks/0/0,0.bin", "chunks/1/0,0.bin", "chunks/2/0,0.json", "chunks/2/-1,0.bin",
+	  "doodad.json"},
+	 NULL},
+};
+
+static void chunk_edit_table(void)
+{
+	for (size_t k = 0; k < N(chunk_edits); k++) {
+		const struct fspec *s = chunk_edits[k].s;
+		fprintf(stderr, "- edit %s\n", chunk_edits[k].what);
+		struct sv_buf orig = fresh(s);
+		struct sv_container *c = open_file(dpath);
+		struct chunkset cs;
+		cs_init(&cs, s);
+		for (const struct chunk_edit *e = chunk_edits[k].e; e < chunk_edits[k].e + 3 && e->px;
+		     e++) {
+			if (e->create) {
+				char dir[32], name[32];
+				snprintf(dir, sizeof dir, "chunks/%u", e->layer);
+				snprintf(name, sizeof name, "%d,%d.txt", e->cx, e->cy);
+				struct sv_buf t;
+				want_text(s, e->layer, e->cx, e->cy, e->px, &t);
+				struct sv_err err;
+				sv_err_clear(&err);
+				uint32_t n = SV_NONE;
+				T_INT(0, sv_create(c, node_of(c, dir), name, 0644, &n, &err));
+				T_INT(0, sv_write(c, n, 0, t.p, t.len, &err));
+				T_INT(0, sv_flush(c, n, NULL, NULL, &err));
+				sv_buf_fini(&t);
+			} else {
+				put_txt(c, s, e->layer, e->cx, e->cy, e->px);
+			}
+			cs_set(&cs, e->layer, e->cx, e->cy, e->px);
+		}
+		check_sizes(c, "");
+		check_drawing_as(c, "", s, cs.v, cs.n);
+		sv_container_free(c);
+		c = open_file(dpath);
+		check_drawing_as(c, "", s, cs.v, cs.n);
+		sv_container_free(c);
+
+		struct zipv a, b;
+		zip_load_both(&a, &b, &orig);
+		char names[1024];
+		if (chunk_edits[k].names)
+			T_STR(chunk_edits[k].names, zip_names(&a, names, sizeof names));
+		for (const struct chunk_edit *e = chunk_edits[k].e; e < chunk_edits[k].e + 3 && e->px;
+		     e++) {
+			char m[64];
+			snprintf(m, sizeof m, "chunks/%u/%d,%d.bin", e->layer, e->cx, e->cy);
+			zip_chunk_is(&a, s, m, e->cx, e->cy, e->px);
+		}
+		size_t nkept = 0;
+		while (nkept < N(chunk_edits[k].kept) && chunk_edits[k].kept[nkept])
+			nkept++;
+		zip_kept(&b, &a, chunk_edits[k].kept, nkept);
+		if (chunk_edits[k].more)
+			chunk_edits[k].more(&a);
+		zip_free(&a);
+		zip_free(&b);
+		sv_buf_fini(&orig);
+		dir_clean();
+	}
 }
 
 static void ch_drop_size(json_t *r, void *arg)
@@ -3279,7 +3305,6 @@ int main(void)
 	empty_level();
 	edit_other_ways();
 	edit_json_member();
-	edit_mixed();
 	create_and_remove_chunks();
 	open_view_of_removed_chunk();
 	assets_zip();
@@ -3287,9 +3312,9 @@ int main(void)
 	refused_txt();
 	json_containers();
 	upgrade();
-	zip_inline_edit();
 	doodad_v1_edit();
 	palette70_edit();
+	chunk_edit_table();
 	root_json_geometry();
 	levelpack_writeback();
 	unlink(dpath);
