@@ -64,15 +64,6 @@ bool sv_format_option(const char *key, size_t len)
 	return false;
 }
 
-/* The persistent index's store, and its cap in bytes. */
-#define INDEX_CAP (256ull << 20)
-
-/* The store's directory for c, or false if c keeps no index. */
-static bool index_dir(const struct sv_container *c, char *buf, size_t size)
-{
-	return !c->opts.noindex && (c->path[0] == '/' || c->src->ops->remote) &&
-	       !sv_index_dir(buf, size);
-}
 
 static struct sv_index_key index_key(const struct sv_container *c, const char *what,
 				     uint32_t version)
@@ -86,7 +77,7 @@ int sv_container_index_load(struct sv_container *c, const char *what, uint32_t v
 {
 	char dir[4096];
 	*out = NULL;
-	if (!index_dir(c, dir, sizeof dir))
+	if (!sv_kept_dir(c, dir, sizeof dir))
 		return -ENOENT;
 	struct sv_index_key k = index_key(c, what, version);
 	int rc = sv_index_load(dir, &k, c->opts.max_decode, out);
@@ -104,10 +95,10 @@ void sv_container_index_storev(struct sv_container *c, const char *what, uint32_
 			       const struct iovec *iov, int niov)
 {
 	char dir[4096];
-	if (!index_dir(c, dir, sizeof dir))
+	if (!sv_kept_dir(c, dir, sizeof dir))
 		return;
 	struct sv_index_key k = index_key(c, what, version);
-	int rc = sv_index_storev(dir, &k, iov, niov, INDEX_CAP);
+	int rc = sv_index_storev(dir, &k, iov, niov, SV_INDEX_CAP);
 	if (rc)
 		sv_log(c, "the index of %s was not kept (%s): it is made again next time", what,
 		       strerror(-rc));
@@ -449,7 +440,7 @@ static int open_common(struct sv_container *c, const char *path,
 	if (c->cache && c->src->ops->remote && !c->src->cache)
 		c->src->cache = sv_cache_share(c->cache);
 	char store[4096];
-	if (c->src->ops->remote && !c->src->store && index_dir(c, store, sizeof store - 8)) {
+	if (c->src->ops->remote && !c->src->store && sv_kept_dir(c, store, sizeof store - 8)) {
 		strcat(store, "/blocks");
 		c->src->store = strdup(store); /* none if out of memory: no disk cache */
 	}
@@ -459,6 +450,10 @@ static int open_common(struct sv_container *c, const char *path,
 	}
 	memset(c->htab, 0xff, c->hsize * sizeof *c->htab);
 	char idir[4096];
+	if (sv_kept_init(c)) {
+		rc = sv_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
 	if (!c->opts.noindex && sv_index_dir(idir, sizeof idir) == -EPERM)
 		sv_warn(c, "%s is not this user's own directory (another owner, a link, or open to "
 			"others): nothing is kept there between mounts", idir);
@@ -480,6 +475,7 @@ static struct sv_source *container_free(struct sv_container *c, bool keep)
 		return NULL;
 	sv_pf_stop(c);
 	sv_guard_fp_stop(c);
+	sv_kept_free(c); /* (its paths are the nodes') */
 	if (c->fmt && c->fmt->close)
 		c->fmt->close(c);
 	for (uint32_t i = 0; i < c->nnodes; i++) {

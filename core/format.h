@@ -347,6 +347,10 @@ struct sv_format {
 	/* The probe also takes files of other kinds (any zip, any JSON
 	 * object): a folder opens a small file it claims to be sure. */
 	bool probe_weak;
+	/* Bumped when what its views show changes: views and their sizes
+	 * kept on disk by a savefs of the same version are then not served
+	 * (a release starts afresh anyway). */
+	uint32_t view_version;
 	/* For a container that is a directory: non-zero if its members (read
 	 * with sv_member_*) look like this format.  NULL: never a directory. */
 	int (*probe_dir)(struct sv_container *c);

@@ -19,6 +19,8 @@
  *   guard.c   identity checks, the commit's lock, the fingerprint
  *   nodes.c   the node table: add, find by (parent, name), names made
  *             valid and unique, paths, groups
+ *   kept.c    views and their sizes kept between mounts, in the
+ *             persistent index's store
  *   meta.c    /.savefs/info and /.savefs/log, a node's failure logged
  *   load.c    a node's content: loads shared between threads, the cache,
  *             sizes, digests, stats, lazy directories; a node's removal
@@ -58,6 +60,9 @@
  *                                         write, and holding nothing of the core:
  *                                         nethack det_lock, scan_lock, st_lock;
  *                                         recording cur_lock; starbound cel_lock
+ *   gate lock             load.c          the places of loads decoding at once
+ *                                         (waited on with the container's read
+ *                                         lock held; nothing is taken under it)
  *   ld_lock               load.c          loads under way (waiters sleep on ld_cond;
  *                                         the load itself runs without it)
  *   pf_lock               prefetch.c      the read-ahead queue; its worker drops it
@@ -70,6 +75,8 @@
  *   prefix lock           source/remote_prefix.c  a prefix's listings held (never
  *                                         held over a request)
  *   curl lock             source/curl.c   a transport's idle handles (a leaf)
+ *   kept lock             kept.c          the sizes kept between mounts (a leaf;
+ *                                         the disk is written without it)
  *   store lock            cache.c         the decoded-data cache (a leaf)
  *   tab lock              tab.c           the arrays that left the heap (a leaf)
  *   log_lock              log.c           the container's log ring (a leaf: written
@@ -187,6 +194,10 @@ struct sv_inode {
 	int64_t vtime_ns;  /* SV_D_VERIFY: when the commit that may have
 			    * changed it landed (its mtime if it did) */
 	uint32_t dstate;   /* SV_D_* (atomic) */
+	uint32_t kept_epoch; /* kept.c: its view is noted for the container's
+			      * identity of this epoch, at generation kept_gen
+			      * (atomic) */
+	uint32_t kept_gen;
 	uint64_t group;    /* the stored unit it is a view of (a record, a
 			    * chunk); 0: none.  A commit that changes one
 			    * view of a group may change every view of it */
@@ -271,6 +282,7 @@ struct sv_container {
 
 	uint32_t meta_dir, meta_info, meta_log;
 	struct sv_cache *cache;  /* owned */
+	struct sv_kept *kept;    /* owned (kept.c); NULL: nothing is kept */
 
 	char **warnings;         /* owned strings, found while opening */
 	size_t nwarnings;
@@ -350,6 +362,37 @@ struct changed_list {
 	size_t n, cap;
 };
 void sv_changed_add(struct changed_list *l, uint32_t i);
+
+/* The persistent index's cap in bytes. */
+#define SV_INDEX_CAP (256ull << 20)
+
+/* ---- kept.c (read or write lock held, unless said) ---- */
+/* Views' sizes and views kept between mounts (kept.c's top comment). */
+struct sv_kept_stats {
+	uint64_t sizes_read;   /* sizes served from an earlier mount's record */
+	uint64_t views_read;   /* views served from the disk */
+	uint64_t views_built;  /* views that could be kept, built by the formats */
+	uint64_t views_stored; /* views written to the disk */
+	uint64_t views_unkept; /* views built and not kept: past their
+				* container's budget (their sizes are kept) */
+};
+/* The persistent index's directory for c, or false if c keeps nothing
+ * there (-o noindex, a relative path, no home). */
+bool sv_kept_dir(const struct sv_container *c, char *buf, size_t size);
+/* At the open (nothing held): 0, or -ENOMEM. */
+int sv_kept_init(struct sv_container *c);
+/* At the close (nothing held): the sizes learned join the record. */
+void sv_kept_free(struct sv_container *c);
+/* Node i's size and digest as an earlier mount learned them: true. */
+bool sv_kept_size(struct sv_container *c, uint32_t i, uint64_t *size, uint64_t *digest);
+/* Node i's view as an earlier load built it: 0 and *out, or -ENOENT. */
+int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out);
+/* Node i's view b was built: its size noted, and the view kept on disk if
+ * it fits the container's budget. */
+void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b);
+/* The process's counts (any lock), and as a JSON object (a json_t *). */
+void sv_kept_stats(struct sv_kept_stats *st);
+void *sv_kept_json(void);
 
 /* ---- log.c (any lock) ---- */
 /* sv_log and sv_warn are format.h's. */

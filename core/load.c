@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 static bool writable(struct sv_container *c, const struct sv_inode *n)
@@ -113,7 +114,7 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 	struct sv_blob *b = NULL;
 	struct sv_err e;
 	sv_err_clear(&e);
-	uint64_t size = 0;
+	uint64_t size = 0, digest = 0;
 	/* A failure of the host (a server that did not answer) settles
 	 * nothing: the next look tries again. */
 	uint64_t host = sv_source_failures(c->src);
@@ -125,6 +126,13 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
 			if (host == sv_source_failures(c->src))
 				remember_failure(c, i, &e);
 			sv_log_failure(c, i, "read", &e);
+		}
+	} else if (!(n->flags & SV_N_BAD) && !sv_failed(n) &&
+		   sv_kept_size(c, i, &size, &digest)) {
+		/* Learned by an earlier mount of the container as it is. */
+		if (!__atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&n->digest, digest, __ATOMIC_RELAXED);
+			__atomic_store_n(&n->dstate, SV_D_KNOWN, __ATOMIC_RELEASE);
 		}
 	} else if (!sv_content_locked(c, i, &b, &e)) {
 		size = b->len;
@@ -261,15 +269,75 @@ static void remember_failure(struct sv_container *c, uint32_t i, const struct sv
 	__atomic_store_n(&n->failed, (n->gen & 0x7fffffff) + 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * The gate: at most as many loads of local containers decode at once as
+ * there are cores, in the whole process, however many threads ask (ten
+ * FUSE threads on a busy machine, the read-ahead worker, a folder's
+ * containers).  What loads hold while they decode is then bounded by that
+ * number, not by how the threads happen to interleave.  A load a load
+ * makes (a view built from another) goes through on its thread's place;
+ * one thread never waits at the gate for a place it holds.  A load of a
+ * remote object waits on the network, not a core: it is not counted.
+ */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static unsigned gate_busy, gate_max;
+static __thread unsigned gate_depth; /* this thread's loads under way */
+static __thread bool gate_held;      /* ...and whether it holds a place */
+
+static void gate_enter(const struct sv_container *c)
+{
+	if (gate_depth++ || c->src->ops->remote)
+		return;
+	pthread_mutex_lock(&gate_lock);
+	if (!gate_max) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		gate_max = n < 2 ? 2 : n > 64 ? 64 : (unsigned)n;
+	}
+	while (gate_busy >= gate_max)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	gate_busy++;
+	pthread_mutex_unlock(&gate_lock);
+	gate_held = true;
+}
+
+static void gate_leave(void)
+{
+	if (--gate_depth || !gate_held)
+		return;
+	gate_held = false;
+	pthread_mutex_lock(&gate_lock);
+	gate_busy--;
+	pthread_cond_signal(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static struct loading *loading_of(struct sv_container *c, uint64_t key)
+{
+	struct loading *l = c->loads;
+	while (l && l->key != key)
+		l = l->next;
+	return l;
+}
+
 /* Loads node i, or waits for the thread already loading it and shares
  * its result.  Read (or write) lock held. */
 static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 		       struct sv_blob **out, struct sv_err *err)
 {
 	pthread_mutex_lock(&c->ld_lock);
-	struct loading *l = c->loads;
-	while (l && l->key != key)
-		l = l->next;
+	struct loading *l = loading_of(c, key);
+	if (!l) {
+		/* A place at the gate first, then the load is this thread's
+		 * (unless another took it meanwhile): a thread waiting for a
+		 * place has made no load others could wait for. */
+		pthread_mutex_unlock(&c->ld_lock);
+		gate_enter(c);
+		pthread_mutex_lock(&c->ld_lock);
+		l = loading_of(c, key);
+	} else {
+		gate_depth++; /* (left below, as every path leaves it) */
+	}
 	if (l) {
 		l->refs++;
 		while (!l->done)
@@ -281,11 +349,13 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 			*out = sv_blob_ref(l->blob);
 		loading_put(l);
 		pthread_mutex_unlock(&c->ld_lock);
+		gate_leave();
 		return rc;
 	}
 	l = calloc(1, sizeof *l);
 	if (!l) {
 		pthread_mutex_unlock(&c->ld_lock);
+		gate_leave();
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	l->key = key;
@@ -295,7 +365,14 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	pthread_mutex_unlock(&c->ld_lock);
 
 	uint64_t host = sv_source_failures(c->src);
-	int rc = c->fmt->load(c, i, out, err);
+	/* Built by an earlier mount of the container as it is: read, not
+	 * built again; else built, and kept for the next. */
+	int rc = sv_kept_view(c, i, out);
+	if (rc) {
+		rc = c->fmt->load(c, i, out, err);
+		if (!rc)
+			sv_kept_built(c, i, *out);
+	}
 	/* A known point: what the load touched of the spilled arrays is
 	 * looked at, and shed past the window. */
 	sv_tab_note(SV_TAB_LOOK_EVERY);
@@ -326,6 +403,7 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	loading_put(l);
 	pthread_cond_broadcast(&c->ld_cond);
 	pthread_mutex_unlock(&c->ld_lock);
+	gate_leave();
 	return rc;
 }
 

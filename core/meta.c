@@ -116,6 +116,7 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	json_object_set_new(tj, "bytes", json_integer((json_int_t)ts.bytes));
 	json_object_set_new(tj, "sheds", json_integer((json_int_t)ts.sheds));
 	json_object_set_new(o, "spilled", tj);
+	json_object_set_new(o, "kept", sv_kept_json());
 	/* Where the bytes came from, and for an object on a server what
 	 * reading them cost. */
 	json_t *sj = json_object();

@@ -785,6 +785,7 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
 		json_object_set_new(o, "containers", json_integer((json_int_t)cs.ncontainers));
 		json_object_set_new(o, "open", json_integer(open_now));
 		json_object_set_new(o, "max_open", json_integer(f->opts.max_open));
+		json_object_set_new(o, "kept", sv_kept_json());
 		json_object_set(o, "per_format", cs.per_format);
 		json_object_set(o, "unclaimed", cs.unclaimed);
 		json_object_set(o, "unreadable", cs.unreadable);

@@ -168,6 +168,8 @@ expect_eq "records kept for two URLs of one ETag" 2 \
 rm -rf -- "$XDG_CACHE_HOME/savefs"
 M="$TMP/disk"
 for round in first second damaged; do
+	# (The views the last round kept go: the blocks are what is tried.)
+	rm -rf -- "$XDG_CACHE_HOME/savefs/views"
 	before=$(wc -l < "$TMP/nginx/access.log")
 	mount_sv "$base/run.hcrp" "$M" -o cache=1M || continue
 	cat "$M"/chunks/*.txt > "$TMP/texts.$round" || fail "$round: cannot read the chunks"
@@ -190,6 +192,35 @@ for round in first second damaged; do
 	esac
 	cmp -s "$TMP/texts.first" "$TMP/texts.$round" || fail "$round mount: other bytes than the first"
 done
+# The views themselves kept: a fourth mount reads no block past the first.
+mount_sv "$base/run.hcrp" "$M" -o cache=1M || die "cannot mount run.hcrp a fourth time"
+cat "$M"/chunks/*.txt > "$TMP/texts.kept" || fail "kept views: cannot read the chunks"
+expect_eq "kept views: requests (the first block only)" 1 "$(source_field "$M" requests)"
+kept_read=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept"]["views_read"])' \
+	"$M/.savefs/info")
+[ "$kept_read" -gt 0 ] || fail "kept views: none read from the disk"
+umount_sv "$M"
+cmp -s "$TMP/texts.first" "$TMP/texts.kept" || fail "kept views: other bytes than the first"
+
+# An object with a new ETag (the same size): nothing kept for the old one
+# is served.
+"$MKDOODLE" level "$www/t.level" --container json --chunks map --count 6 --seed 3 \
+	--title Alpha1 > /dev/null || die "mkdoodle failed"
+"$MKDOODLE" level "$TMP/t2.level" --container json --chunks map --count 6 --seed 3 \
+	--title Alpha2 > /dev/null || die "mkdoodle failed"
+mount_sv "$base/t.level" "$M" || die "cannot mount t.level"
+grep -q '"Alpha1"' "$M/level.json" || fail "t.level: level.json lacks its title"
+cat "$M"/chunks/*/*.txt > /dev/null
+umount_sv "$M"
+cat -- "$TMP/t2.level" > "$www/t.level"
+touch -d '2001-01-01 00:00:00' -- "$www/t.level"
+mount_sv "$base/t.level" "$M" || die "cannot mount the changed t.level"
+grep -q '"Alpha2"' "$M/level.json" || fail "a new ETag: level.json does not show the new title"
+expect_eq "a new ETag: no view from the disk" 0 \
+	"$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept"]["views_read"])' \
+		"$M/.savefs/info")"
+umount_sv "$M"
+
 cmp -s "$TMP/texts.first" <(cat "$TMP/local-run.hcrp/chunks/"*.txt 2> /dev/null ||
 	"$SAVEFS" extract "$www/run.hcrp" "$TMP/run.extracted" > /dev/null &&
 	cat "$TMP/run.extracted/chunks/"*.txt) || fail "the chunks' texts are not the local file's"
@@ -339,7 +370,7 @@ umount_sv "$M"
 : "${RECORDTOOL:=$SRC_ROOT/build/tests/recordtool}"
 M="$TMP/cached"
 mount_sv "$base/castle.level" "$M" || die "cannot mount castle.level with the disk cache"
-tree_listing "$M" > "$TMP/castle.cold"
+TREE_WARM=no tree_listing "$M" > "$TMP/castle.cold"
 umount_sv "$M"
 blocks=$(find "$XDG_CACHE_HOME/savefs/blocks" -type f -name '????????????????????????????????' | wc -l)
 check "the cold mount kept blocks on disk" test "$blocks" -gt 1
@@ -347,8 +378,10 @@ check "the cold mount kept blocks on disk" test "$blocks" -gt 1
 # write the cache could): the warm mount drops them and reads the server.
 find "$XDG_CACHE_HOME/savefs/blocks" -type f -name '????????????????????????????????' \
 	-exec "$RECORDTOOL" spoil {} + || fail "recordtool spoil"
+# (The views kept go too: the blocks are what is tried.)
+rm -rf -- "$XDG_CACHE_HOME/savefs/views"
 mount_sv "$base/castle.level" "$M" || fail "a mount over spoiled cache records"
-tree_listing "$M" > "$TMP/castle.warm"
+TREE_WARM=no tree_listing "$M" > "$TMP/castle.warm"
 expect_same_text "castle.level over spoiled cache records: the same tree" "$TMP/castle.cold" \
 	"$TMP/castle.warm"
 log_has "the spoiled records were dropped" "the disk cache's blocks of it could not be used"
@@ -358,7 +391,7 @@ umount_sv "$M"
 chmod 777 "$XDG_CACHE_HOME/savefs"
 before=$(find "$XDG_CACHE_HOME/savefs" -type f | wc -l)
 mount_sv "$base/arena.map" "$M" || fail "a mount beside a cache directory open to others"
-tree_listing "$M" > /dev/null
+TREE_WARM=no tree_listing "$M" > /dev/null
 check "the mount warns" grep -q "$XDG_CACHE_HOME/savefs is not this user's own directory (another owner, a link, or open to others): nothing is kept there between mounts" "$M/.savefs/info"
 umount_sv "$M"
 expect_eq "and kept nothing there" "$before" "$(find "$XDG_CACHE_HOME/savefs" -type f | wc -l)"

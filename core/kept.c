@@ -1,0 +1,571 @@
+/*
+ * kept.c - what one mount learned of a container's views, kept for the
+ * next: each view's size and digest, and the views themselves.
+ *
+ * Both live in the persistent index's store (index.c), keyed like every
+ * record there by the container's identity (device, inode, size, mtime,
+ * ctime; for an object on a server its ETag), so a container changed in
+ * any way never meets them.  Their version says which savefs made them,
+ * the format's view version and the format options given: a release, or a
+ * format whose views changed, starts afresh.
+ *
+ *   sizes   one record per container ("sizes"): for each view whose size
+ *           was learned, the hash of its path, its size and the xxh3 of
+ *           its bytes, sorted by path hash.  Read at the first stat that
+ *           would have built a view to size it; written back, with what
+ *           this mount learned, when the container is closed.
+ *   views   one record per view under views/ ("v" and its path hash), keyed
+ *           by the container's path rather than its identity: the view's
+ *           bytes, served only when their xxh3 is the digest the sizes
+ *           record of the container as it is gives that view.  So a commit
+ *           need not write again the views it left as they were: their
+ *           entries are carried to the new identity's sizes record (a node
+ *           whose generation did not move since its view was noted).
+ *           Written when a view is built, within the container's budget
+ *           (see budget()); read instead of building it.
+ *           The directory is capped (VIEWS_CAP), least recently used out.
+ *
+ * Which views: a file the format builds whole (load()), as stored (no
+ * pending edit, no stream, no file written at once, not the container's
+ * own .savefs/), while the container is neither re-indexing nor broken;
+ * of a container that is one file (a directory's identity does not move
+ * when a member of it grows).
+ *
+ * kept.lock guards the tables below (a leaf: taken under the container's
+ * read or write lock, holding nothing else).  The counts are process-wide
+ * atomics, for /.savefs/info.
+ */
+#include "internal.h"
+#include "config.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+/* What the views directory may hold (SAVEFS_TEST_VIEWS_CAP, in bytes,
+ * for the tests that fill it). */
+#define VIEWS_CAP_DEFAULT (512ull << 20)
+static uint64_t views_cap = VIEWS_CAP_DEFAULT;
+#define VIEWS_CAP views_cap
+/* Views past this size are built each time (a view this big is a
+ * container's member as stored, read as fast as the record would be). */
+#define VIEW_MAX (64ull << 20)
+
+/* Sizes a container's record holds at most (6 MB of them). */
+#define MAX_SIZES (1u << 18)
+
+/* A view's size and digest; with KEPT_VIEW in size, its view is on disk. */
+struct kept_size {
+	uint64_t path, size, digest;
+};
+#define KEPT_VIEW (1ull << 63)
+
+/* The sizes record: this head, then the sizes sorted by path. */
+struct kept_head {
+	uint64_t kept;  /* bytes of the views on disk */
+	uint64_t full;  /* 1: the container's budget was reached */
+};
+
+struct sv_kept {
+	pthread_mutex_t lock;
+	bool looked;             /* the sizes record was looked for */
+	struct stat id;          /* the identity it was looked for at */
+	struct kept_size *v;     /* from the record, sorted by path */
+	size_t n;
+	struct kept_size *add;   /* learned here, not in v */
+	size_t nadd, capadd;
+	uint32_t *slots;         /* add's hash: index + 1 by path, 0 empty */
+	size_t nslots;           /* a power of two, or 0 */
+	uint64_t kept;           /* bytes of its views on disk */
+	bool full;               /* its budget was reached: no more are kept */
+	uint32_t epoch;          /* bumped at each identity looked at (a
+				  * commit's new container): a node whose
+				  * kept_epoch is behind is not known kept */
+	bool dirty;              /* learned something the record lacks */
+};
+
+/* Bytes of views stored by this process since the cap was looked at. */
+static uint64_t views_bytes;
+
+static struct sv_kept_stats counts;
+
+void sv_kept_stats(struct sv_kept_stats *st)
+{
+	st->sizes_read = __atomic_load_n(&counts.sizes_read, __ATOMIC_RELAXED);
+	st->views_read = __atomic_load_n(&counts.views_read, __ATOMIC_RELAXED);
+	st->views_built = __atomic_load_n(&counts.views_built, __ATOMIC_RELAXED);
+	st->views_stored = __atomic_load_n(&counts.views_stored, __ATOMIC_RELAXED);
+	st->views_unkept = __atomic_load_n(&counts.views_unkept, __ATOMIC_RELAXED);
+}
+
+void *sv_kept_json(void)
+{
+	struct sv_kept_stats st;
+	sv_kept_stats(&st);
+	json_t *o = json_object();
+	json_object_set_new(o, "sizes_read", json_integer((json_int_t)st.sizes_read));
+	json_object_set_new(o, "views_read", json_integer((json_int_t)st.views_read));
+	json_object_set_new(o, "views_built", json_integer((json_int_t)st.views_built));
+	json_object_set_new(o, "views_stored", json_integer((json_int_t)st.views_stored));
+	json_object_set_new(o, "views_unkept", json_integer((json_int_t)st.views_unkept));
+	return o;
+}
+
+bool sv_kept_dir(const struct sv_container *c, char *buf, size_t size)
+{
+	return !c->opts.noindex && (c->path[0] == '/' || c->src->ops->remote) &&
+	       !sv_index_dir(buf, size);
+}
+
+static bool same_id(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* The records' version: this savefs, the format's views, its options. */
+static uint32_t version(const struct sv_container *c)
+{
+	XXH64_hash_t h = XXH3_64bits_withSeed(SV_VERSION, sizeof SV_VERSION - 1,
+					      c->fmt->view_version);
+	if (c->format_opts)
+		h = XXH3_64bits_withSeed(c->format_opts, strlen(c->format_opts), h);
+	return (uint32_t)(h ^ h >> 32);
+}
+
+static struct sv_index_key key_of(const struct sv_container *c, const char *what)
+{
+	struct sv_index_key k = {c->fmt->name, version(c), what, c->src->st};
+	return k;
+}
+
+/* A view record's key: the container by its path, not its identity (the
+ * sizes record is the identity's, and says which digest each view must
+ * have), so that a view a commit left as it was stays good for the new
+ * container. */
+static struct sv_index_key view_key(const struct sv_container *c, const char *what)
+{
+	struct sv_index_key k = {c->fmt->name, version(c), what, {0}};
+	k.st.st_dev = 0x5e5e;
+	k.st.st_ino = (ino_t)(XXH3_64bits(c->path, strlen(c->path)) | 1);
+	return k;
+}
+
+/* Whether node i's view may be kept or served: see the top. */
+static bool eligible(const struct sv_container *c, uint32_t i)
+{
+	const struct sv_inode *n = &c->nodes[i];
+	return c->kept && S_ISREG(c->src->st.st_mode) && !c->reindexing && !c->broken && !c->snap &&
+	       !(n->flags & (SV_N_DIR | SV_N_META | SV_N_STREAM | SV_N_DIRECT | SV_N_BAD |
+			     SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN | SV_N_GONE));
+}
+
+/*
+ * What a container's views may take on disk: four times the container and
+ * 4 MB, a quarter of the cap at most.  Views are kept in the order they
+ * are built until the next would not fit; then none more (the record says
+ * so), so that what is kept does not depend on which mount came first.
+ * A game's every state is many times its log: the first ones are kept.
+ */
+static uint64_t budget(const struct sv_container *c)
+{
+	uint64_t b = (uint64_t)c->src->st.st_size * 4 + (4ull << 20);
+	return b < VIEWS_CAP / 4 ? b : VIEWS_CAP / 4;
+}
+
+static uint64_t path_hash(struct sv_container *c, uint32_t i, bool *ok)
+{
+	char p[4096];
+	*ok = sv_path_locked(c, i, p, sizeof p) == 0;
+	return *ok ? XXH3_64bits(p, strlen(p)) : 0;
+}
+
+/* The views' directory for c, or false. */
+static bool views_dir(const struct sv_container *c, char *dir, size_t size)
+{
+	if (!sv_kept_dir(c, dir, size - 8))
+		return false;
+	strcat(dir, "/views");
+	return true;
+}
+
+static void read_cap(void)
+{
+	const char *e = getenv("SAVEFS_TEST_VIEWS_CAP");
+	char *end;
+	unsigned long long v = e ? strtoull(e, &end, 10) : 0;
+	if (e && *e && !*end && v >= 16)
+		views_cap = v;
+}
+
+int sv_kept_init(struct sv_container *c)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, read_cap);
+	char dir[4096];
+	if (!sv_kept_dir(c, dir, sizeof dir))
+		return 0; /* nothing kept: c->kept stays NULL */
+	struct sv_kept *k = calloc(1, sizeof *k);
+	if (!k)
+		return -ENOMEM;
+	pthread_mutex_init(&k->lock, NULL);
+	c->kept = k;
+	return 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+	const struct kept_size *x = a, *y = b;
+	return x->path < y->path ? -1 : x->path > y->path;
+}
+
+/* The sizes record for the container as it is now (kept.lock held). */
+static void load_record(struct sv_container *c, struct sv_kept *k);
+static const struct kept_size *find(const struct sv_kept *k, uint64_t path);
+static bool learn(struct sv_kept *k, struct kept_size s);
+static void carry(struct sv_container *c, struct sv_kept *k, struct kept_size *old, size_t nold,
+		  uint32_t old_epoch);
+
+/* The tables for the container as it is now (kept.lock held; the
+ * container's lock too, read or write).  When the container changed under
+ * this mount (a commit), what was noted of views the commit left as they
+ * were is carried to the new identity. */
+static void look(struct sv_container *c, struct sv_kept *k)
+{
+	if (k->looked && same_id(&k->id, &c->src->st))
+		return;
+	struct kept_size *old = NULL;
+	size_t nold = 0;
+	if (k->looked && (old = malloc((k->n + k->nadd + 1) * sizeof *old))) {
+		if (k->n)
+			memcpy(old, k->v, k->n * sizeof *old);
+		if (k->nadd)
+			memcpy(old + k->n, k->add, k->nadd * sizeof *old);
+		nold = k->n + k->nadd;
+		qsort(old, nold, sizeof *old, by_path);
+	}
+	uint32_t old_epoch = k->epoch;
+	free(k->v);
+	free(k->add);
+	free(k->slots);
+	k->v = k->add = NULL;
+	k->slots = NULL;
+	k->n = k->nadd = k->capadd = k->nslots = 0;
+	k->kept = 0;
+	k->full = false;
+	k->dirty = false;
+	k->looked = true;
+	k->epoch++;
+	k->id = c->src->st;
+	load_record(c, k);
+	if (nold)
+		carry(c, k, old, nold, old_epoch);
+	free(old);
+}
+
+static void carry(struct sv_container *c, struct sv_kept *k, struct kept_size *old, size_t nold,
+		  uint32_t old_epoch)
+{
+	for (uint32_t i = 1; i < c->nnodes; i++) {
+		struct sv_inode *n = &c->nodes[i];
+		if (__atomic_load_n(&n->kept_epoch, __ATOMIC_RELAXED) != old_epoch ||
+		    __atomic_load_n(&n->kept_gen, __ATOMIC_RELAXED) != n->gen || !eligible(c, i))
+			continue;
+		bool ok;
+		uint64_t p = path_hash(c, i, &ok);
+		struct kept_size want = {p, 0, 0};
+		const struct kept_size *f = ok ? bsearch(&want, old, nold, sizeof *old, by_path) : NULL;
+		if (!f || find(k, p))
+			continue;
+		struct kept_size e = *f;
+		if ((e.size & KEPT_VIEW) && k->kept + (e.size & ~KEPT_VIEW) + 160 > budget(c))
+			e.size &= ~KEPT_VIEW;
+		if (!learn(k, e))
+			break;
+		if (e.size & KEPT_VIEW)
+			k->kept += (e.size & ~KEPT_VIEW) + 160;
+		k->dirty = true;
+		__atomic_store_n(&n->kept_epoch, k->epoch, __ATOMIC_RELAXED);
+	}
+}
+
+static void load_record(struct sv_container *c, struct sv_kept *k)
+{
+	char dir[4096];
+	struct sv_blob *b = NULL;
+	struct sv_index_key key = key_of(c, "sizes");
+	if (!sv_kept_dir(c, dir, sizeof dir) ||
+	    sv_index_load(dir, &key, sizeof(struct kept_head) +
+			  (uint64_t)MAX_SIZES * sizeof(struct kept_size), &b))
+		return;
+	struct kept_head h;
+	size_t n = b->len >= sizeof h ? (b->len - sizeof h) / sizeof(struct kept_size) : 0;
+	if (b->len >= sizeof h && sizeof h + n * sizeof(struct kept_size) == b->len &&
+	    (k->v = malloc(n ? n * sizeof *k->v : 1))) {
+		memcpy(&h, b->data, sizeof h);
+		memcpy(k->v, b->data + sizeof h, n * sizeof *k->v);
+		k->n = n;
+		k->kept = h.kept;
+		k->full = h.full == 1;
+		/* Written sorted; one that is not is read as none. */
+		for (size_t j = 1; j < n; j++)
+			if (k->v[j - 1].path >= k->v[j].path) {
+				k->n = 0;
+				k->kept = 0;
+				k->full = false;
+				break;
+			}
+	}
+	sv_blob_unref(b);
+}
+
+static size_t slot_of(uint64_t path, size_t nslots)
+{
+	return (size_t)((path * 0x9e3779b97f4a7c15ull) >> 32) & (nslots - 1);
+}
+
+static const struct kept_size *find(const struct sv_kept *k, uint64_t path)
+{
+	struct kept_size want = {path, 0, 0};
+	const struct kept_size *f = k->n ? bsearch(&want, k->v, k->n, sizeof *k->v, by_path) : NULL;
+	if (f || !k->nslots)
+		return f;
+	for (size_t h = slot_of(path, k->nslots); k->slots[h]; h = (h + 1) & (k->nslots - 1))
+		if (k->add[k->slots[h] - 1].path == path)
+			return &k->add[k->slots[h] - 1];
+	return NULL;
+}
+
+/* Adds s to what was learned here (not found before): false if it cannot
+ * (out of memory, or MAX_SIZES reached: the rest are learned again). */
+static bool learn(struct sv_kept *k, struct kept_size s)
+{
+	if (k->n + k->nadd >= MAX_SIZES)
+		return false;
+	if (sv_grow((void **)&k->add, &k->capadd, k->nadd + 1, sizeof *k->add))
+		return false;
+	if ((k->nadd + 1) * 2 > k->nslots) {
+		size_t ns = k->nslots ? k->nslots * 2 : 128;
+		uint32_t *sl = calloc(ns, sizeof *sl);
+		if (!sl)
+			return false;
+		for (size_t j = 0; j < k->nadd; j++) {
+			size_t h = slot_of(k->add[j].path, ns);
+			while (sl[h])
+				h = (h + 1) & (ns - 1);
+			sl[h] = (uint32_t)j + 1;
+		}
+		free(k->slots);
+		k->slots = sl;
+		k->nslots = ns;
+	}
+	k->add[k->nadd] = s;
+	size_t h = slot_of(s.path, k->nslots);
+	while (k->slots[h])
+		h = (h + 1) & (k->nslots - 1);
+	k->slots[h] = (uint32_t)++k->nadd;
+	return true;
+}
+
+bool sv_kept_size(struct sv_container *c, uint32_t i, uint64_t *size, uint64_t *digest)
+{
+	if (!eligible(c, i))
+		return false;
+	bool ok;
+	uint64_t p = path_hash(c, i, &ok);
+	if (!ok)
+		return false;
+	struct sv_kept *k = c->kept;
+	pthread_mutex_lock(&k->lock);
+	look(c, k);
+	/* (From the record only: what this mount learned, its nodes know.) */
+	const struct kept_size *f = k->n ? bsearch(&(struct kept_size){p, 0, 0}, k->v, k->n,
+						   sizeof *k->v, by_path) : NULL;
+	if (f) {
+		*size = f->size & ~KEPT_VIEW;
+		*digest = f->digest;
+		__atomic_store_n(&c->nodes[i].kept_epoch, k->epoch, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->nodes[i].kept_gen, c->nodes[i].gen, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&k->lock);
+	if (f)
+		__atomic_add_fetch(&counts.sizes_read, 1, __ATOMIC_RELAXED);
+	return f != NULL;
+}
+
+int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out)
+{
+	*out = NULL;
+	if (!eligible(c, i))
+		return -ENOENT;
+	bool ok;
+	uint64_t p = path_hash(c, i, &ok);
+	if (!ok)
+		return -ENOENT;
+	/* Only a view the record of sizes says is on disk for this identity;
+	 * its size and digest are checked beside the view record's own
+	 * hash. */
+	struct sv_kept *k = c->kept;
+	pthread_mutex_lock(&k->lock);
+	look(c, k);
+	const struct kept_size *f = find(k, p);
+	struct kept_size want = f ? *f : (struct kept_size){0, 0, 0};
+	uint32_t epoch = k->epoch;
+	pthread_mutex_unlock(&k->lock);
+	if (!(want.size & KEPT_VIEW))
+		return -ENOENT;
+	want.size &= ~KEPT_VIEW;
+	char dir[4096], what[32];
+	if (!views_dir(c, dir, sizeof dir))
+		return -ENOENT;
+	snprintf(what, sizeof what, "v%016llx", (unsigned long long)p);
+	struct sv_index_key key = view_key(c, what);
+	struct sv_blob *b = NULL;
+	if (sv_index_load(dir, &key, VIEW_MAX, &b) == 0 &&
+	    (b->len != want.size || XXH3_64bits(b->data, b->len) != want.digest)) {
+		sv_blob_unref(b);
+		b = NULL;
+		sv_index_drop(dir, &key);
+	}
+	if (!b) {
+		/* Gone, damaged or another's (and dropped): not on disk any
+		 * more, so the view built now is kept again. */
+		pthread_mutex_lock(&k->lock);
+		look(c, k);
+		struct kept_size *g = (struct kept_size *)find(k, p);
+		if (g && (g->size & KEPT_VIEW)) {
+			g->size &= ~KEPT_VIEW;
+			k->kept -= k->kept < want.size + 160 ? k->kept : want.size + 160;
+			k->full = false; /* room again */
+			k->dirty = true;
+		}
+		pthread_mutex_unlock(&k->lock);
+		return -ENOENT;
+	}
+	__atomic_add_fetch(&counts.views_read, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->nodes[i].kept_epoch, epoch, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->nodes[i].kept_gen, c->nodes[i].gen, __ATOMIC_RELAXED);
+	*out = b;
+	return 0;
+}
+
+static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool built);
+
+void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b)
+{
+	if (eligible(c, i))
+		keep(c, i, b, true);
+}
+
+/* Notes node i's view b (built now, or made under an identity before
+ * this one) and keeps it on disk if it fits. */
+static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool built)
+{
+	if (built)
+		__atomic_add_fetch(&counts.views_built, 1, __ATOMIC_RELAXED);
+	bool ok;
+	uint64_t p = path_hash(c, i, &ok);
+	if (!ok)
+		return;
+	uint64_t digest = XXH3_64bits(b->data, b->len);
+	struct sv_kept *k = c->kept;
+	pthread_mutex_lock(&k->lock);
+	look(c, k);
+	struct kept_size *f = (struct kept_size *)find(k, p);
+	bool on_disk = f && (f->size & KEPT_VIEW) && (f->size & ~KEPT_VIEW) == b->len &&
+		       f->digest == digest;
+	/* Kept now if it is not, and it fits the container's budget. */
+	bool store = false;
+	if (!on_disk) {
+		if (!k->full && b->len <= VIEW_MAX && k->kept + b->len + 160 <= budget(c)) {
+			store = true;
+			k->kept += b->len + 160;
+		} else if (!k->full) {
+			k->full = true;
+			k->dirty = true;
+		}
+	}
+	uint64_t size = b->len | (store || on_disk ? KEPT_VIEW : 0);
+	if (f && (f->size != size || f->digest != digest)) {
+		/* Built otherwise than recorded (by a savefs whose view
+		 * differed under the same version): the new one stands. */
+		f->size = size;
+		f->digest = digest;
+		k->dirty = true;
+	} else if (!f && learn(k, (struct kept_size){p, size, digest})) {
+		k->dirty = true;
+	} else if (!f) {
+		store = false; /* (not on record, it could not be served) */
+	}
+	__atomic_store_n(&c->nodes[i].kept_epoch, k->epoch, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->nodes[i].kept_gen, c->nodes[i].gen, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&k->lock);
+	if (!store) {
+		if (!on_disk && built)
+			__atomic_add_fetch(&counts.views_unkept, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	char dir[4096], what[32];
+	if (!views_dir(c, dir, sizeof dir))
+		return;
+	snprintf(what, sizeof what, "v%016llx", (unsigned long long)p);
+	struct sv_index_key key = view_key(c, what);
+	/* The cap is looked at each sixteenth of it stored, not at each
+	 * store: listing a directory of thousands of views at every store
+	 * would cost more than the views save. */
+	uint64_t was = __atomic_fetch_add(&views_bytes, b->len + 160, __ATOMIC_RELAXED);
+	bool trim = was / (VIEWS_CAP / 16) != (was + b->len + 160) / (VIEWS_CAP / 16);
+	if (!sv_index_store(dir, &key, b->data, b->len, UINT64_MAX)) {
+		__atomic_add_fetch(&counts.views_stored, 1, __ATOMIC_RELAXED);
+		if (trim)
+			sv_index_trim(dir, VIEWS_CAP);
+	}
+}
+
+void sv_kept_free(struct sv_container *c)
+{
+	struct sv_kept *k = c->kept;
+	if (!k)
+		return;
+	/* A commit since the last look: what it left as it was is carried
+	 * to the new container's record. */
+	if (k->looked) {
+		pthread_mutex_lock(&k->lock);
+		look(c, k);
+		pthread_mutex_unlock(&k->lock);
+	}
+	c->kept = NULL;
+	/* What this mount learned joins the record. */
+	if (k->dirty && k->looked && same_id(&k->id, &c->src->st)) {
+		size_t n = k->n + k->nadd;
+		struct kept_head h = {k->kept, k->full};
+		uint8_t *rec = malloc(sizeof h + n * sizeof(struct kept_size));
+		if (rec) {
+			struct kept_size *all = (struct kept_size *)(rec + sizeof h);
+			memcpy(rec, &h, sizeof h);
+			if (k->n)
+				memcpy(all, k->v, k->n * sizeof *all);
+			if (k->nadd)
+				memcpy(all + k->n, k->add, k->nadd * sizeof *all);
+			qsort(all, n, sizeof *all, by_path);
+			size_t m = 0;
+			for (size_t j = 0; j < n; j++)
+				if (!m || all[m - 1].path != all[j].path)
+					all[m++] = all[j];
+			struct sv_index_key key = key_of(c, "sizes");
+			char dir[4096];
+			if (sv_kept_dir(c, dir, sizeof dir))
+				sv_index_store(dir, &key, rec, sizeof h + m * sizeof *all, SV_INDEX_CAP);
+			free(rec);
+		}
+	}
+	free(k->v);
+	free(k->add);
+	free(k->slots);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+}
