@@ -60,9 +60,6 @@
  *                                         write, and holding nothing of the core:
  *                                         nethack det_lock, scan_lock, st_lock;
  *                                         recording cur_lock; starbound cel_lock
- *   gate lock             load.c          the places of loads decoding at once
- *                                         (waited on with the container's read
- *                                         lock held; nothing is taken under it)
  *   ld_lock               load.c          loads under way (waiters sleep on ld_cond;
  *                                         the load itself runs without it)
  *   pf_lock               prefetch.c      the read-ahead queue; its worker drops it

@@ -54,8 +54,11 @@ static uint64_t views_cap = VIEWS_CAP_DEFAULT;
  * container's member as stored, read as fast as the record would be). */
 #define VIEW_MAX (64ull << 20)
 
-/* Sizes a container's record holds at most (6 MB of them). */
-#define MAX_SIZES (1u << 18)
+/* Sizes a container's record holds at most (1.5 MB of them, and as much
+ * again while the record is written): they are memory beside the cache's
+ * cap.  A container of more views (a long game's every state) keeps the
+ * sizes of the first ones looked at. */
+#define MAX_SIZES (1u << 16)
 
 /* A view's size and digest; with KEPT_VIEW in size, its view is on disk. */
 struct kept_size {

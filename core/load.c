@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 static bool writable(struct sv_container *c, const struct sv_inode *n)
@@ -269,49 +268,6 @@ static void remember_failure(struct sv_container *c, uint32_t i, const struct sv
 	__atomic_store_n(&n->failed, (n->gen & 0x7fffffff) + 1, __ATOMIC_RELEASE);
 }
 
-/*
- * The gate: at most as many loads of local containers decode at once as
- * there are cores, in the whole process, however many threads ask (ten
- * FUSE threads on a busy machine, the read-ahead worker, a folder's
- * containers).  What loads hold while they decode is then bounded by that
- * number, not by how the threads happen to interleave.  A load a load
- * makes (a view built from another) goes through on its thread's place;
- * one thread never waits at the gate for a place it holds.  A load of a
- * remote object waits on the network, not a core: it is not counted.
- */
-static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
-static unsigned gate_busy, gate_max;
-static __thread unsigned gate_depth; /* this thread's loads under way */
-static __thread bool gate_held;      /* ...and whether it holds a place */
-
-static void gate_enter(const struct sv_container *c)
-{
-	if (gate_depth++ || c->src->ops->remote)
-		return;
-	pthread_mutex_lock(&gate_lock);
-	if (!gate_max) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		gate_max = n < 2 ? 2 : n > 64 ? 64 : (unsigned)n;
-	}
-	while (gate_busy >= gate_max)
-		pthread_cond_wait(&gate_cond, &gate_lock);
-	gate_busy++;
-	pthread_mutex_unlock(&gate_lock);
-	gate_held = true;
-}
-
-static void gate_leave(void)
-{
-	if (--gate_depth || !gate_held)
-		return;
-	gate_held = false;
-	pthread_mutex_lock(&gate_lock);
-	gate_busy--;
-	pthread_cond_signal(&gate_cond);
-	pthread_mutex_unlock(&gate_lock);
-}
-
 static struct loading *loading_of(struct sv_container *c, uint64_t key)
 {
 	struct loading *l = c->loads;
@@ -327,17 +283,6 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 {
 	pthread_mutex_lock(&c->ld_lock);
 	struct loading *l = loading_of(c, key);
-	if (!l) {
-		/* A place at the gate first, then the load is this thread's
-		 * (unless another took it meanwhile): a thread waiting for a
-		 * place has made no load others could wait for. */
-		pthread_mutex_unlock(&c->ld_lock);
-		gate_enter(c);
-		pthread_mutex_lock(&c->ld_lock);
-		l = loading_of(c, key);
-	} else {
-		gate_depth++; /* (left below, as every path leaves it) */
-	}
 	if (l) {
 		l->refs++;
 		while (!l->done)
@@ -349,13 +294,11 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 			*out = sv_blob_ref(l->blob);
 		loading_put(l);
 		pthread_mutex_unlock(&c->ld_lock);
-		gate_leave();
 		return rc;
 	}
 	l = calloc(1, sizeof *l);
 	if (!l) {
 		pthread_mutex_unlock(&c->ld_lock);
-		gate_leave();
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	}
 	l->key = key;
@@ -403,7 +346,6 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	loading_put(l);
 	pthread_cond_broadcast(&c->ld_cond);
 	pthread_mutex_unlock(&c->ld_lock);
-	gate_leave();
 	return rc;
 }
 
