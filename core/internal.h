@@ -338,6 +338,7 @@ struct sv_container {
 	pthread_mutex_t log_lock; /* protects the ring below */
 	char *log[LOG_LINES];
 	size_t log_next, log_count;
+	uint64_t log_said;        /* lines logged since the open */
 };
 
 static inline void sv_lock_upgrade(struct sv_container *c)
@@ -385,13 +386,17 @@ bool sv_kept_size(struct sv_container *c, uint32_t i, uint64_t *size, uint64_t *
 /* Node i's view as an earlier load built it: 0 and *out, or -ENOENT. */
 int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out);
 /* Node i's view b was built: its size noted, and the view kept on disk if
- * it fits the container's budget. */
-void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b);
+ * it fits the container's budget; unless its decode logged something
+ * (then nothing kept is served for the container: each mount's log says
+ * it). */
+void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged);
 /* The process's counts (any lock), and as a JSON object (a json_t *). */
 void sv_kept_stats(struct sv_kept_stats *st);
 void *sv_kept_json(void);
 
 /* ---- log.c (any lock) ---- */
+/* How many lines c has logged since it was opened. */
+uint64_t sv_log_said(struct sv_container *c);
 /* sv_log and sv_warn are format.h's. */
 
 /* ---- guard.c (write lock held) ---- */

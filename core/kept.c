@@ -54,6 +54,9 @@ static uint64_t views_cap = VIEWS_CAP_DEFAULT;
  * container's member as stored, read as fast as the record would be). */
 #define VIEW_MAX (64ull << 20)
 
+/* The layout of the records below: bumped when it changes. */
+#define KEPT_LAYOUT 2
+
 /* Sizes a container's record holds at most (1.5 MB of them, and as much
  * again while the record is written): they are memory beside the cache's
  * cap.  A container of more views (a long game's every state) keeps the
@@ -69,7 +72,9 @@ struct kept_size {
 /* The sizes record: this head, then the sizes sorted by path. */
 struct kept_head {
 	uint64_t kept;  /* bytes of the views on disk */
-	uint64_t full;  /* 1: the container's budget was reached */
+	uint64_t full;  /* 1: the container's budget was reached; | 2: its
+			 * decodes logged something (nothing is served: each
+			 * mount decodes, and its log says it again) */
 };
 
 struct sv_kept {
@@ -84,6 +89,7 @@ struct sv_kept {
 	size_t nslots;           /* a power of two, or 0 */
 	uint64_t kept;           /* bytes of its views on disk */
 	bool full;               /* its budget was reached: no more are kept */
+	bool logged;             /* its decodes logged: nothing kept is served */
 	uint32_t epoch;          /* bumped at each identity looked at (a
 				  * commit's new container): a node whose
 				  * kept_epoch is behind is not known kept */
@@ -134,7 +140,7 @@ static bool same_id(const struct stat *a, const struct stat *b)
 static uint32_t version(const struct sv_container *c)
 {
 	XXH64_hash_t h = XXH3_64bits_withSeed(SV_VERSION, sizeof SV_VERSION - 1,
-					      c->fmt->view_version);
+					      (uint64_t)KEPT_LAYOUT << 32 | c->fmt->view_version);
 	if (c->format_opts)
 		h = XXH3_64bits_withSeed(c->format_opts, strlen(c->format_opts), h);
 	return (uint32_t)(h ^ h >> 32);
@@ -260,6 +266,7 @@ static void look(struct sv_container *c, struct sv_kept *k)
 	k->n = k->nadd = k->capadd = k->nslots = 0;
 	k->kept = 0;
 	k->full = false;
+	k->logged = false;
 	k->dirty = false;
 	k->looked = true;
 	k->epoch++;
@@ -313,13 +320,15 @@ static void load_record(struct sv_container *c, struct sv_kept *k)
 		memcpy(k->v, b->data + sizeof h, n * sizeof *k->v);
 		k->n = n;
 		k->kept = h.kept;
-		k->full = h.full == 1;
+		k->full = h.full & 1;
+		k->logged = h.full & 2;
 		/* Written sorted; one that is not is read as none. */
 		for (size_t j = 1; j < n; j++)
 			if (k->v[j - 1].path >= k->v[j].path) {
 				k->n = 0;
 				k->kept = 0;
 				k->full = false;
+				k->logged = false;
 				break;
 			}
 	}
@@ -386,7 +395,7 @@ bool sv_kept_size(struct sv_container *c, uint32_t i, uint64_t *size, uint64_t *
 	pthread_mutex_lock(&k->lock);
 	look(c, k);
 	/* (From the record only: what this mount learned, its nodes know.) */
-	const struct kept_size *f = k->n ? bsearch(&(struct kept_size){p, 0, 0}, k->v, k->n,
+	const struct kept_size *f = k->n && !k->logged ? bsearch(&(struct kept_size){p, 0, 0}, k->v, k->n,
 						   sizeof *k->v, by_path) : NULL;
 	if (f) {
 		*size = f->size & ~KEPT_VIEW;
@@ -415,7 +424,7 @@ int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out)
 	struct sv_kept *k = c->kept;
 	pthread_mutex_lock(&k->lock);
 	look(c, k);
-	const struct kept_size *f = find(k, p);
+	const struct kept_size *f = k->logged ? NULL : find(k, p);
 	struct kept_size want = f ? *f : (struct kept_size){0, 0, 0};
 	uint32_t epoch = k->epoch;
 	pthread_mutex_unlock(&k->lock);
@@ -456,20 +465,20 @@ int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out)
 	return 0;
 }
 
-static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool built);
+static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged);
 
-void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b)
+void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged)
 {
 	if (eligible(c, i))
-		keep(c, i, b, true);
+		keep(c, i, b, logged);
 }
 
-/* Notes node i's view b (built now, or made under an identity before
- * this one) and keeps it on disk if it fits. */
-static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool built)
+/* Notes node i's view b, built now (its decode logged something: nothing
+ * kept for the container is served again), and keeps it on disk if it
+ * fits. */
+static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged)
 {
-	if (built)
-		__atomic_add_fetch(&counts.views_built, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&counts.views_built, 1, __ATOMIC_RELAXED);
 	bool ok;
 	uint64_t p = path_hash(c, i, &ok);
 	if (!ok)
@@ -478,12 +487,16 @@ static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bo
 	struct sv_kept *k = c->kept;
 	pthread_mutex_lock(&k->lock);
 	look(c, k);
+	if (logged && !k->logged) {
+		k->logged = true; /* (the rest of the record stays, unused) */
+		k->dirty = true;
+	}
 	struct kept_size *f = (struct kept_size *)find(k, p);
 	bool on_disk = f && (f->size & KEPT_VIEW) && (f->size & ~KEPT_VIEW) == b->len &&
 		       f->digest == digest;
 	/* Kept now if it is not, and it fits the container's budget. */
 	bool store = false;
-	if (!on_disk) {
+	if (!on_disk && !k->logged) {
 		if (!k->full && b->len <= VIEW_MAX && k->kept + b->len + 160 <= budget(c)) {
 			store = true;
 			k->kept += b->len + 160;
@@ -508,7 +521,7 @@ static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bo
 	__atomic_store_n(&c->nodes[i].kept_gen, c->nodes[i].gen, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&k->lock);
 	if (!store) {
-		if (!on_disk && built)
+		if (!on_disk)
 			__atomic_add_fetch(&counts.views_unkept, 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -545,7 +558,7 @@ void sv_kept_free(struct sv_container *c)
 	/* What this mount learned joins the record. */
 	if (k->dirty && k->looked && same_id(&k->id, &c->src->st)) {
 		size_t n = k->n + k->nadd;
-		struct kept_head h = {k->kept, k->full};
+		struct kept_head h = {k->kept, (uint64_t)k->full | (k->logged ? 2 : 0)};
 		uint8_t *rec = malloc(sizeof h + n * sizeof(struct kept_size));
 		if (rec) {
 			struct kept_size *all = (struct kept_size *)(rec + sizeof h);

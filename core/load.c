@@ -312,9 +312,10 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	 * built again; else built, and kept for the next. */
 	int rc = sv_kept_view(c, i, out);
 	if (rc) {
+		uint64_t said = sv_log_said(c);
 		rc = c->fmt->load(c, i, out, err);
 		if (!rc)
-			sv_kept_built(c, i, *out);
+			sv_kept_built(c, i, *out, sv_log_said(c) != said);
 	}
 	/* A known point: what the load touched of the spilled arrays is
 	 * looked at, and shed past the window. */

@@ -210,6 +210,18 @@ left=$(find "$STORE/views" -type f | wc -l)
 [ "$(du -sb --apparent-size "$STORE/views" | cut -f1)" -le $((262144 + 262144 / 16 + most + 4096)) ] ||
 	fail "cap: the views directory holds more than its cap"
 
+# ---- a container whose decodes say something ----
+# (A quirk ignored, in the log: each mount decodes, and says it again.)
+q="$TMP/quirk.level"
+cp -- "$(dirname "$0")/../data/bad/doodle/map-pixel-outside.level" "$q"
+for round in cold warm; do
+	mount_sv "$q" "$M" || die "cannot mount the quirky level"
+	read_all "$M" > /dev/null
+	check "$round: the log says the quirk" grep -q 'chunks/0/0,0: 1 pixel(s) outside the chunk: ignored' "$M/.savefs/log"
+	[ "$round" = cold ] || expect_eq "warm: nothing kept is served for it" 0 "$(kept "$M" views_read)"
+	umount_sv "$M"
+done
+
 # ---- a save folder's containers ----
 mkdir -p "$TMP/saves/sub"
 cp -- "$TMP/a.level" "$TMP/saves/one.level"
