@@ -368,7 +368,9 @@ static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out
 			sv_err_set(err, -EIO, "its size could not be found");
 		return -EIO;
 	}
-	uint64_t size = c->nodes[i].size;
+	/* Read atomically: a settling beside this one (the prefetcher's)
+	 * may store the same size again. */
+	uint64_t size = __atomic_load_n(&c->nodes[i].size, __ATOMIC_RELAXED);
 	if (size > c->opts.max_decode)
 		return sv_err_set(err, -EFBIG, "%llu bytes: more than the decode limit "
 				  "(option maxdecode)", (unsigned long long)size);
