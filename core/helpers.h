@@ -122,6 +122,9 @@ void sv_cache_stats(struct sv_cache *c, struct sv_cache_stats *st);
  * exactly as it was read (device, inode, size, mtime, ctime).  dir is the
  * store (sv_index_dir: $XDG_CACHE_HOME/savefs, or ~/.cache/savefs).
  */
+/* The bytes a record takes beyond its payload (its header). */
+#define SV_INDEX_HEAD 160
+
 struct sv_index_key {
 	const char *format;  /* the format's name (under 32 bytes) */
 	uint32_t version;    /* of the format's record layout */

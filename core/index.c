@@ -46,7 +46,7 @@ struct head {
 	char what[32];
 };
 /* (tests/tools/recordtool.c writes records of this layout.) */
-_Static_assert(sizeof(struct head) == 160 && offsetof(struct head, payload_hash) == 88,
+_Static_assert(sizeof(struct head) == SV_INDEX_HEAD && offsetof(struct head, payload_hash) == 88,
 	       "the record's layout");
 
 /* Reads n bytes at off: 0, or -errno (-EIO if the file is shorter). */

@@ -338,7 +338,7 @@ struct sv_container {
 	pthread_mutex_t log_lock; /* protects the ring below */
 	char *log[LOG_LINES];
 	size_t log_next, log_count;
-	uint64_t log_said;        /* lines logged since the open */
+	uint64_t log_said;        /* lines logged since the open (atomic) */
 };
 
 static inline void sv_lock_upgrade(struct sv_container *c)
@@ -366,14 +366,6 @@ void sv_changed_add(struct changed_list *l, uint32_t i);
 
 /* ---- kept.c (read or write lock held, unless said) ---- */
 /* Views' sizes and views kept between mounts (kept.c's top comment). */
-struct sv_kept_stats {
-	uint64_t sizes_read;   /* sizes served from an earlier mount's record */
-	uint64_t views_read;   /* views served from the disk */
-	uint64_t views_built;  /* views that could be kept, built by the formats */
-	uint64_t views_stored; /* views written to the disk */
-	uint64_t views_unkept; /* views built and not kept: past their
-				* container's budget (their sizes are kept) */
-};
 /* The persistent index's directory for c, or false if c keeps nothing
  * there (-o noindex, a relative path, no home). */
 bool sv_kept_dir(const struct sv_container *c, char *buf, size_t size);
@@ -383,15 +375,23 @@ int sv_kept_init(struct sv_container *c);
 void sv_kept_free(struct sv_container *c);
 /* Node i's size and digest as an earlier mount learned them: true. */
 bool sv_kept_size(struct sv_container *c, uint32_t i, uint64_t *size, uint64_t *digest);
-/* Node i's view as an earlier load built it: 0 and *out, or -ENOENT. */
-int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out);
-/* Node i's view b was built: its size noted, and the view kept on disk if
- * it fits the container's budget; unless its decode logged something
- * (then nothing kept is served for the container: each mount's log says
- * it). */
-void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged);
-/* The process's counts (any lock), and as a JSON object (a json_t *). */
-void sv_kept_stats(struct sv_kept_stats *st);
+/* What one load of a node tells kept.c once: whether its view may be
+ * kept, and the hash of its path. */
+struct sv_kept_ticket {
+	bool ok;
+	uint64_t path;
+};
+/* Node i's view as an earlier load built it: 0, *out and its xxh3 in
+ * *digest, or -ENOENT; either way *t is filled for sv_kept_built. */
+int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_kept_ticket *t,
+		 struct sv_blob **out, uint64_t *digest);
+/* Node i's view b (of xxh3 digest) was built: its size noted, and the
+ * view kept on disk if it fits the container's budget; unless its decode
+ * logged something (then nothing kept is served for the container: each
+ * mount's log says it). */
+void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_ticket *t,
+		   const struct sv_blob *b, uint64_t digest, bool logged);
+/* The process's counts as a JSON object (a json_t *; any lock). */
 void *sv_kept_json(void);
 
 /* ---- log.c (any lock) ---- */

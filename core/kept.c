@@ -17,7 +17,8 @@
  *   views   one record per view under views/ ("v" and its path hash), keyed
  *           by the container's path rather than its identity: the view's
  *           bytes, served only when their xxh3 is the digest the sizes
- *           record of the container as it is gives that view.  So a commit
+ *           record of the container as it is gives that view (the digest
+ *           is in the record's key: view_key).  So a commit
  *           need not write again the views it left as they were: their
  *           entries are carried to the new identity's sizes record (a node
  *           whose generation did not move since its view was noted).
@@ -55,7 +56,7 @@ static uint64_t views_cap = VIEWS_CAP_DEFAULT;
 #define VIEW_MAX (64ull << 20)
 
 /* The layout of the records below: bumped when it changes. */
-#define KEPT_LAYOUT 2
+#define KEPT_LAYOUT 3
 
 /* Sizes a container's record holds at most (1.5 MB of them, and as much
  * again while the record is written): they are memory beside the cache's
@@ -94,32 +95,37 @@ struct sv_kept {
 				  * commit's new container): a node whose
 				  * kept_epoch is behind is not known kept */
 	bool dirty;              /* learned something the record lacks */
+	struct kept_size *prev;  /* the identity before (a commit's old
+				  * container), sorted by path: a view built
+				  * again with a digest it had is on disk */
+	size_t nprev;
 };
 
 /* Bytes of views stored by this process since the cap was looked at. */
 static uint64_t views_bytes;
 
-static struct sv_kept_stats counts;
-
-void sv_kept_stats(struct sv_kept_stats *st)
-{
-	st->sizes_read = __atomic_load_n(&counts.sizes_read, __ATOMIC_RELAXED);
-	st->views_read = __atomic_load_n(&counts.views_read, __ATOMIC_RELAXED);
-	st->views_built = __atomic_load_n(&counts.views_built, __ATOMIC_RELAXED);
-	st->views_stored = __atomic_load_n(&counts.views_stored, __ATOMIC_RELAXED);
-	st->views_unkept = __atomic_load_n(&counts.views_unkept, __ATOMIC_RELAXED);
-}
+/* The process's counts, for /.savefs/info (atomics). */
+static struct {
+	uint64_t sizes_read;   /* sizes served from an earlier mount's record */
+	uint64_t views_read;   /* views served from the disk */
+	uint64_t views_built;  /* views that could be kept, built by the formats */
+	uint64_t views_stored; /* views written to the disk */
+	uint64_t views_unkept; /* built and not kept: past their container's
+				* budget, or its decodes logged (sizes kept) */
+} counts;
 
 void *sv_kept_json(void)
 {
-	struct sv_kept_stats st;
-	sv_kept_stats(&st);
+	static const struct {
+		const char *name;
+		const uint64_t *v;
+	} f[] = {{"sizes_read", &counts.sizes_read}, {"views_read", &counts.views_read},
+		 {"views_built", &counts.views_built}, {"views_stored", &counts.views_stored},
+		 {"views_unkept", &counts.views_unkept}};
 	json_t *o = json_object();
-	json_object_set_new(o, "sizes_read", json_integer((json_int_t)st.sizes_read));
-	json_object_set_new(o, "views_read", json_integer((json_int_t)st.views_read));
-	json_object_set_new(o, "views_built", json_integer((json_int_t)st.views_built));
-	json_object_set_new(o, "views_stored", json_integer((json_int_t)st.views_stored));
-	json_object_set_new(o, "views_unkept", json_integer((json_int_t)st.views_unkept));
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+		json_object_set_new(o, f[i].name,
+				    json_integer((json_int_t)__atomic_load_n(f[i].v, __ATOMIC_RELAXED)));
 	return o;
 }
 
@@ -129,11 +135,9 @@ bool sv_kept_dir(const struct sv_container *c, char *buf, size_t size)
 	       !sv_index_dir(buf, size);
 }
 
-static bool same_id(const struct stat *a, const struct stat *b)
+static bool same_id(const struct stat *was, const struct stat *now)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+	return sv_source_same(was, now) == SV_SOURCE_SAME;
 }
 
 /* The records' version: this savefs, the format's views, its options. */
@@ -152,15 +156,19 @@ static struct sv_index_key key_of(const struct sv_container *c, const char *what
 	return k;
 }
 
-/* A view record's key: the container by its path, not its identity (the
- * sizes record is the identity's, and says which digest each view must
- * have), so that a view a commit left as it was stays good for the new
- * container. */
-static struct sv_index_key view_key(const struct sv_container *c, const char *what)
+/* A view record's key: the container by its path, not its identity, and
+ * the view's digest where a container's size goes (the sizes record is the
+ * identity's, and says which digest each view must have).  A view a
+ * commit left as it was stays good for the new container; a record of
+ * other bytes does not match its key, and the index's own check of the
+ * payload's hash is the only one needed. */
+static struct sv_index_key view_key(const struct sv_container *c, const char *what,
+				    uint64_t digest)
 {
 	struct sv_index_key k = {c->fmt->name, version(c), what, {0}};
 	k.st.st_dev = 0x5e5e;
 	k.st.st_ino = (ino_t)(XXH3_64bits(c->path, strlen(c->path)) | 1);
+	k.st.st_size = (off_t)digest;
 	return k;
 }
 
@@ -193,12 +201,16 @@ static uint64_t path_hash(struct sv_container *c, uint32_t i, bool *ok)
 	return *ok ? XXH3_64bits(p, strlen(p)) : 0;
 }
 
-/* The views' directory for c, or false. */
-static bool views_dir(const struct sv_container *c, char *dir, size_t size)
+/* The record of the view at path hash p of that digest: its directory (views/) into
+ * dir and its key (what into what), or false if c keeps nothing. */
+static bool view_record(const struct sv_container *c, uint64_t p, uint64_t digest, char dir[4096],
+			char what[32], struct sv_index_key *key)
 {
-	if (!sv_kept_dir(c, dir, size - 8))
+	if (!sv_kept_dir(c, dir, 4096 - 8))
 		return false;
 	strcat(dir, "/views");
+	snprintf(what, 32, "v%016llx", (unsigned long long)p);
+	*key = view_key(c, what, digest);
 	return true;
 }
 
@@ -232,6 +244,29 @@ static int by_path(const void *a, const void *b)
 	return x->path < y->path ? -1 : x->path > y->path;
 }
 
+/* What k holds, the record's and what was learned here, sorted by path
+ * with each path once, after room bytes left free at the front (a new
+ * array; *n its count), or NULL if out of memory. */
+static struct kept_size *merged(const struct sv_kept *k, size_t room, size_t *n)
+{
+	size_t all = k->n + k->nadd;
+	uint8_t *p = malloc(room + all * sizeof(struct kept_size) + 1);
+	if (!p)
+		return NULL;
+	struct kept_size *v = (struct kept_size *)(p + room);
+	if (k->n)
+		memcpy(v, k->v, k->n * sizeof *v);
+	if (k->nadd)
+		memcpy(v + k->n, k->add, k->nadd * sizeof *v);
+	qsort(v, all, sizeof *v, by_path);
+	size_t m = 0;
+	for (size_t j = 0; j < all; j++)
+		if (!m || v[m - 1].path != v[j].path)
+			v[m++] = v[j];
+	*n = m;
+	return v;
+}
+
 /* The sizes record for the container as it is now (kept.lock held). */
 static void load_record(struct sv_container *c, struct sv_kept *k);
 static const struct kept_size *find(const struct sv_kept *k, uint64_t path);
@@ -247,16 +282,8 @@ static void look(struct sv_container *c, struct sv_kept *k)
 {
 	if (k->looked && same_id(&k->id, &c->src->st))
 		return;
-	struct kept_size *old = NULL;
 	size_t nold = 0;
-	if (k->looked && (old = malloc((k->n + k->nadd + 1) * sizeof *old))) {
-		if (k->n)
-			memcpy(old, k->v, k->n * sizeof *old);
-		if (k->nadd)
-			memcpy(old + k->n, k->add, k->nadd * sizeof *old);
-		nold = k->n + k->nadd;
-		qsort(old, nold, sizeof *old, by_path);
-	}
+	struct kept_size *old = k->looked ? merged(k, 0, &nold) : NULL;
 	uint32_t old_epoch = k->epoch;
 	free(k->v);
 	free(k->add);
@@ -274,7 +301,9 @@ static void look(struct sv_container *c, struct sv_kept *k)
 	load_record(c, k);
 	if (nold)
 		carry(c, k, old, nold, old_epoch);
-	free(old);
+	free(k->prev);
+	k->prev = old;
+	k->nprev = nold;
 }
 
 static void carry(struct sv_container *c, struct sv_kept *k, struct kept_size *old, size_t nold,
@@ -292,12 +321,12 @@ static void carry(struct sv_container *c, struct sv_kept *k, struct kept_size *o
 		if (!f || find(k, p))
 			continue;
 		struct kept_size e = *f;
-		if ((e.size & KEPT_VIEW) && k->kept + (e.size & ~KEPT_VIEW) + 160 > budget(c))
+		if ((e.size & KEPT_VIEW) && k->kept + (e.size & ~KEPT_VIEW) + SV_INDEX_HEAD > budget(c))
 			e.size &= ~KEPT_VIEW;
 		if (!learn(k, e))
 			break;
 		if (e.size & KEPT_VIEW)
-			k->kept += (e.size & ~KEPT_VIEW) + 160;
+			k->kept += (e.size & ~KEPT_VIEW) + SV_INDEX_HEAD;
 		k->dirty = true;
 		__atomic_store_n(&n->kept_epoch, k->epoch, __ATOMIC_RELAXED);
 	}
@@ -409,18 +438,17 @@ bool sv_kept_size(struct sv_container *c, uint32_t i, uint64_t *size, uint64_t *
 	return f != NULL;
 }
 
-int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out)
+int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_kept_ticket *t,
+		 struct sv_blob **out, uint64_t *digest)
 {
 	*out = NULL;
-	if (!eligible(c, i))
+	t->ok = eligible(c, i);
+	t->path = t->ok ? path_hash(c, i, &t->ok) : 0;
+	if (!t->ok)
 		return -ENOENT;
-	bool ok;
-	uint64_t p = path_hash(c, i, &ok);
-	if (!ok)
-		return -ENOENT;
-	/* Only a view the record of sizes says is on disk for this identity;
-	 * its size and digest are checked beside the view record's own
-	 * hash. */
+	uint64_t p = t->path;
+	/* Only a view the record of sizes says is on disk for this identity,
+	 * of the digest it gives (view_key). */
 	struct sv_kept *k = c->kept;
 	pthread_mutex_lock(&k->lock);
 	look(c, k);
@@ -432,13 +460,11 @@ int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out)
 		return -ENOENT;
 	want.size &= ~KEPT_VIEW;
 	char dir[4096], what[32];
-	if (!views_dir(c, dir, sizeof dir))
+	struct sv_index_key key;
+	if (!view_record(c, p, want.digest, dir, what, &key))
 		return -ENOENT;
-	snprintf(what, sizeof what, "v%016llx", (unsigned long long)p);
-	struct sv_index_key key = view_key(c, what);
 	struct sv_blob *b = NULL;
-	if (sv_index_load(dir, &key, VIEW_MAX, &b) == 0 &&
-	    (b->len != want.size || XXH3_64bits(b->data, b->len) != want.digest)) {
+	if (sv_index_load(dir, &key, VIEW_MAX, &b) == 0 && b->len != want.size) {
 		sv_blob_unref(b);
 		b = NULL;
 		sv_index_drop(dir, &key);
@@ -451,7 +477,7 @@ int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out)
 		struct kept_size *g = (struct kept_size *)find(k, p);
 		if (g && (g->size & KEPT_VIEW)) {
 			g->size &= ~KEPT_VIEW;
-			k->kept -= k->kept < want.size + 160 ? k->kept : want.size + 160;
+			k->kept -= k->kept < want.size + SV_INDEX_HEAD ? k->kept : want.size + SV_INDEX_HEAD;
 			k->full = false; /* room again */
 			k->dirty = true;
 		}
@@ -459,31 +485,22 @@ int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_blob **out)
 		return -ENOENT;
 	}
 	__atomic_add_fetch(&counts.views_read, 1, __ATOMIC_RELAXED);
+	*digest = want.digest;
 	__atomic_store_n(&c->nodes[i].kept_epoch, epoch, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->nodes[i].kept_gen, c->nodes[i].gen, __ATOMIC_RELAXED);
 	*out = b;
 	return 0;
 }
 
-static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged);
-
-void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged)
+void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_ticket *t,
+		   const struct sv_blob *b, uint64_t digest, bool logged)
 {
-	if (eligible(c, i))
-		keep(c, i, b, logged);
-}
-
-/* Notes node i's view b, built now (its decode logged something: nothing
- * kept for the container is served again), and keeps it on disk if it
- * fits. */
-static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bool logged)
-{
-	__atomic_add_fetch(&counts.views_built, 1, __ATOMIC_RELAXED);
-	bool ok;
-	uint64_t p = path_hash(c, i, &ok);
-	if (!ok)
+	/* (Eligible when the ticket was made; the load ran under the same
+	 * lock, so it still is.) */
+	if (!t->ok)
 		return;
-	uint64_t digest = XXH3_64bits(b->data, b->len);
+	__atomic_add_fetch(&counts.views_built, 1, __ATOMIC_RELAXED);
+	uint64_t p = t->path;
 	struct sv_kept *k = c->kept;
 	pthread_mutex_lock(&k->lock);
 	look(c, k);
@@ -492,14 +509,19 @@ static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bo
 		k->dirty = true;
 	}
 	struct kept_size *f = (struct kept_size *)find(k, p);
-	bool on_disk = f && (f->size & KEPT_VIEW) && (f->size & ~KEPT_VIEW) == b->len &&
-		       f->digest == digest;
+	struct kept_size want = {p, b->len | KEPT_VIEW, digest};
+	bool on_disk = f && f->size == want.size && f->digest == digest;
+	/* On disk for the container before a commit, with these bytes: the
+	 * record serves this one too (view_key), it is not written again. */
+	const struct kept_size *before = !on_disk && k->nprev ?
+		bsearch(&want, k->prev, k->nprev, sizeof *k->prev, by_path) : NULL;
+	bool reuse = before && before->size == want.size && before->digest == digest;
 	/* Kept now if it is not, and it fits the container's budget. */
 	bool store = false;
 	if (!on_disk && !k->logged) {
-		if (!k->full && b->len <= VIEW_MAX && k->kept + b->len + 160 <= budget(c)) {
+		if (!k->full && b->len <= VIEW_MAX && k->kept + b->len + SV_INDEX_HEAD <= budget(c)) {
 			store = true;
-			k->kept += b->len + 160;
+			k->kept += b->len + SV_INDEX_HEAD;
 		} else if (!k->full) {
 			k->full = true;
 			k->dirty = true;
@@ -520,21 +542,22 @@ static void keep(struct sv_container *c, uint32_t i, const struct sv_blob *b, bo
 	__atomic_store_n(&c->nodes[i].kept_epoch, k->epoch, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->nodes[i].kept_gen, c->nodes[i].gen, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&k->lock);
+	if (store && reuse)
+		return;
 	if (!store) {
 		if (!on_disk)
 			__atomic_add_fetch(&counts.views_unkept, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	char dir[4096], what[32];
-	if (!views_dir(c, dir, sizeof dir))
+	struct sv_index_key key;
+	if (!view_record(c, p, digest, dir, what, &key))
 		return;
-	snprintf(what, sizeof what, "v%016llx", (unsigned long long)p);
-	struct sv_index_key key = view_key(c, what);
 	/* The cap is looked at each sixteenth of it stored, not at each
 	 * store: listing a directory of thousands of views at every store
 	 * would cost more than the views save. */
-	uint64_t was = __atomic_fetch_add(&views_bytes, b->len + 160, __ATOMIC_RELAXED);
-	bool trim = was / (VIEWS_CAP / 16) != (was + b->len + 160) / (VIEWS_CAP / 16);
+	uint64_t was = __atomic_fetch_add(&views_bytes, b->len + SV_INDEX_HEAD, __ATOMIC_RELAXED);
+	bool trim = was / (VIEWS_CAP / 16) != (was + b->len + SV_INDEX_HEAD) / (VIEWS_CAP / 16);
 	if (!sv_index_store(dir, &key, b->data, b->len, UINT64_MAX)) {
 		__atomic_add_fetch(&counts.views_stored, 1, __ATOMIC_RELAXED);
 		if (trim)
@@ -555,33 +578,24 @@ void sv_kept_free(struct sv_container *c)
 		pthread_mutex_unlock(&k->lock);
 	}
 	c->kept = NULL;
-	/* What this mount learned joins the record. */
-	if (k->dirty && k->looked && same_id(&k->id, &c->src->st)) {
-		size_t n = k->n + k->nadd;
-		struct kept_head h = {k->kept, (uint64_t)k->full | (k->logged ? 2 : 0)};
-		uint8_t *rec = malloc(sizeof h + n * sizeof(struct kept_size));
-		if (rec) {
-			struct kept_size *all = (struct kept_size *)(rec + sizeof h);
-			memcpy(rec, &h, sizeof h);
-			if (k->n)
-				memcpy(all, k->v, k->n * sizeof *all);
-			if (k->nadd)
-				memcpy(all + k->n, k->add, k->nadd * sizeof *all);
-			qsort(all, n, sizeof *all, by_path);
-			size_t m = 0;
-			for (size_t j = 0; j < n; j++)
-				if (!m || all[m - 1].path != all[j].path)
-					all[m++] = all[j];
-			struct sv_index_key key = key_of(c, "sizes");
-			char dir[4096];
-			if (sv_kept_dir(c, dir, sizeof dir))
-				sv_index_store(dir, &key, rec, sizeof h + m * sizeof *all, SV_INDEX_CAP);
-			free(rec);
-		}
+	/* What this mount learned joins the record (the looks above made it
+	 * the container's as it is now). */
+	size_t m = 0;
+	struct kept_head h = {k->kept, (uint64_t)k->full | (k->logged ? 2 : 0)};
+	struct kept_size *all = k->dirty ? merged(k, sizeof h, &m) : NULL;
+	if (all) {
+		uint8_t *rec = (uint8_t *)all - sizeof h;
+		memcpy(rec, &h, sizeof h);
+		struct sv_index_key key = key_of(c, "sizes");
+		char dir[4096];
+		if (sv_kept_dir(c, dir, sizeof dir))
+			sv_index_store(dir, &key, rec, sizeof h + m * sizeof *all, SV_INDEX_CAP);
+		free(rec);
 	}
 	free(k->v);
 	free(k->add);
 	free(k->slots);
+	free(k->prev);
 	pthread_mutex_destroy(&k->lock);
 	free(k);
 }

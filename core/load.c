@@ -152,10 +152,9 @@ void sv_settle_size(struct sv_container *c, uint32_t i)
  * whether it did.  Called by the one thread that loaded it (load_shared),
  * read or write lock held: the fields are written atomically.
  */
-static void note_loaded(struct sv_inode *n, const struct sv_blob *b)
+static void note_loaded(struct sv_inode *n, const struct sv_blob *b, uint64_t h)
 {
 	uint32_t st = __atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE);
-	uint64_t h = b ? XXH3_64bits(b->data, b->len) : 0;
 	/* (A time a client set is kept: the commit cleared it where due.) */
 	if ((st & SV_D_VERIFY) && (!b || !(st & SV_D_KNOWN) || h != n->digest))
 		__atomic_store_n(&n->mtime_ns, n->vtime_ns, __ATOMIC_RELAXED);
@@ -178,7 +177,7 @@ void sv_settle_verify(struct sv_container *c, uint32_t i)
 	sv_blob_unref(b);
 	/* A failure remembered from before this commit's load: changed. */
 	if (__atomic_load_n(&n->dstate, __ATOMIC_ACQUIRE) & SV_D_VERIFY)
-		note_loaded(n, NULL);
+		note_loaded(n, NULL, 0);
 }
 
 uint64_t sv_cache_key(const struct sv_inode *n, uint32_t i)
@@ -310,12 +309,16 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	uint64_t host = sv_source_failures(c->src);
 	/* Built by an earlier mount of the container as it is: read, not
 	 * built again; else built, and kept for the next. */
-	int rc = sv_kept_view(c, i, out);
+	struct sv_kept_ticket t;
+	uint64_t digest = 0;
+	int rc = sv_kept_view(c, i, &t, out, &digest);
 	if (rc) {
 		uint64_t said = sv_log_said(c);
 		rc = c->fmt->load(c, i, out, err);
-		if (!rc)
-			sv_kept_built(c, i, *out, sv_log_said(c) != said);
+		if (!rc) {
+			digest = XXH3_64bits((*out)->data, (*out)->len);
+			sv_kept_built(c, i, &t, *out, digest, sv_log_said(c) != said);
+		}
 	}
 	/* A known point: what the load touched of the spilled arrays is
 	 * looked at, and shed past the window. */
@@ -324,7 +327,7 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	 * entry's: the next read tries again. */
 	bool transient = rc && host != sv_source_failures(c->src);
 	if (rc != -ENOMEM && !transient)
-		note_loaded(&c->nodes[i], rc ? NULL : *out);
+		note_loaded(&c->nodes[i], rc ? NULL : *out, digest);
 	if (rc) {
 		*out = NULL;
 		rc = rc == -ENOMEM || rc == -EFBIG ? rc : -EIO;

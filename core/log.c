@@ -29,16 +29,13 @@ static void log_line(struct sv_container *c, const char *msg)
 	c->log_next = (c->log_next + 1) % LOG_LINES;
 	if (c->log_count < LOG_LINES)
 		c->log_count++;
-	c->log_said++;
+	__atomic_add_fetch(&c->log_said, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->log_lock);
 }
 
 uint64_t sv_log_said(struct sv_container *c)
 {
-	pthread_mutex_lock(&c->log_lock);
-	uint64_t n = c->log_said;
-	pthread_mutex_unlock(&c->log_lock);
-	return n;
+	return __atomic_load_n(&c->log_said, __ATOMIC_RELAXED);
 }
 
 void sv_log(struct sv_container *c, const char *fmt, ...)

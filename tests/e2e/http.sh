@@ -196,8 +196,7 @@ done
 mount_sv "$base/run.hcrp" "$M" -o cache=1M || die "cannot mount run.hcrp a fourth time"
 cat "$M"/chunks/*.txt > "$TMP/texts.kept" || fail "kept views: cannot read the chunks"
 expect_eq "kept views: requests (the first block only)" 1 "$(source_field "$M" requests)"
-kept_read=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept"]["views_read"])' \
-	"$M/.savefs/info")
+kept_read=$(kept_count "$M" views_read)
 [ "$kept_read" -gt 0 ] || fail "kept views: none read from the disk"
 umount_sv "$M"
 cmp -s "$TMP/texts.first" "$TMP/texts.kept" || fail "kept views: other bytes than the first"
@@ -217,8 +216,7 @@ touch -d '2001-01-01 00:00:00' -- "$www/t.level"
 mount_sv "$base/t.level" "$M" || die "cannot mount the changed t.level"
 grep -q '"Alpha2"' "$M/level.json" || fail "a new ETag: level.json does not show the new title"
 expect_eq "a new ETag: no view from the disk" 0 \
-	"$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept"]["views_read"])' \
-		"$M/.savefs/info")"
+	"$(kept_count "$M" views_read)"
 umount_sv "$M"
 
 cmp -s "$TMP/texts.first" <(cat "$TMP/local-run.hcrp/chunks/"*.txt 2> /dev/null ||

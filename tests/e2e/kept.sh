@@ -18,12 +18,6 @@ need_python
 STORE=$XDG_CACHE_HOME/savefs
 M=$TMP/m
 
-# kept MNT FIELD: one of the counts under "kept" in MNT/.savefs/info.
-kept()
-{
-	"$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["kept"][sys.argv[2]])' \
-		"$1/.savefs/info" "$2"
-}
 
 # read_all MNT: every file's bytes (into a listing, without the warm pass).
 read_all()
@@ -43,15 +37,15 @@ cp -- "$TMP/a.level" "$TMP/c.level"
 
 # ---- cold, then warm ----
 mount_sv "$TMP/c.level" "$M" || die "cannot mount c.level"
-expect_eq "cold: no size read from the disk before a look" 0 "$(kept "$M" sizes_read)"
+expect_eq "cold: no size read from the disk before a look" 0 "$(kept_count "$M" sizes_read)"
 ls -lR "$M" > /dev/null
-built_ls=$(kept "$M" views_built)
+built_ls=$(kept_count "$M" views_built)
 [ "$built_ls" -gt 0 ] || fail "cold: ls -lR built no view to size it (built $built_ls)"
 read_all "$M" > "$TMP/cold.tree"
-built=$(kept "$M" views_built)
-expect_eq "cold: every view built was stored" "$built" "$(kept "$M" views_stored)"
-expect_eq "cold: none past the level's budget" 0 "$(kept "$M" views_unkept)"
-expect_eq "cold: no view read from the disk" 0 "$(kept "$M" views_read)"
+built=$(kept_count "$M" views_built)
+expect_eq "cold: every view built was stored" "$built" "$(kept_count "$M" views_stored)"
+expect_eq "cold: none past the level's budget" 0 "$(kept_count "$M" views_unkept)"
+expect_eq "cold: no view read from the disk" 0 "$(kept_count "$M" views_read)"
 umount_sv "$M"
 check "the sizes record and the views are on disk" test -d "$STORE/views"
 nviews=$(find "$STORE/views" -type f | wc -l)
@@ -59,15 +53,37 @@ expect_eq "one view record per view built" "$built" "$nviews"
 
 mount_sv "$TMP/c.level" "$M" || die "cannot mount c.level again"
 ls -lR "$M" > /dev/null
-expect_eq "warm: ls -lR built no view" 0 "$(kept "$M" views_built)"
-expect_eq "warm: the sizes ls -lR needed came from the disk" "$built_ls" "$(kept "$M" sizes_read)"
+expect_eq "warm: ls -lR built no view" 0 "$(kept_count "$M" views_built)"
+expect_eq "warm: the sizes ls -lR needed came from the disk" "$built_ls" "$(kept_count "$M" sizes_read)"
 du -s "$M" > /dev/null
 find "$M" -size +1k > /dev/null
-expect_eq "warm: du and find -size built no view" 0 "$(kept "$M" views_built)"
+expect_eq "warm: du and find -size built no view" 0 "$(kept_count "$M" views_built)"
 read_all "$M" > "$TMP/warm.tree"
 expect_same_text "warm: the same tree, every byte" "$TMP/cold.tree" "$TMP/warm.tree"
-expect_eq "warm: no view built" 0 "$(kept "$M" views_built)"
-expect_eq "warm: every view read from the disk" "$built" "$(kept "$M" views_read)"
+expect_eq "warm: no view built" 0 "$(kept_count "$M" views_built)"
+expect_eq "warm: every view read from the disk" "$built" "$(kept_count "$M" views_read)"
+umount_sv "$M"
+
+# ---- a commit carries what it left as it was ----
+# The title changed through the mount: the views the commit did not
+# change are not stored again, yet a remount builds none of them.
+"$MKDOODLE" level "$TMP/e.level" --container zip --chunks rle --count 12 --seed 4 > /dev/null ||
+	die "mkdoodle failed"
+mount_sv "$TMP/e.level" "$M" || die "cannot mount e.level"
+read_all "$M" > /dev/null
+before=$(kept_count "$M" views_stored)
+[ "$before" -gt 10 ] || fail "commit: only $before views stored at first"
+sed -i 's/"title": "[^"]*"/"title": "Carried"/' "$M/level.json" || fail "commit: the edit failed"
+read_all "$M" > "$TMP/e.tree"
+grep -q '"Carried"' "$M/level.json" || fail "commit: level.json lacks the new title"
+stored=$(( $(kept_count "$M" views_stored) - before ))
+[ "$stored" -ge 1 ] && [ "$stored" -le 2 ] ||
+	fail "commit: $stored views stored again after it (level.json, perhaps the preview: not all $before)"
+umount_sv "$M"
+mount_sv "$TMP/e.level" "$M" || die "cannot mount e.level after its commit"
+read_all "$M" > "$TMP/e.warm"
+expect_same_text "commit, warm: the same tree" "$TMP/e.tree" "$TMP/e.warm"
+expect_eq "commit, warm: no view built" 0 "$(kept_count "$M" views_built)"
 umount_sv "$M"
 
 # ---- changed: the same size and mtime, other bytes (same inode) ----
@@ -78,8 +94,8 @@ expect_eq "changed in place: the mtime put back" "$(stat -c %Y.%y "$TMP/when")" 
 	"$(stat -c %Y.%y "$TMP/c.level")"
 mount_sv "$TMP/c.level" "$M" || die "cannot mount the changed c.level"
 read_all "$M" > "$TMP/changed.tree"
-expect_eq "changed in place: no size from the disk" 0 "$(kept "$M" sizes_read)"
-expect_eq "changed in place: no view from the disk" 0 "$(kept "$M" views_read)"
+expect_eq "changed in place: no size from the disk" 0 "$(kept_count "$M" sizes_read)"
+expect_eq "changed in place: no view from the disk" 0 "$(kept_count "$M" views_read)"
 check "changed in place: level.json shows the new title" grep -q '"Alpha2"' "$M/level.json"
 umount_sv "$M"
 mount_sv "$TMP/b.level" "$TMP/mb" || die "cannot mount b.level"
@@ -93,7 +109,7 @@ touch -r "$TMP/c.level" "$TMP/c.new"
 mv -- "$TMP/c.new" "$TMP/c.level"
 mount_sv "$TMP/c.level" "$M" || die "cannot mount the replaced c.level"
 read_all "$M" > "$TMP/replaced.tree"
-expect_eq "replaced: no view from the disk" 0 "$(kept "$M" views_read)"
+expect_eq "replaced: no view from the disk" 0 "$(kept_count "$M" views_read)"
 expect_same_text "replaced: the tree is the new file's" "$TMP/cold.tree" "$TMP/replaced.tree"
 umount_sv "$M"
 
@@ -114,14 +130,14 @@ done
 mount_sv "$TMP/c.level" "$M" || die "cannot mount c.level over a damaged cache"
 read_all "$M" > "$TMP/damaged.tree"
 expect_same_text "damaged cache: the same tree, every byte" "$TMP/cold.tree" "$TMP/damaged.tree"
-expect_eq "damaged cache: no view read from a damaged record" 0 "$(kept "$M" views_read)"
-expect_eq "damaged cache: each view built again and stored" "$(kept "$M" views_built)" \
-	"$(kept "$M" views_stored)"
+expect_eq "damaged cache: no view read from a damaged record" 0 "$(kept_count "$M" views_read)"
+expect_eq "damaged cache: each view built again and stored" "$(kept_count "$M" views_built)" \
+	"$(kept_count "$M" views_stored)"
 umount_sv "$M"
 mount_sv "$TMP/c.level" "$M" || die "cannot mount c.level after the rebuild"
 read_all "$M" > "$TMP/rebuilt.tree"
 expect_same_text "after the rebuild: the same tree" "$TMP/cold.tree" "$TMP/rebuilt.tree"
-expect_eq "after the rebuild: no view built" 0 "$(kept "$M" views_built)"
+expect_eq "after the rebuild: no view built" 0 "$(kept_count "$M" views_built)"
 umount_sv "$M"
 
 # The sizes records damaged (each a byte of its payload): no size from
@@ -145,7 +161,7 @@ EOF
 [ "$nsizes" -ge 1 ] || fail "no sizes record in $STORE"
 mount_sv "$TMP/c.level" "$M" || die "cannot mount c.level over a damaged sizes record"
 ls -lR "$M" > /dev/null
-expect_eq "damaged sizes record: no size read from it" 0 "$(kept "$M" sizes_read)"
+expect_eq "damaged sizes record: no size read from it" 0 "$(kept_count "$M" sizes_read)"
 read_all "$M" > "$TMP/sizes.tree"
 expect_same_text "damaged sizes record: the same tree" "$TMP/cold.tree" "$TMP/sizes.tree"
 umount_sv "$M"
@@ -167,15 +183,15 @@ umount_sv "$TMP/m2"
 mount_sv "$TMP/w.world" "$M" || die "cannot mount w.world warm"
 read_all "$M" > "$TMP/w3.tree"
 expect_same_text "after two mounts at once: the same tree" "$TMP/w1.tree" "$TMP/w3.tree"
-expect_eq "after two mounts at once: no view built" 0 "$(kept "$M" views_built)"
-[ "$(kept "$M" views_read)" -gt 0 ] || fail "after two mounts at once: no view read from the disk"
+expect_eq "after two mounts at once: no view built" 0 "$(kept_count "$M" views_built)"
+[ "$(kept_count "$M" views_read)" -gt 0 ] || fail "after two mounts at once: no view read from the disk"
 umount_sv "$M"
 
 # ---- -o noindex keeps nothing ----
 rm -rf -- "$STORE"
 mount_sv "$TMP/w.world" "$M" -o noindex || die "cannot mount w.world -o noindex"
 read_all "$M" > /dev/null
-expect_eq "noindex: nothing stored" 0 "$(kept "$M" views_stored)"
+expect_eq "noindex: nothing stored" 0 "$(kept_count "$M" views_stored)"
 umount_sv "$M"
 check "noindex: no store made" test ! -e "$STORE/views"
 
@@ -198,8 +214,8 @@ for f in "$M"/*.level/chunks/*/*.txt "$M"/*.level/chunks/*/*.png; do
 	now=$(du -sb --apparent-size "$STORE/views" | cut -f1)
 	[ "$now" -gt "$peak" ] && peak=$now
 done
-stored=$(kept "$M" views_stored)
-unkept=$(kept "$M" views_unkept)
+stored=$(kept_count "$M" views_stored)
+unkept=$(kept_count "$M" views_unkept)
 umount_sv "$M"
 [ "$unkept" -gt 0 ] || fail "cap: no view past a level's budget (the levels grew small?)"
 most=$(find "$STORE/views" -type f -printf '%s\n' | sort -n | tail -n 1)
@@ -218,7 +234,7 @@ for round in cold warm; do
 	mount_sv "$q" "$M" || die "cannot mount the quirky level"
 	read_all "$M" > /dev/null
 	check "$round: the log says the quirk" grep -q 'chunks/0/0,0: 1 pixel(s) outside the chunk: ignored' "$M/.savefs/log"
-	[ "$round" = cold ] || expect_eq "warm: nothing kept is served for it" 0 "$(kept "$M" views_read)"
+	[ "$round" = cold ] || expect_eq "warm: nothing kept is served for it" 0 "$(kept_count "$M" views_read)"
 	umount_sv "$M"
 done
 
@@ -228,15 +244,15 @@ cp -- "$TMP/a.level" "$TMP/saves/one.level"
 cp -- "$TMP/w.world" "$TMP/saves/sub/w.world"
 mount_sv "$TMP/saves" "$M" || die "cannot mount the folder"
 read_all "$M" | grep -v '/\.savefs/info$' > "$TMP/folder.cold"
-[ "$(kept "$M" views_stored)" -gt 0 ] || fail "folder: no view stored"
+[ "$(kept_count "$M" views_stored)" -gt 0 ] || fail "folder: no view stored"
 umount_sv "$M"
 mount_sv "$TMP/saves" "$M" || die "cannot mount the folder again"
 ls -lR "$M" > /dev/null
 du -s "$M" > /dev/null
-expect_eq "folder, warm: ls -lR and du built no view" 0 "$(kept "$M" views_built)"
+expect_eq "folder, warm: ls -lR and du built no view" 0 "$(kept_count "$M" views_built)"
 read_all "$M" | grep -v '/\.savefs/info$' > "$TMP/folder.warm"
 expect_same_text "folder, warm: the same tree" "$TMP/folder.cold" "$TMP/folder.warm"
-expect_eq "folder, warm: no view built" 0 "$(kept "$M" views_built)"
+expect_eq "folder, warm: no view built" 0 "$(kept_count "$M" views_built)"
 umount_sv "$M"
 
 finish
