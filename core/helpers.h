@@ -291,9 +291,10 @@ int sv_grow_cap(size_t cap, size_t need, size_t size, size_t *out);
  * (an element appended, a sort's runs, sv_tab_note for a client's lookups
  * and listings, sv_tab_touch for a format's pass over its index), and every
  * spill threshold of bytes or SV_TAB_LOOK_EVERY entries the process's
- * mapped file pages are looked at and shed past SV_TAB_WINDOW thresholds
- * (16 MB at the default 1 MB).  So the daemon holds the window and one
- * step of the arrays, not the whole index, however busy the machine is.
+ * mapped file pages are looked at and shed past the window (SV_TAB_WINDOW
+ * thresholds, 16 MB at the default 1 MB, unless configured smaller).  So the
+ * daemon holds the window and one step of the arrays, not the whole index,
+ * however busy the machine is.
  */
 #define SV_TAB_SPILL (1u << 20)
 #define SV_TAB_LOOK_EVERY 32u
@@ -322,8 +323,13 @@ struct sv_tab_stats {
 };
 void sv_tab_stats(struct sv_tab_stats *out);
 /* The spill directory ("": none, heap only; NULL: the index directory,
- * else /var/tmp) and the threshold in bytes (SV_TAB_SPILL). */
-void sv_tab_configure(const char *dir, size_t threshold);
+ * else /var/tmp), the threshold in bytes (SV_TAB_SPILL) and the window in
+ * bytes (0: SV_TAB_WINDOW thresholds; at least 4 thresholds). */
+void sv_tab_configure(const char *dir, size_t threshold, size_t window);
+/* The window for a daemon whose cache is capped at cap: an eighth of it,
+ * between 4 and SV_TAB_WINDOW thresholds, so that the arrays' pages held
+ * grow with the memory the user gave the daemon. */
+size_t sv_tab_window_for(uint64_t cap, size_t threshold);
 
 /* Gives the whole pages of p's bytes [from, to) back to the system (their
  * content is lost: for memory about to be freed, read no more). */

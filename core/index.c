@@ -279,6 +279,7 @@ static int make_dirs(const char *dir)
 }
 
 /* What sv_index_store writes: the header, then the payload's pieces. */
+#define STORE_PIECE ((size_t)1 << 18)
 struct record {
 	const struct sv_index_key *k;
 	const struct iovec *iov;
@@ -293,14 +294,27 @@ static int fill_record(int fd, void *arg)
 	if (!st)
 		return -ENOMEM;
 	XXH3_64bits_reset(st);
-	for (int i = 0; i < r->niov; i++)
-		XXH3_64bits_update(st, r->iov[i].iov_base, r->iov[i].iov_len);
+	/* One pass, a piece at a time, the header (which carries the hash)
+	 * written last: a payload from an array in a file (a log's entry
+	 * table) is counted as it goes, so that its pages are shed behind the
+	 * pass instead of all held at once. */
 	struct head h;
+	memset(&h, 0, sizeof h);
+	int rc = sv_write_all(fd, &h, sizeof h);
+	for (int i = 0; !rc && i < r->niov; i++) {
+		const uint8_t *p = r->iov[i].iov_base;
+		for (size_t at = 0, n = r->iov[i].iov_len; !rc && at < n; at += STORE_PIECE) {
+			size_t m = n - at < STORE_PIECE ? n - at : STORE_PIECE;
+			XXH3_64bits_update(st, p + at, m);
+			rc = sv_write_all(fd, p + at, m);
+			sv_tab_touch(m);
+		}
+	}
 	fill_head(&h, r->k, r->n, XXH3_64bits_digest(st));
 	XXH3_freeState(st);
-	int rc = sv_write_all(fd, &h, sizeof h);
-	for (int i = 0; !rc && i < r->niov; i++)
-		rc = sv_write_all(fd, r->iov[i].iov_base, r->iov[i].iov_len);
+	ssize_t w = rc ? 0 : pwrite(fd, &h, sizeof h, 0);
+	if (!rc && w != (ssize_t)sizeof h)
+		rc = w < 0 ? -errno : -EIO;
 	return rc;
 }
 

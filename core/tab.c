@@ -14,9 +14,11 @@
  * sort, a client's lookups and listings, a format's pass over its index
  * through sv_tab_touch), and every so much (a spill threshold of bytes,
  * SV_TAB_LOOK_EVERY entries of a client's) the process's mapped file pages
- * (/proc/self/statm) are looked at: past SV_TAB_WINDOW spill thresholds
- * (16 MB by default; one knob, -o spill, sets both) above what was held
- * after the last shed, the arrays' pages are shed.  So what the daemon
+ * (/proc/self/statm) are looked at: past the window above what was held
+ * after the last shed, the arrays' pages are shed.  The window is
+ * SV_TAB_WINDOW spill thresholds (16 MB by default; -o spill sets both)
+ * or, in the daemon, an eighth of its cache's cap if that is less (8 MB at
+ * the default 64 MB cap), at least 4 thresholds.  So what the daemon
  * holds of them is bounded by the window and one step, at any entry count
  * and however busy the machine is: no thread races the work it bounds.
  * A sort goes through sv_tab_sort, which touches its pages in order.
@@ -52,6 +54,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spill *spills;      /* every array in a file, by address */
 static size_t nspills, capspills;
 static size_t spill_at = SV_TAB_SPILL;
+static size_t window = (size_t)SV_TAB_SPILL * SV_TAB_WINDOW; /* bytes */
 static char *spill_dir;           /* NULL: the index directory, else
 				   * /var/tmp; "": none (the heap) */
 static uint64_t noted;            /* a client's entries since the last look
@@ -64,13 +67,25 @@ static struct sv_tab_stats st;
 static uint64_t file_resident(void);
 static void look(void);
 
-void sv_tab_configure(const char *dir, size_t threshold)
+void sv_tab_configure(const char *dir, size_t threshold, size_t win)
 {
+	if (!win)
+		win = threshold * SV_TAB_WINDOW;
+	if (win < threshold * 4)
+		win = threshold * 4;
 	pthread_mutex_lock(&lock);
 	free(spill_dir);
 	spill_dir = dir ? strdup(dir) : NULL;
 	__atomic_store_n(&spill_at, threshold, __ATOMIC_RELAXED); /* read unlocked */
+	window = win;
 	pthread_mutex_unlock(&lock);
+}
+
+size_t sv_tab_window_for(uint64_t cap, size_t threshold)
+{
+	uint64_t w = cap / 8, lo = (uint64_t)threshold * 4,
+		 hi = (uint64_t)threshold * SV_TAB_WINDOW;
+	return (size_t)(w < lo ? lo : w > hi ? hi : w);
 }
 
 static struct spill *find(const void *p)
@@ -386,7 +401,7 @@ void sv_tab_sort(void *v, size_t n, size_t size, cmp_fn cmp)
 		return;
 	pthread_mutex_lock(&lock);
 	bool mapped = find(v) != NULL;
-	size_t run = spill_at * SV_TAB_WINDOW / 4 / size;
+	size_t run = window / 4 / size;
 	pthread_mutex_unlock(&lock);
 	char *buf = NULL, *t = NULL;
 	struct run *h = NULL;
@@ -441,7 +456,7 @@ static void shed(void)
  * file pages past what was held after the last shed. */
 static bool over(void)
 {
-	return file_resident() > base + (uint64_t)spill_at * SV_TAB_WINDOW;
+	return file_resident() > base + (uint64_t)window;
 }
 
 void sv_tab_shed(void)

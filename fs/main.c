@@ -295,13 +295,13 @@ int main(int argc, char **argv)
 	    parse_size_opt("maxdecode", cl.maxdecode, &o.max_decode) ||
 	    parse_size_opt("maxedit", cl.maxedit, &o.max_edit))
 		goto out;
-	if (cl.spill) {
-		/* The daemon's own: the arrays of every container it serves. */
-		uint64_t v;
-		if (parse_size_opt("spill", cl.spill, &v))
-			goto out;
-		sv_tab_configure(v ? NULL : "", v ? (size_t)v : SV_TAB_SPILL);
-	}
+	/* The daemon's own: the arrays of every container it serves, their
+	 * window within what the cache's cap says of its memory. */
+	uint64_t spill = SV_TAB_SPILL;
+	if (cl.spill && parse_size_opt("spill", cl.spill, &spill))
+		goto out;
+	size_t at = spill ? (size_t)spill : SV_TAB_SPILL;
+	sv_tab_configure(spill ? NULL : "", at, sv_tab_window_for(o.cache_cap, at));
 	o.format = cl.format;
 	o.format_opts = cl.format_opts;
 	if (cl.readahead) {

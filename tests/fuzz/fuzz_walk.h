@@ -35,7 +35,7 @@ static inline void fuzz_spill(void)
 	static bool done;
 	if (!done) {
 		done = true;
-		sv_tab_configure(access("/dev/shm", W_OK) ? "/var/tmp" : "/dev/shm", 512);
+		sv_tab_configure(access("/dev/shm", W_OK) ? "/var/tmp" : "/dev/shm", 512, 0);
 	}
 }
 

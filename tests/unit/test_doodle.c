@@ -1219,7 +1219,7 @@ static void twice_in_a_big_table(void)
 	snprintf(dir, sizeof dir, "/tmp/savefs-test-doodle-tab-XXXXXX");
 	if (!mkdtemp(dir))
 		die("mkdtemp");
-	sv_tab_configure(dir, 64 << 10); /* runs of 3,640 chunks */
+	sv_tab_configure(dir, 64 << 10, 0); /* runs of 3,640 chunks */
 	enum { N = 9000, EVERY = 7 };
 	struct sv_buf out;
 	sv_buf_init(&out);
@@ -1264,7 +1264,7 @@ static void twice_in_a_big_table(void)
 	json_decref(info);
 	sv_container_free(c);
 	sv_buf_fini(&out);
-	sv_tab_configure(NULL, SV_TAB_SPILL);
+	sv_tab_configure(NULL, SV_TAB_SPILL, 0);
 	rmdir(dir);
 }
 

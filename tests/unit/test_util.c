@@ -482,7 +482,7 @@ static void tabs(void)
 {
 	char dir[] = "/tmp/test_tab.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10); /* sheds counted below */
+	sv_tab_configure(dir, 64 << 10, 0); /* sheds counted below */
 	struct sv_tab_stats st;
 	uint32_t *a = NULL;
 	size_t cap = 0;
@@ -586,14 +586,14 @@ static void tabs(void)
 	T_INT(0, setrlimit(RLIMIT_FSIZE, &old));
 
 	/* No directory: the heap. */
-	sv_tab_configure("", 64 << 10);
+	sv_tab_configure("", 64 << 10, 0);
 	a = NULL;
 	cap = 0;
 	T_INT(0, sv_tab_grow((void **)&a, &cap, 1u << 20, sizeof *a));
 	sv_tab_stats(&st);
 	T_UINT(0, st.arrays);
 	sv_tab_free(a);
-	sv_tab_configure(NULL, SV_TAB_SPILL);
+	sv_tab_configure(NULL, SV_TAB_SPILL, 0);
 	T_INT(0, rmdir(dir)); /* nothing left in it */
 }
 
@@ -612,6 +612,85 @@ static void touch_all(uint32_t *a, size_t cap, uint32_t v)
 }
 
 /*
+ * The window is what the daemon's cache cap allows (an eighth of it,
+ * between 4 and 16 thresholds), and a window configured smaller holds
+ * the process to it at every point of a pass, not only at its end.
+ */
+static void tab_window(void)
+{
+	T_UINT(8u << 20, sv_tab_window_for(64ull << 20, SV_TAB_SPILL));
+	T_UINT(16u << 20, sv_tab_window_for(1ull << 30, SV_TAB_SPILL));
+	T_UINT(4u << 20, sv_tab_window_for(1ull << 20, SV_TAB_SPILL));
+	T_UINT(256u << 10, sv_tab_window_for(2ull << 20, 64 << 10));
+	char dir[] = "/tmp/test_tabv.XXXXXX";
+	T_OK(mkdtemp(dir) != NULL);
+	sv_tab_configure(dir, 64 << 10, 1); /* at least 4 thresholds: 256 KB */
+	sv_tab_shed();
+	long base = status_kb("RssFile"), most = 0;
+	uint32_t *a = NULL;
+	size_t cap = 0;
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 4u << 20, sizeof *a)); /* 16 MB */
+	for (size_t i = 0; i < cap; i++) {
+		a[i] = (uint32_t)(i * 2654435761u);
+		if (i % 4096 == 4095) {
+			sv_tab_touch(4096 * sizeof *a);
+			long now = status_kb("RssFile") - base;
+			most = now > most ? now : most;
+		}
+	}
+	/* The window, a step (16 KB) and the kernel's fault-around; 16
+	 * thresholds (1 MB) would pass 1024 KB. */
+	T_OK(most < 256 + 16 + 256);
+	T_OK(most >= 256);
+	T_OK(pattern_ok(a, 0, cap));
+	sv_tab_free(a);
+	sv_tab_configure(NULL, SV_TAB_SPILL, 0);
+	T_INT(0, rmdir(dir));
+}
+
+/*
+ * A record stored from an array in a file (a log's scan kept in the
+ * persistent index) is written a piece at a time and counted as it goes:
+ * storing 16 MB of it leaves the process holding the window, not the
+ * array, and the record reads back whole.
+ */
+static void tab_store_record(void)
+{
+	char dir[] = "/tmp/test_tabs.XXXXXX";
+	T_OK(mkdtemp(dir) != NULL);
+	sv_tab_configure(dir, 64 << 10, 1); /* 256 KB */
+	uint32_t *a = NULL;
+	size_t cap = 0;
+	T_INT(0, sv_tab_grow((void **)&a, &cap, 4u << 20, sizeof *a)); /* 16 MB */
+	for (size_t i = 0; i < cap; i++) {
+		a[i] = (uint32_t)(i * 2654435761u);
+		if (i % 4096 == 4095)
+			sv_tab_touch(4096 * sizeof *a);
+	}
+	sv_tab_shed();
+	long base = status_kb("RssFile");
+	char cont[64], idx[64];
+	snprintf(cont, sizeof cont, "%s/c", dir);
+	snprintf(idx, sizeof idx, "%s/ix", dir);
+	FILE *f = fopen(cont, "w");
+	T_OK(f && fputs("a container", f) >= 0 && !fclose(f));
+	struct sv_index_key k = {"test", 1, "scan", {0}};
+	T_INT(0, stat(cont, &k.st));
+	T_INT(0, sv_index_store(idx, &k, a, cap * sizeof *a, UINT64_MAX));
+	/* Before, the whole array stayed mapped: 16,384 KB. */
+	T_OK(status_kb("RssFile") - base < 256 + 256 + 256);
+	struct sv_blob *b = NULL;
+	T_INT(0, sv_index_load(idx, &k, 32u << 20, &b));
+	T_OK(b && b->len == cap * sizeof *a && !memcmp(b->data, a, b->len));
+	sv_blob_unref(b);
+	sv_tab_free(a);
+	sv_tab_configure(NULL, SV_TAB_SPILL, 0);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	T_INT(0, system(cmd));
+}
+
+/*
  * Pages are shed at known points, never by a clock: 32 MB of a spilled
  * array written in a pass that says what it touched (sv_tab_touch, as a
  * format's loop over its index does), and 32 MB appended an element at a
@@ -624,7 +703,7 @@ static void tab_known_points(void)
 {
 	char dir[] = "/tmp/test_tabw.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10);
+	sv_tab_configure(dir, 64 << 10, 0);
 	sv_tab_shed();
 	held_kb = status_kb("RssFile");
 	uint32_t *a = NULL;
@@ -668,7 +747,7 @@ static void tab_known_points(void)
 	T_INT(pid, waitpid(pid, &status, 0));
 	T_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	sv_tab_free(a);
-	sv_tab_configure(NULL, SV_TAB_SPILL);
+	sv_tab_configure(NULL, SV_TAB_SPILL, 0);
 	T_INT(0, rmdir(dir));
 }
 
@@ -716,7 +795,7 @@ static void tab_sort(void)
 {
 	char dir[] = "/tmp/test_tabs.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10);
+	sv_tab_configure(dir, 64 << 10, 0);
 	struct sv_tab_stats st;
 	static const size_t sizes[] = {100000, 3641, 3640};
 	size_t fds = open_fds();
@@ -785,7 +864,7 @@ static void tab_sort(void)
 	T_OK(sorted);
 	free(adv_val);
 	sv_tab_free(p);
-	sv_tab_configure(NULL, SV_TAB_SPILL);
+	sv_tab_configure(NULL, SV_TAB_SPILL, 0);
 	T_INT(0, rmdir(dir));
 }
 
@@ -826,6 +905,8 @@ int main(void)
 	json_reals();
 	tabs();
 	tab_known_points();
+	tab_window();
+	tab_store_record();
 	tab_sort();
 	return t_done();
 }
