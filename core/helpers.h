@@ -323,9 +323,10 @@ struct sv_tab_stats {
 };
 void sv_tab_stats(struct sv_tab_stats *out);
 /* The spill directory ("": none, heap only; NULL: the index directory,
- * else /var/tmp), the threshold in bytes (SV_TAB_SPILL) and the window in
- * bytes (0: SV_TAB_WINDOW thresholds; at least 4 thresholds). */
-void sv_tab_configure(const char *dir, size_t threshold, size_t window);
+ * else /var/tmp), the threshold in bytes (SV_TAB_SPILL) and the cache's
+ * cap the window is sized by (sv_tab_window_for; 0: none, SV_TAB_WINDOW
+ * thresholds). */
+void sv_tab_configure(const char *dir, size_t threshold, uint64_t cache_cap);
 /* The window for a daemon whose cache is capped at cap: an eighth of it,
  * between 4 and SV_TAB_WINDOW thresholds, so that the arrays' pages held
  * grow with the memory the user gave the daemon. */

@@ -67,12 +67,10 @@ static struct sv_tab_stats st;
 static uint64_t file_resident(void);
 static void look(void);
 
-void sv_tab_configure(const char *dir, size_t threshold, size_t win)
+void sv_tab_configure(const char *dir, size_t threshold, uint64_t cache_cap)
 {
-	if (!win)
-		win = threshold * SV_TAB_WINDOW;
-	if (win < threshold * 4)
-		win = threshold * 4;
+	size_t win = cache_cap ? sv_tab_window_for(cache_cap, threshold)
+			       : threshold * SV_TAB_WINDOW;
 	pthread_mutex_lock(&lock);
 	free(spill_dir);
 	spill_dir = dir ? strdup(dir) : NULL;

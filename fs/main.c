@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 	if (cl.spill && parse_size_opt("spill", cl.spill, &spill))
 		goto out;
 	size_t at = spill ? (size_t)spill : SV_TAB_SPILL;
-	sv_tab_configure(spill ? NULL : "", at, sv_tab_window_for(o.cache_cap, at));
+	sv_tab_configure(spill ? NULL : "", at, o.cache_cap);
 	o.format = cl.format;
 	o.format_opts = cl.format_opts;
 	if (cl.readahead) {

@@ -624,7 +624,7 @@ static void tab_window(void)
 	T_UINT(256u << 10, sv_tab_window_for(2ull << 20, 64 << 10));
 	char dir[] = "/tmp/test_tabv.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10, 1); /* at least 4 thresholds: 256 KB */
+	sv_tab_configure(dir, 64 << 10, 1 << 20); /* at least 4 thresholds: 256 KB */
 	sv_tab_shed();
 	long base = status_kb("RssFile"), most = 0;
 	uint32_t *a = NULL;
@@ -658,7 +658,7 @@ static void tab_store_record(void)
 {
 	char dir[] = "/tmp/test_tabs.XXXXXX";
 	T_OK(mkdtemp(dir) != NULL);
-	sv_tab_configure(dir, 64 << 10, 1); /* 256 KB */
+	sv_tab_configure(dir, 64 << 10, 2 << 20); /* an eighth: 256 KB */
 	uint32_t *a = NULL;
 	size_t cap = 0;
 	T_INT(0, sv_tab_grow((void **)&a, &cap, 4u << 20, sizeof *a)); /* 16 MB */
