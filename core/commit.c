@@ -230,7 +230,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	 * its entries keep their numbers (it still holds them, stale). */
 	for (bool again = rc == 0 && c->relist; again;) {
 		again = false;
-		for (uint32_t i = 1; i < c->nnodes; i++) {
+		SV_EACH_NODE(c, i, 1) {
 			struct sv_inode *n = &c->nodes[i];
 			if ((n->flags & (SV_N_LAZYDIR | SV_N_STALE)) != SV_N_LAZYDIR || !n->nkids)
 				continue;
@@ -244,7 +244,8 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	}
 	/* An index directory's entries are nodes only while the client holds
 	 * them: each is asked for again by name, to keep its number. */
-	for (uint32_t i = 1; rc == 0 && indexed && SV_FMT(c->fmt, dirs, lookup) && i < c->nnodes; i++) {
+	for (uint32_t i = 1; rc == 0 && indexed && SV_FMT(c->fmt, dirs, lookup) && i < c->nnodes;
+	     i++, sv_tab_touch(sizeof(struct sv_inode))) {
 		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & SV_N_STALE) || (n->flags & SV_N_GONE) || !n->name ||
 		    !sv_live(c, n->parent) || (c->nodes[n->parent].flags & SV_N_STALE) ||
@@ -261,7 +262,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	c->edited = NULL;
 	c->nedited = 0;
 	uint32_t last_dir = SV_NONE;
-	for (uint32_t i = 1; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 1) {
 		struct sv_inode *n = &c->nodes[i];
 		if (n->flags & SV_N_STALE) {
 			sv_node_drop(c, i);
@@ -407,7 +408,7 @@ static int validate(struct sv_container *c, struct changed_list *changed, bool *
 {
 	int rc = 0;
 	*left = false;
-	for (uint32_t i = 1; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 1) {
 		struct sv_inode *n = &c->nodes[i];
 		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
 			*left = true; /* a removal */
@@ -455,7 +456,7 @@ static int validate(struct sv_container *c, struct changed_list *changed, bool *
 
 static bool anything_pending(struct sv_container *c)
 {
-	for (uint32_t i = 1; i < c->nnodes; i++)
+	SV_EACH_NODE(c, i, 1)
 		if (((c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW)) &&
 		     (c->nodes[i].flags & SV_N_READY)) ||
 		    (c->nodes[i].flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE))
@@ -474,7 +475,7 @@ static void drop_ready(struct sv_container *c, struct changed_list *changed,
 		       const struct sv_err *err)
 {
 	bool named = false;
-	for (uint32_t i = 1; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 1) {
 		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW)) || !(n->flags & SV_N_READY) ||
 		    (n->flags & SV_N_GONE))
@@ -579,7 +580,7 @@ int sv_commit_and_notify(struct sv_container *c, sv_changed_fn fn, void *arg,
 
 static int pre_commit_all(struct sv_container *c, void *arg, struct sv_err *err)
 {
-	for (uint32_t i = 1; i < c->nnodes; i++)
+	SV_EACH_NODE(c, i, 1)
 		if (c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW) && !(c->nodes[i].flags & SV_N_GONE))
 			c->nodes[i].flags |= SV_N_READY;
 	return 0;
@@ -679,7 +680,7 @@ int sv_direct_done(struct sv_container *c, uint32_t old_count, int rc,
 		}
 	} else {
 		uint32_t last_dir = SV_NONE;
-		for (uint32_t i = 1; i < c->nnodes; i++) {
+		SV_EACH_NODE(c, i, 1) {
 			struct sv_inode *n = &c->nodes[i];
 			if (n->flags & SV_N_TOUCHED) {
 				n->flags &= ~SV_N_TOUCHED;

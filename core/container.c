@@ -209,8 +209,12 @@ bool sv_container_idle(struct sv_container *c)
 	/* A commit under way is not idle, and is never waited for. */
 	if (pthread_rwlock_tryrdlock(&c->lock))
 		return false;
-	for (uint32_t i = 0; idle && i < c->nnodes; i++)
-		idle = !(c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN));
+	SV_EACH_NODE(c, i, 0) {
+		if (c->nodes[i].flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN)) {
+			idle = false;
+			break;
+		}
+	}
 	pthread_rwlock_unlock(&c->lock);
 	return idle;
 }
@@ -478,12 +482,12 @@ static struct sv_source *container_free(struct sv_container *c, bool keep)
 	sv_kept_free(c); /* (its paths are the nodes') */
 	if (c->fmt && c->fmt->close)
 		c->fmt->close(c);
-	for (uint32_t i = 0; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 0) {
 		free(c->nodes[i].name);
 		free(c->nodes[i].kids);
 		sv_buf_fini(&c->nodes[i].pending);
 	}
-	free(c->nodes);
+	sv_tab_free(c->nodes);
 	free(c->freed);
 	free(c->evict);
 	free(c->htab);

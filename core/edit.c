@@ -590,7 +590,7 @@ int sv_temps(struct sv_container *c, void (*fn)(void *arg, const char *path), vo
 {
 	int n = 0;
 	pthread_rwlock_rdlock(&c->lock);
-	for (uint32_t i = 1; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 1) {
 		char path[4096];
 		if ((c->nodes[i].flags & (SV_N_TEMP | SV_N_GONE)) != SV_N_TEMP ||
 		    sv_path_locked(c, i, path, sizeof path))

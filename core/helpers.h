@@ -64,6 +64,7 @@ int sv_buf_printf(struct sv_buf *b, const char *fmt, ...)
 
 struct sv_blob {
 	int refs; /* atomic */
+	uint32_t spilled; /* made by sv_blob_new_spilled */
 	size_t len;
 	uint8_t data[];
 };
@@ -71,6 +72,11 @@ struct sv_blob {
 /* A new blob of len bytes (contents undefined), one reference.  NULL if out
  * of memory. */
 struct sv_blob *sv_blob_new(size_t len);
+/* Likewise, one that lives in a file past the spill threshold, as an array
+ * does (sv_tab_alloc: its pages shed past the arrays' window): for a big
+ * blob kept for long and read in passes (a log's index record), filled a
+ * piece at a time with sv_tab_touch counting each. */
+struct sv_blob *sv_blob_new_spilled(size_t len);
 /* A new blob holding a copy of p[0..len). */
 struct sv_blob *sv_blob_dup(const void *p, size_t len);
 /* A buffer that becomes a blob without a copy (a whole object read into

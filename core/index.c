@@ -136,6 +136,39 @@ void sv_index_drop(const char *dir, const struct sv_index_key *k)
 	free(path);
 }
 
+/* What sv_index_store writes and read_spilled reads at a time. */
+#define STORE_PIECE ((size_t)1 << 18)
+
+/* A record's payload of len bytes past the header, whose xxh3 is hash, into
+ * a blob in a file (a log's scan of 17 MB, kept for the mount's life): read
+ * and hashed a piece at a time, each counted, so that what the pass touched
+ * is shed behind it instead of held whole on the heap.  0, or -EBADMSG
+ * (*out NULL). */
+static int read_spilled(int fd, size_t len, uint64_t hash, struct sv_blob **out)
+{
+	struct sv_blob *b = sv_blob_new_spilled(len);
+	XXH3_state_t *st = XXH3_createState();
+	int rc = b && st ? 0 : -ENOMEM;
+	if (!rc)
+		XXH3_64bits_reset(st);
+	for (size_t at = 0; !rc && at < len; at += STORE_PIECE) {
+		size_t m = len - at < STORE_PIECE ? len - at : STORE_PIECE;
+		rc = pread_all(fd, b->data + at, m, (off_t)(SV_INDEX_HEAD + at));
+		if (!rc)
+			XXH3_64bits_update(st, b->data + at, m);
+		sv_tab_touch(m);
+	}
+	if (!rc && XXH3_64bits_digest(st) != hash)
+		rc = -EBADMSG;
+	XXH3_freeState(st);
+	if (rc) {
+		sv_blob_unref(b);
+		b = NULL;
+	}
+	*out = b;
+	return rc ? -EBADMSG : 0;
+}
+
 int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
 		  struct sv_blob **out)
 {
@@ -162,6 +195,8 @@ int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
 		if (!memcmp(&h, &want, sizeof h) && whole) {
 			if (len > max)
 				rc = -EFBIG;
+			else if (len > SV_TAB_SPILL)
+				rc = read_spilled(fd, (size_t)len, h.payload_hash, &b);
 			else if ((b = sv_blob_new((size_t)len)) &&
 				 pread_all(fd, b->data, (size_t)len, sizeof h) == 0 &&
 				 XXH3_64bits(b->data, (size_t)len) == h.payload_hash)
@@ -279,7 +314,6 @@ static int make_dirs(const char *dir)
 }
 
 /* What sv_index_store writes: the header, then the payload's pieces. */
-#define STORE_PIECE ((size_t)1 << 18)
 struct record {
 	const struct sv_index_key *k;
 	const struct iovec *iov;

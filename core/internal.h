@@ -199,6 +199,8 @@ struct sv_inode {
 			    * chunk); 0: none.  A commit that changes one
 			    * view of a group may change every view of it */
 	uint32_t capkids;
+	uint32_t told;     /* the client was told to drop it (sv_node_evictable)
+			    * and has not forgotten it yet (write lock) */
 	uint32_t nsubdirs; /* directories among kids (for nlink) */
 	uint64_t listpos;  /* an index directory's entry: its position in the
 			    * format's list() (UINT64_MAX: not known) */
@@ -253,6 +255,10 @@ struct sv_container {
 	struct sv_evictee *evict;    /* index directories' entries made, oldest
 				  * first from evict_head (sv_node_evictable) */
 	size_t evict_head, nevict, capevict;
+	uint32_t told;           /* entries told and not forgotten yet */
+	uint32_t made_over;      /* entries made while the client was behind,
+				  * since an index directory was last told
+				  * whole */
 	bool reuse;              /* a lookup in an index directory is making
 				  * its entry's node */
 	uint32_t *htab;          /* name hash heads, SV_NONE = empty */
@@ -456,13 +462,23 @@ bool sv_node_room(const struct sv_container *c);
  * joins the made entries, and while the container holds more nodes than
  * its budget the oldest the client holds is told (notify, as gone) to
  * the client, which drops its name and then forgets it: the nodes follow
- * what the client holds, and that stays near the budget. */
+ * what the client holds, and that stays near the budget.  While half a
+ * budget of told entries are not forgotten yet (the client is behind:
+ * each telling waits for the directory to be idle), the directory itself
+ * is told instead, once per an eighth of the budget made meanwhile: the
+ * client then drops every entry below it that nothing uses at once. */
 void sv_node_evictable(struct sv_container *c, uint32_t k);
 /* True if node i is an index directory's entry nothing holds: no lookup
  * the client has not forgotten, no open, no edit, no listed children. */
 bool sv_node_forgettable(struct sv_container *c, uint32_t i);
 /* Lets such a node go: its number joins the free list (write lock). */
 void sv_node_free(struct sv_container *c, uint32_t i);
+
+/* Each node of c from `from` on, in number order: a pass over the node
+ * table (in a file past the spill threshold: tab.c) counts what it
+ * touches, so that its pages are shed behind it. */
+#define SV_EACH_NODE(c, i, from)                                                         \
+	for (uint32_t i = (from); i < (c)->nnodes; i++, sv_tab_touch(sizeof(struct sv_inode)))
 
 /* ---- meta.c ---- */
 int sv_add_meta(struct sv_container *c);

@@ -309,7 +309,7 @@ static void look(struct sv_container *c, struct sv_kept *k)
 static void carry(struct sv_container *c, struct sv_kept *k, struct kept_size *old, size_t nold,
 		  uint32_t old_epoch)
 {
-	for (uint32_t i = 1; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 1) {
 		struct sv_inode *n = &c->nodes[i];
 		if (__atomic_load_n(&n->kept_epoch, __ATOMIC_RELAXED) != old_epoch ||
 		    __atomic_load_n(&n->kept_gen, __ATOMIC_RELAXED) != n->gen || !eligible(c, i))

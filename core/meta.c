@@ -48,7 +48,7 @@ static int info_json(struct sv_container *c, struct sv_blob **out)
 	 * of a lazy directory once it was first listed; an index directory's
 	 * from the format's index), and the nodes made for them now. */
 	uint64_t files = 0, dirs = 0, nodes = 0;
-	for (uint32_t i = 1; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 1) {
 		const struct sv_inode *n = &c->nodes[i];
 		if (n->flags & (SV_N_GONE | SV_N_META) || i == c->meta_dir)
 			continue;

@@ -29,7 +29,7 @@ static int rehash(struct sv_container *c, uint32_t size)
 	if (!t)
 		return -ENOMEM;
 	memset(t, 0xff, size * sizeof *t);
-	for (uint32_t i = 1; i < c->nnodes; i++) {
+	SV_EACH_NODE(c, i, 1) {
 		struct sv_inode *n = &c->nodes[i];
 		if (n->flags & SV_N_GONE)
 			continue;
@@ -175,12 +175,13 @@ uint32_t sv_node_new(struct sv_container *c, uint32_t parent,
 	if (c->nnodes == UINT32_MAX - 1)
 		return SV_NONE;
 	if (c->nnodes == c->cap) {
-		uint32_t cap = c->cap ? c->cap * 2 : 64;
-		struct sv_inode *p = realloc(c->nodes, cap * sizeof *p);
-		if (!p)
+		/* In a file past the spill threshold (tab.c): a long game's
+		 * states looked up faster than the kernel is told to forget
+		 * them hold their nodes in the arrays' window, not the heap. */
+		size_t cap = c->cap;
+		if (sv_tab_grow((void **)&c->nodes, &cap, (size_t)c->nnodes + 1, sizeof *c->nodes))
 			return SV_NONE;
-		c->nodes = p;
-		c->cap = cap;
+		c->cap = cap < UINT32_MAX ? (uint32_t)cap : UINT32_MAX;
 	}
 	if (c->nnodes + 1 > c->hsize / 2 && rehash(c, c->hsize * 2))
 		return SV_NONE;
@@ -292,6 +293,26 @@ void sv_node_evictable(struct sv_container *c, uint32_t k)
 	uint32_t budget = sv_node_budget(c);
 	if (live <= budget)
 		return;
+	uint32_t dir = c->nodes[k].parent;
+	if (c->told > budget / 2 && dir != SV_ROOT) {
+		/* Told one by one, the entries go only as fast as the
+		 * client leaves the directory idle for the telling (it takes
+		 * the directory's lock), and a client looking up one entry
+		 * after another (ls -l of a game's states) leaves it idle
+		 * between two lookups only: on a busy machine the telling
+		 * falls behind and the nodes pile up.  The directory's own
+		 * name, told in its parent (idle meanwhile), drops them all:
+		 * the client prunes every entry below it that nothing uses
+		 * and forgets them.  (Not always: a shell whose working
+		 * directory it is finds it gone, getcwd() fails, until its
+		 * path is looked up again.) */
+		if (++c->made_over >= budget / 8) {
+			c->made_over = 0;
+			c->notify(c->notify_arg, dir, c->nodes[dir].parent, c->nodes[dir].name,
+				  true);
+		}
+		return;
+	}
 	/* One goes for the one made, two while the budget is an eighth or
 	 * more off (it fell as the cache filled), so that the nodes come
 	 * down to it; the client's forgets of those told come later.  The
@@ -312,6 +333,10 @@ void sv_node_evictable(struct sv_container *c, uint32_t k)
 			continue;
 		}
 		c->notify(c->notify_arg, s.node, n->parent, n->name, true);
+		if (!n->told) {
+			n->told = 1;
+			c->told++;
+		}
 		go--;
 	}
 }
@@ -351,6 +376,10 @@ void sv_node_free(struct sv_container *c, uint32_t i)
 	n->kids = NULL;
 	n->nkids = n->capkids = n->nsubdirs = 0;
 	sv_buf_fini(&n->pending);
+	if (n->told) {
+		n->told = 0;
+		c->told--;
+	}
 	n->flags = SV_N_GONE | SV_N_FREE;
 	n->size = n->stored_size = 0;
 	n->group = 0;
@@ -466,7 +495,7 @@ int sv_node_keep_rest(struct sv_container *c)
 		    !(c->nodes[c->nodes[i].parent].flags & SV_N_INDEXDIR))
 			return -EAGAIN;
 	/* (A removal the commit made stays stale: it goes.) */
-	for (uint32_t i = 1; i < c->nnodes; i++)
+	SV_EACH_NODE(c, i, 1)
 		if (!(c->nodes[i].flags & SV_N_GONE) &&
 		    !(c->nodes[c->nodes[i].parent].flags & SV_N_INDEXDIR))
 			c->nodes[i].flags &= ~SV_N_STALE;

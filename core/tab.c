@@ -1,6 +1,7 @@
 /*
  * tab.c - arrays that leave the heap when they grow big: a format's index
- * (a log's line table, a recording's chunk table, a zip's directory) grows
+ * (a log's line table, a recording's chunk table, a zip's directory; the
+ * core's node table, an index record read back) grows
  * with its container's entries, and past SV_TAB_SPILL bytes it moves into
  * an unlinked file mapped shared.  Its pages are then the kernel's page
  * cache, backed by the disk, not the daemon's heap: sv_tab_shed() drops

@@ -113,6 +113,7 @@ struct sv_blob *sv_blob_new(size_t len)
 	if (!b)
 		return NULL;
 	b->refs = 1;
+	b->spilled = 0;
 	b->len = len;
 	if (len >= BIG_BLOB) {
 		/* A big blob is filled at once (an index record read whole):
@@ -123,6 +124,21 @@ struct sv_blob *sv_blob_new(size_t len)
 		if (end > start)
 			madvise((void *)start, end - start, MADV_HUGEPAGE);
 	}
+	return b;
+}
+
+struct sv_blob *sv_blob_new_spilled(size_t len)
+{
+	if (len > SIZE_MAX - sizeof(struct sv_blob))
+		return NULL;
+	void *p;
+	size_t cap;
+	if (sv_tab_alloc(&p, &cap, sizeof(struct sv_blob) + len, 1))
+		return NULL;
+	struct sv_blob *b = p;
+	b->refs = 1;
+	b->spilled = 1;
+	b->len = len;
 	return b;
 }
 
@@ -152,6 +168,7 @@ struct sv_blob *sv_buf_take_blob(struct sv_buf *b)
 	if (!blob)
 		blob = (struct sv_blob *)b->p;
 	blob->refs = 1;
+	blob->spilled = 0;
 	blob->len = b->len - sizeof(struct sv_blob);
 	sv_buf_init(b);
 	return blob;
@@ -166,8 +183,12 @@ struct sv_blob *sv_blob_ref(struct sv_blob *b)
 
 void sv_blob_unref(struct sv_blob *b)
 {
-	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		free(b);
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		if (b->spilled)
+			sv_tab_free(b);
+		else
+			free(b);
+	}
 }
 
 void sv_opts_init(struct sv_opts *o)

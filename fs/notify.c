@@ -98,22 +98,29 @@ void fs_busy_leave(struct fs *fs, fuse_ino_t ino)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* Waits until directory parent has no request in the daemon (lock not
+ * held). */
+static void wait_idle(struct fs *fs, fuse_ino_t parent)
+{
+	struct fs_notify *q = fs->notify;
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	for (bool busy = true; busy;) {
+		busy = false;
+		for (int k = 0; k < BUSY_SLOTS && !busy; k++)
+			busy = q->busy[k].ino == parent;
+		if (busy)
+			pthread_cond_wait(&q->idle, &q->lock);
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
 /* Invalidates entry name of directory parent once the directory has no
  * request in the daemon (lock not held). */
 static void inval_entry(struct fs *fs, fuse_ino_t parent, const char *name)
 {
-	struct fs_notify *q = fs->notify;
-	if (q) {
-		pthread_mutex_lock(&q->lock);
-		for (bool busy = true; busy;) {
-			busy = false;
-			for (int k = 0; k < BUSY_SLOTS && !busy; k++)
-				busy = q->busy[k].ino == parent;
-			if (busy)
-				pthread_cond_wait(&q->idle, &q->lock);
-		}
-		pthread_mutex_unlock(&q->lock);
-	}
+	wait_idle(fs, parent);
 	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
 }
 
@@ -158,7 +165,18 @@ static void *notify_main(void *arg)
 		pthread_mutex_unlock(&q->lock);
 		for (size_t i = 0; i < n; i++) {
 			if (v[i].name) {
-				inval_entry(fs, v[i].parent, v[i].name);
+				/* The entries of one directory queued together go
+				 * together, once it is idle: a client looking up
+				 * a long index directory entry after entry (ls -l
+				 * of a game's states) leaves it idle only between
+				 * two lookups, and each lookup past the node
+				 * budget queues one or two; told one per idle
+				 * moment, a thread that wakes late (a busy
+				 * machine) would fall behind, their nodes held. */
+				if (!i || !v[i - 1].name || v[i - 1].parent != v[i].parent)
+					wait_idle(fs, v[i].parent);
+				fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, v[i].name,
+								 strlen(v[i].name));
 				free(v[i].name);
 			} else {
 				fuse_lowlevel_notify_inval_inode(fs->se, v[i].ino, 0, 0);

@@ -1120,6 +1120,91 @@ static void shed_nodes(void)
 	told_fini(&t);
 }
 
+/* A client that does not forget what it is told (behind, as the kernel is
+ * on a busy machine: each telling waits for the directory to be idle):
+ * once more than half a budget of told entries (2,048 at a 1 MiB cache)
+ * is not forgotten, entries are told no more; the directory is, as gone,
+ * in its parent, once per an eighth of the budget (512) made meanwhile.
+ * Once the told entries are forgotten, they are told one by one again. */
+static void shed_when_behind(void)
+{
+	struct sv_container *c = kv_small_cache(at("behind.kv"), 9000, 0);
+	if (!c)
+		return;
+	struct told t = {.all_gone = true};
+	sv_container_set_notify(c, told_note, &t);
+	uint32_t keys = node_of(c, "keys"), n, i = 0;
+	char name[16];
+	for (; i < 9000 && t.n <= 2048; i++) {
+		snprintf(name, sizeof name, "k%04u", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+	}
+	size_t entries = t.n;
+	T_OK(entries > 2048 && entries <= 2050);
+	for (uint32_t k = 0; k < 511; k++, i++) {
+		snprintf(name, sizeof name, "k%04u", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+	}
+	T_UINT(entries, t.n);
+	for (int round = 1; round <= 2; round++) {
+		snprintf(name, sizeof name, "k%04u", i++);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+		T_UINT(entries + (size_t)round, t.n);
+		if (t.n != entries + (size_t)round)
+			break;
+		T_STR("keys", t.names[t.n - 1]);
+		T_UINT(keys, t.v[t.n - 1]);
+		for (uint32_t k = 0; round == 1 && k < 511; k++, i++) {
+			snprintf(name, sizeof name, "k%04u", i);
+			T_INT(0, sv_lookup_held(c, keys, name, &n));
+		}
+	}
+	T_OK(t.all_gone);
+	/* The client catches up: the entries told go, and the next made past
+	 * the budget has the oldest entry told again, not the directory. */
+	struct sv_stat st;
+	for (size_t j = 0; j < t.n; j++)
+		if (t.v[j] != keys) {
+			sv_forget(c, t.v[j], 1);
+			T_INT(-ESTALE, sv_stat(c, t.v[j], &st));
+		}
+	size_t before = t.n;
+	snprintf(name, sizeof name, "k%04u", i++);
+	T_INT(0, sv_lookup_held(c, keys, name, &n));
+	T_OK(t.n > before);
+	if (t.n > before)
+		T_OK(strcmp(t.names[t.n - 1], "keys") != 0 && t.v[t.n - 1] != keys);
+	sv_container_set_notify(c, NULL, NULL);
+	sv_container_free(c);
+	told_fini(&t);
+}
+
+/* The node table lives in a file past the spill threshold (1 MiB, 20,000
+ * nodes held here): what a client holds costs the arrays' window, not the
+ * heap.  It goes with the container. */
+static void node_table_spills(void)
+{
+	struct sv_tab_stats st0, st;
+	sv_tab_stats(&st0);
+	struct sv_container *c = kv_small_cache(at("table.kv"), 20000, 0);
+	if (!c)
+		return;
+	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c), n;
+	char name[16];
+	for (uint32_t i = 0; i < 20000; i++) {
+		snprintf(name, sizeof name, "k%04u", i);
+		T_INT(0, sv_lookup_held(c, keys, name, &n));
+	}
+	T_UINT(base + 20000, sv_node_count(c));
+	sv_tab_stats(&st);
+	T_UINT(st0.arrays + 1, st.arrays);
+	T_OK(st.bytes - st0.bytes >= 20000 * sizeof(struct sv_node));
+	T_STR("v19999", value(c, "keys/k19999"));
+	sv_container_free(c);
+	sv_tab_stats(&st);
+	T_UINT(st0.arrays, st.arrays);
+}
+
 /* Under the budget nothing is told, and the queue of made entries keeps
  * no more than the nodes held: a client that looks a name up and forgets
  * it 20,000 times leaves it near empty, not 20,000 long. */
@@ -1360,6 +1445,8 @@ int main(void)
 	index_readahead();
 	listed_nodes();
 	shed_nodes();
+	shed_when_behind();
+	node_table_spills();
 	shed_queue_bounded();
 	read_as_it_grows();
 	shed_as_cache_fills();

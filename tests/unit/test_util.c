@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -679,10 +680,44 @@ static void tab_store_record(void)
 	T_INT(0, sv_index_store(idx, &k, a, cap * sizeof *a, UINT64_MAX));
 	/* Before, the whole array stayed mapped: 16,384 KB. */
 	T_OK(status_kb("RssFile") - base < 256 + 256 + 256);
+	/* Read back into a file of its own, a piece at a time, counted: not
+	 * onto the heap whole (16,384 KB more anonymous memory before), and
+	 * what the read touched is shed behind it. */
+	struct sv_tab_stats st0, st;
+	sv_tab_stats(&st0);
+	sv_tab_shed();
+	base = status_kb("RssFile");
+	long anon = status_kb("RssAnon");
 	struct sv_blob *b = NULL;
 	T_INT(0, sv_index_load(idx, &k, 32u << 20, &b));
+	T_OK(status_kb("RssAnon") - anon < 1024);
+	T_OK(status_kb("RssFile") - base < 256 + 256 + 256);
+	sv_tab_stats(&st);
+	T_UINT(st0.arrays + 1, st.arrays);
 	T_OK(b && b->len == cap * sizeof *a && !memcmp(b->data, a, b->len));
 	sv_blob_unref(b);
+	sv_tab_stats(&st);
+	T_UINT(st0.arrays, st.arrays);
+	/* A byte of it changed on the disk: refused by the hash taken in
+	 * pieces, the record removed, its file array gone with it. */
+	DIR *d = opendir(idx);
+	struct dirent *e;
+	char rec[256] = "";
+	while (d && (e = readdir(d)))
+		if (strlen(e->d_name) == 32)
+			snprintf(rec, sizeof rec, "%s/%s", idx, e->d_name);
+	if (d)
+		closedir(d);
+	int fd = open(rec, O_WRONLY);
+	T_OK(fd >= 0);
+	T_INT(1, pwrite(fd, "!", 1, SV_INDEX_HEAD + (8 << 20)));
+	close(fd);
+	b = NULL;
+	T_INT(-EBADMSG, sv_index_load(idx, &k, 32u << 20, &b));
+	T_OK(b == NULL);
+	sv_tab_stats(&st);
+	T_UINT(st0.arrays, st.arrays);
+	T_INT(-1, access(rec, F_OK));
 	sv_tab_free(a);
 	sv_tab_configure(NULL, SV_TAB_SPILL, 0);
 	char cmd[128];
