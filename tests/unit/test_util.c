@@ -690,7 +690,11 @@ static void tab_store_record(void)
 	long anon = status_kb("RssAnon");
 	struct sv_blob *b = NULL;
 	T_INT(0, sv_index_load(idx, &k, 32u << 20, &b));
+#ifndef __SANITIZE_THREAD__ /* (whose shadow of what the pass read is anonymous) */
 	T_OK(status_kb("RssAnon") - anon < 1024);
+#else
+	(void)anon;
+#endif
 	T_OK(status_kb("RssFile") - base < 256 + 256 + 256);
 	sv_tab_stats(&st);
 	T_UINT(st0.arrays + 1, st.arrays);
@@ -702,10 +706,10 @@ static void tab_store_record(void)
 	 * pieces, the record removed, its file array gone with it. */
 	DIR *d = opendir(idx);
 	struct dirent *e;
-	char rec[256] = "";
+	char rec[sizeof idx + 40] = "";
 	while (d && (e = readdir(d)))
 		if (strlen(e->d_name) == 32)
-			snprintf(rec, sizeof rec, "%s/%s", idx, e->d_name);
+			snprintf(rec, sizeof rec, "%s/%.32s", idx, e->d_name);
 	if (d)
 		closedir(d);
 	int fd = open(rec, O_WRONLY);
