@@ -244,8 +244,9 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	}
 	/* An index directory's entries are nodes only while the client holds
 	 * them: each is asked for again by name, to keep its number. */
-	for (uint32_t i = 1; rc == 0 && indexed && SV_FMT(c->fmt, dirs, lookup) && i < c->nnodes;
-	     i++, sv_tab_touch(sizeof(struct sv_inode))) {
+	SV_EACH_NODE(c, i, 1) {
+		if (rc || !indexed || !SV_FMT(c->fmt, dirs, lookup))
+			break;
 		struct sv_inode *n = &c->nodes[i];
 		if (!(n->flags & SV_N_STALE) || (n->flags & SV_N_GONE) || !n->name ||
 		    !sv_live(c, n->parent) || (c->nodes[n->parent].flags & SV_N_STALE) ||

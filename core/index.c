@@ -136,17 +136,17 @@ void sv_index_drop(const char *dir, const struct sv_index_key *k)
 	free(path);
 }
 
-/* What sv_index_store writes and read_spilled reads at a time. */
+/* What sv_index_store writes and read_payload reads at a time. */
 #define STORE_PIECE ((size_t)1 << 18)
 
-/* A record's payload of len bytes past the header, whose xxh3 is hash, into
- * a blob in a file (a log's scan of 17 MB, kept for the mount's life): read
- * and hashed a piece at a time, each counted, so that what the pass touched
- * is shed behind it instead of held whole on the heap.  0, or -EBADMSG
- * (*out NULL). */
-static int read_spilled(int fd, size_t len, uint64_t hash, struct sv_blob **out)
+/* A record's payload of len bytes past the header, whose xxh3 is hash,
+ * into a new blob: read and hashed a piece at a time, each counted.  One
+ * past the spill threshold (a log's scan of 17 MB, kept for the mount's
+ * life) lives in a file, so that what the pass touched is shed behind it
+ * instead of held whole on the heap.  0, or -EBADMSG (*out NULL). */
+static int read_payload(int fd, size_t len, uint64_t hash, struct sv_blob **out)
 {
-	struct sv_blob *b = sv_blob_new_spilled(len);
+	struct sv_blob *b = len > SV_TAB_SPILL ? sv_blob_new_spilled(len) : sv_blob_new(len);
 	XXH3_state_t *st = XXH3_createState();
 	int rc = b && st ? 0 : -ENOMEM;
 	if (!rc)
@@ -195,12 +195,8 @@ int sv_index_load(const char *dir, const struct sv_index_key *k, uint64_t max,
 		if (!memcmp(&h, &want, sizeof h) && whole) {
 			if (len > max)
 				rc = -EFBIG;
-			else if (len > SV_TAB_SPILL)
-				rc = read_spilled(fd, (size_t)len, h.payload_hash, &b);
-			else if ((b = sv_blob_new((size_t)len)) &&
-				 pread_all(fd, b->data, (size_t)len, sizeof h) == 0 &&
-				 XXH3_64bits(b->data, (size_t)len) == h.payload_hash)
-				rc = 0;
+			else
+				rc = read_payload(fd, (size_t)len, h.payload_hash, &b);
 		} else if (whole && !memcmp(h.magic, MAGIC, MAGIC_LEN) && h.dev == want.dev &&
 			   h.ino == want.ino && h.version == want.version &&
 			   !memcmp(h.format, want.format, sizeof h.format) &&

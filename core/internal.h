@@ -471,6 +471,8 @@ void sv_node_evictable(struct sv_container *c, uint32_t k);
 /* True if node i is an index directory's entry nothing holds: no lookup
  * the client has not forgotten, no open, no edit, no listed children. */
 bool sv_node_forgettable(struct sv_container *c, uint32_t i);
+/* Node i leaves the tree: no longer counted as told (write lock). */
+void sv_node_untold(struct sv_container *c, uint32_t i);
 /* Lets such a node go: its number joins the free list (write lock). */
 void sv_node_free(struct sv_container *c, uint32_t i);
 

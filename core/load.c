@@ -403,10 +403,7 @@ static int stream_whole(struct sv_container *c, uint32_t i, struct sv_blob **out
 void sv_orphan_or_free(struct sv_container *c, uint32_t i)
 {
 	struct sv_inode *n = &c->nodes[i];
-	if (n->told) { /* (no longer the client's to drop) */
-		n->told = 0;
-		c->told--;
-	}
+	sv_node_untold(c, i); /* (no longer the client's to drop) */
 	if (__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) && !(n->flags & SV_N_DIR)) {
 		if (!(n->flags & (SV_N_DIRTY | SV_N_NEW | SV_N_TEMP | SV_N_ORPHAN))) {
 			struct sv_blob *b = NULL;

@@ -352,6 +352,14 @@ bool sv_node_forgettable(struct sv_container *c, uint32_t i)
 	       !__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE);
 }
 
+void sv_node_untold(struct sv_container *c, uint32_t i)
+{
+	if (c->nodes[i].told) {
+		c->nodes[i].told = 0;
+		c->told--;
+	}
+}
+
 void sv_node_free(struct sv_container *c, uint32_t i)
 {
 	struct sv_inode *n = &c->nodes[i];
@@ -376,10 +384,7 @@ void sv_node_free(struct sv_container *c, uint32_t i)
 	n->kids = NULL;
 	n->nkids = n->capkids = n->nsubdirs = 0;
 	sv_buf_fini(&n->pending);
-	if (n->told) {
-		n->told = 0;
-		c->told--;
-	}
+	sv_node_untold(c, i);
 	n->flags = SV_N_GONE | SV_N_FREE;
 	n->size = n->stored_size = 0;
 	n->group = 0;

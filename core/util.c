@@ -116,9 +116,10 @@ struct sv_blob *sv_blob_new(size_t len)
 	b->spilled = 0;
 	b->len = len;
 	if (len >= BIG_BLOB) {
-		/* A big blob is filled at once (an index record read whole):
-		 * in huge pages, its page faults are a few instead of one per
-		 * 4 KB. */
+		/* A big blob is filled at once (a view built whole): in huge
+		 * pages, its page faults are a few instead of one per 4 KB.
+		 * (An index record this big is read into a file instead:
+		 * sv_blob_new_spilled.) */
 		uintptr_t start = ((uintptr_t)b->data + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
 		uintptr_t end = ((uintptr_t)b->data + len) & ~(uintptr_t)(HUGE_PAGE - 1);
 		if (end > start)

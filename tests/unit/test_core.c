@@ -1037,6 +1037,17 @@ static void told_fini(struct told *t)
 	free(t->v);
 }
 
+/* The client looks up key i of directory keys (its kv name k0000 on):
+ * its node, held once more. */
+static uint32_t held_key(struct sv_container *c, uint32_t keys, uint32_t i)
+{
+	char name[16];
+	uint32_t n = SV_NONE;
+	snprintf(name, sizeof name, "k%04u", i);
+	T_INT(0, sv_lookup_held(c, keys, name, &n));
+	return n;
+}
+
 /* Entries the client looks up one by one (as cat of each file does): past
  * the budget (4,096 nodes at a 1 MiB cache), each new node has the
  * container tell the client to drop the oldest entry it holds, as gone,
@@ -1051,18 +1062,15 @@ static void shed_nodes(void)
 	sv_container_set_notify(c, told_note, &t);
 	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
 	uint32_t room = 4096 - base, k[9000];
-	char name[16];
 	for (uint32_t i = 0; i < room; i++) {
-		snprintf(name, sizeof name, "k%04u", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
+		k[i] = held_key(c, keys, i);
 		if (i == 1)
 			T_INT(0, sv_open(c, k[1]));
 	}
 	T_UINT(0, t.n);
 	T_UINT(4096, sv_node_count(c));
 	for (uint32_t i = room; i < room + 10; i++) {
-		snprintf(name, sizeof name, "k%04u", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
+		k[i] = held_key(c, keys, i);
 	}
 	/* Ten made past the budget, ten told: k0000, then k0002 on (k0001
 	 * is open). */
@@ -1090,8 +1098,7 @@ static void shed_nodes(void)
 	sv_forget(c, k[0], 1);
 	forget_told(c, &t);
 	for (uint32_t i = room + 10; i < room + 20; i++) {
-		snprintf(name, sizeof name, "k%04u", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
+		k[i] = held_key(c, keys, i);
 	}
 	T_UINT(4106, sv_node_count(c));
 	T_UINT(20, t.n);
@@ -1107,8 +1114,7 @@ static void shed_nodes(void)
 	bool k0001 = false;
 	for (uint32_t i = room + 20; i < 9000 && !k0001; i++) {
 		forget_told(c, &t);
-		snprintf(name, sizeof name, "k%04u", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &k[i]));
+		k[i] = held_key(c, keys, i);
 		for (size_t j = t.done; j < t.n; j++)
 			k0001 |= !strcmp(t.names[j], "k0001");
 	}
@@ -1133,31 +1139,23 @@ static void shed_when_behind(void)
 		return;
 	struct told t = {.all_gone = true};
 	sv_container_set_notify(c, told_note, &t);
-	uint32_t keys = node_of(c, "keys"), n, i = 0;
-	char name[16];
-	for (; i < 9000 && t.n <= 2048; i++) {
-		snprintf(name, sizeof name, "k%04u", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &n));
-	}
+	uint32_t keys = node_of(c, "keys"), i = 0;
+	for (; i < 9000 && t.n <= 2048; i++)
+		held_key(c, keys, i);
 	size_t entries = t.n;
 	T_OK(entries > 2048 && entries <= 2050);
-	for (uint32_t k = 0; k < 511; k++, i++) {
-		snprintf(name, sizeof name, "k%04u", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &n));
-	}
+	for (uint32_t k = 0; k < 511; k++, i++)
+		held_key(c, keys, i);
 	T_UINT(entries, t.n);
 	for (int round = 1; round <= 2; round++) {
-		snprintf(name, sizeof name, "k%04u", i++);
-		T_INT(0, sv_lookup_held(c, keys, name, &n));
+		held_key(c, keys, i++);
 		T_UINT(entries + (size_t)round, t.n);
 		if (t.n != entries + (size_t)round)
 			break;
 		T_STR("keys", t.names[t.n - 1]);
 		T_UINT(keys, t.v[t.n - 1]);
-		for (uint32_t k = 0; round == 1 && k < 511; k++, i++) {
-			snprintf(name, sizeof name, "k%04u", i);
-			T_INT(0, sv_lookup_held(c, keys, name, &n));
-		}
+		for (uint32_t k = 0; round == 1 && k < 511; k++, i++)
+			held_key(c, keys, i);
 	}
 	T_OK(t.all_gone);
 	/* The client catches up: the entries told go, and the next made past
@@ -1169,8 +1167,7 @@ static void shed_when_behind(void)
 			T_INT(-ESTALE, sv_stat(c, t.v[j], &st));
 		}
 	size_t before = t.n;
-	snprintf(name, sizeof name, "k%04u", i++);
-	T_INT(0, sv_lookup_held(c, keys, name, &n));
+	held_key(c, keys, i++);
 	T_OK(t.n > before);
 	if (t.n > before)
 		T_OK(strcmp(t.names[t.n - 1], "keys") != 0 && t.v[t.n - 1] != keys);
@@ -1189,12 +1186,9 @@ static void node_table_spills(void)
 	struct sv_container *c = kv_small_cache(at("table.kv"), 20000, 0);
 	if (!c)
 		return;
-	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c), n;
-	char name[16];
-	for (uint32_t i = 0; i < 20000; i++) {
-		snprintf(name, sizeof name, "k%04u", i);
-		T_INT(0, sv_lookup_held(c, keys, name, &n));
-	}
+	uint32_t keys = node_of(c, "keys"), base = sv_node_count(c);
+	for (uint32_t i = 0; i < 20000; i++)
+		held_key(c, keys, i);
 	T_UINT(base + 20000, sv_node_count(c));
 	sv_tab_stats(&st);
 	T_UINT(st0.arrays + 1, st.arrays);
