@@ -59,7 +59,7 @@ void sv_release(struct sv_container *c, uint32_t n)
 	pthread_rwlock_unlock(&c->lock);
 	if (!orphan && !forget)
 		return;
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	if (forget && sv_node_forgettable(c, n))
 		sv_node_free(c, n);
 	struct sv_inode *node = &c->nodes[n];
@@ -151,7 +151,7 @@ void sv_forget(struct sv_container *c, uint32_t n, uint64_t count)
 	pthread_rwlock_unlock(&c->lock);
 	if (!go)
 		return;
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	/* Looked up again meanwhile, opened, edited: it stays. */
 	if (sv_node_forgettable(c, n))
 		sv_node_free(c, n);

@@ -563,7 +563,7 @@ int sv_commit_and_notify(struct sv_container *c, sv_changed_fn fn, void *arg,
 	if (!err)
 		err = &local;
 	sv_err_clear(err);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	int rc = pre ? pre(c, pre_arg, err) : 0;
 	if (rc == 1)
 		rc = 0; /* nothing to commit */
@@ -610,7 +610,7 @@ int sv_flush(struct sv_container *c, uint32_t n, sv_changed_fn fn, void *arg,
 	if (!err)
 		err = &local;
 	sv_err_clear(err);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	uint32_t count = c->nnodes;
 	if (sv_direct(c, n))
 		return sv_direct_end(c, n, count, SV_FMT(c->fmt, live, sync) ? SV_FMT(c->fmt, live, sync)(c, n, err) : 0, err);
@@ -721,7 +721,7 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 		 * file replaced (its open files' reads fail: none mixes the two). */
 		if (!c->src->ops->stale(c->src))
 			return 0;
-		pthread_rwlock_wrlock(&c->lock);
+		sv_wrlock(c);
 		int rc = 0;
 		if (!c->broken && c->src->ops->stale(c->src)) {
 			uint32_t count = c->nnodes;
@@ -750,7 +750,7 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 		pthread_rwlock_unlock(&c->lock);
 		if (same)
 			return 0;
-		pthread_rwlock_wrlock(&c->lock);
+		sv_wrlock(c);
 		c->digest = d;
 		c->digested = true;
 		pthread_rwlock_unlock(&c->lock);
@@ -764,7 +764,7 @@ int sv_container_poll(struct sv_container *c, struct sv_err *err)
 		if (same)
 			return 0;
 	}
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	int rc = 0;
 	if (!c->broken) {
 		uint32_t count = c->nnodes;

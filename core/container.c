@@ -145,7 +145,6 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->log_lock, NULL);
 	pthread_mutex_init(&c->pf_lock, NULL);
-	pthread_cond_init(&c->pf_cond, NULL);
 	pthread_mutex_init(&c->ld_lock, NULL);
 	pthread_cond_init(&c->ld_cond, NULL);
 	pthread_mutex_init(&c->fp_lock, NULL);
@@ -511,7 +510,6 @@ static struct sv_source *container_free(struct sv_container *c, bool keep)
 	free(c->format_opts);
 	pthread_mutex_destroy(&c->log_lock);
 	pthread_mutex_destroy(&c->pf_lock);
-	pthread_cond_destroy(&c->pf_cond);
 	pthread_mutex_destroy(&c->ld_lock);
 	pthread_cond_destroy(&c->ld_cond);
 	pthread_mutex_destroy(&c->fp_lock);

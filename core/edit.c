@@ -86,7 +86,7 @@ int sv_write(struct sv_container *c, uint32_t i, uint64_t off, const void *buf,
 	     size_t size, struct sv_err *err)
 {
 	sv_err_clear(err);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	uint32_t count = c->nnodes; /* before the call: it may add nodes */
 	if (sv_direct(c, i))
 		return sv_direct_end(c, i, count, SV_FMT(c->fmt, live, write)(c, i, off, buf, size, err), err);
@@ -121,7 +121,7 @@ int sv_truncate(struct sv_container *c, uint32_t i, uint64_t size,
 		struct sv_err *err)
 {
 	sv_err_clear(err);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	uint32_t count = c->nnodes;
 	if (sv_direct(c, i))
 		return sv_direct_end(c, i, count,
@@ -231,7 +231,7 @@ int sv_create(struct sv_container *c, uint32_t dir, const char *name,
 	      uint32_t mode, uint32_t *out, struct sv_err *err)
 {
 	sv_err_clear(err);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	int rc = refuse_dir(c, dir, err);
 	if (!rc && !sv_name_ok(name))
 		rc = sv_err_set(err, -EINVAL, "invalid file name");
@@ -295,7 +295,7 @@ uint32_t sv_drops(struct sv_container *c, uint32_t n)
 
 void sv_discard(struct sv_container *c, uint32_t n)
 {
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	if (sv_live(c, n))
 		sv_discard_locked(c, n);
 	pthread_rwlock_unlock(&c->lock);
@@ -352,7 +352,7 @@ int sv_unlink(struct sv_container *c, uint32_t dir, const char *name,
 	if (rc && a.node != SV_NONE) {
 		/* The commit failed: the entry is still in the container, so it
 		 * comes back where it was. */
-		pthread_rwlock_wrlock(&c->lock);
+		sv_wrlock(c);
 		struct sv_inode *n = &c->nodes[a.node];
 		if ((n->flags & (SV_N_GONE | SV_N_STALE)) == (SV_N_GONE | SV_N_STALE)) {
 			struct sv_inode *d = &c->nodes[n->parent];
@@ -568,7 +568,7 @@ int sv_rename(struct sv_container *c, uint32_t dir, const char *name,
 int sv_set_times(struct sv_container *c, uint32_t n, const struct timespec *atime,
 		 const struct timespec *mtime)
 {
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	int rc = sv_usable(c, n) ? 0 : sv_gone_code(c, n);
 	if (!rc) {
 		struct sv_inode *node = &c->nodes[n];

@@ -39,7 +39,6 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -157,7 +156,7 @@ static void *fp_main(void *arg)
 	struct sv_container *c = arg;
 	/* Behind every reader: it only matters at a later commit. */
 	if (c->fp_behind)
-		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+		setpriority(PRIO_PROCESS, (id_t)sv_gettid(), 19);
 	/* The old file's last descriptor: closing it frees the old file,
 	 * which costs a while for a big one, here rather than in a commit. */
 	if (c->fp_drop >= 0)
@@ -235,7 +234,7 @@ void sv_container_before_fork(struct sv_container *c)
 	 * sees released (the allocator's, under a sanitizer, or fp_lock): the
 	 * fingerprint is stopped (a big container's takes a while, which the
 	 * mount would wait for), and made again after the fork. */
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	if (c->fp_started) {
 		__atomic_store_n(&c->fp_cancel, true, __ATOMIC_RELEASE);
 		pthread_join(c->fp_thread, NULL);
@@ -248,7 +247,7 @@ void sv_container_before_fork(struct sv_container *c)
 
 void sv_container_after_fork(struct sv_container *c)
 {
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 	if (c->fp_again && c->fp_fd >= 0 && (c->fp_behind = true))
 		c->fp_started = !pthread_create(&c->fp_thread, NULL, fp_main, c);
 	c->fp_again = false;

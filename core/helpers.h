@@ -120,6 +120,33 @@ void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b);
 void sv_cache_drop(struct sv_cache *c, uint64_t key, uint64_t mask);
 void sv_cache_stats(struct sv_cache *c, struct sv_cache_stats *st);
 
+/* ---- the workers that build ahead (ahead.c) ----------------------------- */
+
+/* An owner of work for the pool: its queue is its own, under its own
+ * lock; run() does one job and says whether more are left (and may post
+ * its owner again as it takes a job, so that another worker takes the
+ * next meanwhile).  The rest is the pool's (zero it before the first
+ * post). */
+struct sv_ahead {
+	bool (*run)(struct sv_ahead *o);
+	struct sv_ahead *next;
+	bool listed, stopping;
+	unsigned busy;
+};
+
+/* o has work: a worker will run it (the workers, as many as cores, are
+ * started at the first post).  False if o is stopped or no worker could
+ * be started: the work is not done. */
+bool sv_ahead_post(struct sv_ahead *o);
+/* o posts no more: waits for the run() under way, if any; none starts
+ * after it returns. */
+void sv_ahead_stop(struct sv_ahead *o);
+/* The workers started (for /.savefs/info). */
+unsigned sv_ahead_workers(void);
+
+/* This thread's id (for the nice of one thread). */
+long sv_gettid(void);
+
 /* ---- the persistent index (index.c) --------------------------------------- */
 
 /*

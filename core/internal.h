@@ -8,7 +8,8 @@
  * its own (tests/tools/layers.py checks it in `meson test`):
  *   helpers   util.c (errors, buffers, blobs, names, zlib, files),
  *             decimal.c, cache.c, rd.c, index.c (the persistent index),
- *             and tab.c (arrays that leave the heap for a file),
+ *             the pool of workers that build ahead (ahead.c), and
+ *             the arrays that leave the heap for a file (tab.c),
  *             codec/ (PNG, base64, gzip, zip)
  *   sources   source/: source.c (opening, identity, the calls formats make
  *             for bytes and members), file.c, dir.c, and the remote layer
@@ -62,7 +63,7 @@
  *                                         recording cur_lock; starbound cel_lock
  *   ld_lock               load.c          loads under way (waiters sleep on ld_cond;
  *                                         the load itself runs without it)
- *   pf_lock               prefetch.c      the read-ahead queue; its worker drops it
+ *   pf_lock               prefetch.c      the read-ahead queue; a worker drops it
  *                                         before taking the container's read lock
  *   fp_lock               guard.c         the fingerprint's result (its worker holds
  *                                         nothing else)
@@ -72,6 +73,10 @@
  *   prefix lock           source/remote_prefix.c  a prefix's listings held (never
  *                                         held over a request)
  *   curl lock             source/curl.c   a transport's idle handles (a leaf)
+ *   pool lock             ahead.c         the workers' ring of owners with work, each
+ *                                         owner's busy count (a leaf: taken when an
+ *                                         owner posts, under its own lock; never
+ *                                         held over a job)
  *   kept lock             kept.c          the sizes kept between mounts (a leaf;
  *                                         the disk is written without it)
  *   store lock            cache.c         the decoded-data cache (a leaf)
@@ -291,13 +296,12 @@ struct sv_container {
 	size_t nwarnings;
 
 	/* Read-ahead across files: when the files of a directory are read in
-	 * listing order, a worker decodes the next few into the cache on the
-	 * other core while the reader's requests travel.  pf_lock protects
-	 * the fields below; the worker reads nodes under the read lock. */
+	 * listing order, the pool's workers decode the next few into the
+	 * cache while the reader's requests travel.  pf_lock protects the
+	 * fields below; a worker reads nodes under the read lock. */
 	pthread_mutex_t pf_lock;
-	pthread_cond_t pf_cond;  /* work queued, or stop */
-	pthread_t pf_thread;
-	bool pf_started, pf_stop;
+	struct sv_ahead pf_ahead; /* the pool's handle (ahead.c) */
+	bool pf_stop;
 	uint32_t pf_queue[PF_QUEUE];
 	unsigned pf_head, pf_count;
 	uint32_t pf_dir, pf_pos; /* the last file read: directory, position */
@@ -312,7 +316,10 @@ struct sv_container {
 	 * ahead they are queued. */
 	uint64_t pf_qpos[PF_QUEUE];
 	uint64_t pf_ipos, pf_iupto;
-	uint64_t pf_decoded;     /* files the worker decoded (for info) */
+	uint64_t pf_decoded;     /* files the workers decoded (for info) */
+	unsigned wr_want;        /* threads waiting for the write lock (an
+				  * atomic, sv_wrlock): the workers start no
+				  * job meanwhile */
 
 	/* Loads under way, so that concurrent readers of one node (the
 	 * kernel's parallel read-ahead, several readers, the worker) share
@@ -347,10 +354,19 @@ struct sv_container {
 	uint64_t log_said;        /* lines logged since the open (atomic) */
 };
 
+/* The container's write lock, the workers told to start nothing while
+ * it is waited for. */
+static inline void sv_wrlock(struct sv_container *c)
+{
+	__atomic_add_fetch(&c->wr_want, 1, __ATOMIC_ACQ_REL);
+	pthread_rwlock_wrlock(&c->lock);
+	__atomic_sub_fetch(&c->wr_want, 1, __ATOMIC_ACQ_REL);
+}
+
 static inline void sv_lock_upgrade(struct sv_container *c)
 {
 	pthread_rwlock_unlock(&c->lock);
-	pthread_rwlock_wrlock(&c->lock);
+	sv_wrlock(c);
 }
 
 static inline void sv_lock_downgrade(struct sv_container *c)
@@ -530,6 +546,10 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n);
 void sv_pf_settle(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
 void sv_pf_stop(struct sv_container *c);
+/* Builds node n's view into the cache now if it is worth building ahead
+ * (a plain file, within the cache's eighth), as a queued file is: for a
+ * folder's walk ahead, on a worker of the pool.  True if it was built. */
+bool sv_pf_build(struct sv_container *c, uint32_t n);
 
 
 /* ---- container.c ---- */

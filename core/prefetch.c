@@ -2,14 +2,19 @@
  * prefetch.c - read-ahead across files: when the files of a directory are
  * read in listing order, or the file at the same place in each of a run of
  * sibling directories (a/x/f, a/y/f, a/z/f: one file of each layer of a
- * map), a worker decodes the next few into the cache on the other core
- * while the reader's requests travel.
+ * map), the pool's workers (ahead.c, as many as cores) decode the next
+ * few into the cache while the reader's requests travel.  A reader never
+ * waits behind them: a worker makes an index directory's node only when
+ * no one holds the container's lock, starts no job while a writer waits
+ * for it, and runs below the readers' priority.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- read-ahead across files ------------------------------------------- */
 
@@ -55,50 +60,93 @@ static uint32_t pf_entry(struct sv_container *c, uint32_t dir, uint64_t pos)
 	return SV_NONE;
 }
 
-static void *pf_main(void *arg)
+/* Waits while a writer waits for the container's lock: a reader's lookup
+ * that makes a node goes before the next job (the ones under way, one
+ * view each, it waits for).  Polled, as the lock tells no one. */
+static void pf_yield_to_writers(struct sv_container *c)
 {
-	struct sv_container *c = arg;
-	pthread_mutex_lock(&c->pf_lock);
-	for (;;) {
-		while (!c->pf_count && !c->pf_stop)
-			pthread_cond_wait(&c->pf_cond, &c->pf_lock);
-		if (c->pf_stop)
-			break;
-		uint32_t n = c->pf_queue[c->pf_head];
-		uint64_t pos = c->pf_qpos[c->pf_head];
-		c->pf_head = (c->pf_head + 1) % PF_QUEUE;
-		c->pf_count--;
-		pthread_mutex_unlock(&c->pf_lock);
-		if (n & PF_INDEX) {
-			pthread_rwlock_wrlock(&c->lock);
-			n = pf_entry(c, n & ~PF_INDEX, pos);
-			pthread_rwlock_unlock(&c->lock);
-		}
-		pthread_rwlock_rdlock(&c->lock);
-		bool decoded = false;
-		if (n == SV_NONE) {
-			/* (an index directory's entry not worth it) */
-		} else if (n & PF_SETTLE) {
-			/* A stream whose size a stat did not wait for. */
-			n &= ~PF_SETTLE;
-			if (sv_live(c, n) && (c->nodes[n].flags & SV_N_STREAM))
-				sv_settle_size(c, n);
-		} else if (sv_live(c, n) && sv_plain_file(c, n)) {
-			struct sv_blob *b = sv_cache_get(c->cache, sv_cache_key(&c->nodes[n], n));
-			struct sv_err err;
-			/* Errors are not logged here: the reader meets them itself. */
-			if (!b && !sv_content_locked(c, n, &b, &err))
-				decoded = true;
-			sv_blob_unref(b);
-			if (decoded)
-				sv_settle_size(c, n); /* from the cache now */
-		}
-		pthread_rwlock_unlock(&c->lock);
-		pthread_mutex_lock(&c->pf_lock);
-		c->pf_decoded += decoded;
+	while (__atomic_load_n(&c->wr_want, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
 	}
+}
+
+/* Node n's view into the cache, unless it is there: true if it was
+ * built now.  Read lock held. */
+static bool build_locked(struct sv_container *c, uint32_t n)
+{
+	struct sv_blob *b = sv_cache_get(c->cache, sv_cache_key(&c->nodes[n], n));
+	struct sv_err err;
+	bool decoded = false;
+	/* Errors are not logged here: the reader meets them itself. */
+	if (!b && !sv_content_locked(c, n, &b, &err))
+		decoded = true;
+	sv_blob_unref(b);
+	if (decoded)
+		sv_settle_size(c, n); /* from the cache now */
+	return decoded;
+}
+
+bool sv_pf_build(struct sv_container *c, uint32_t n)
+{
+	pf_yield_to_writers(c);
+	pthread_rwlock_rdlock(&c->lock);
+	bool decoded = sv_live(c, n) && worth_ahead(c, n) && build_locked(c, n);
+	pthread_rwlock_unlock(&c->lock);
+	if (decoded) {
+		pthread_mutex_lock(&c->pf_lock);
+		c->pf_decoded++;
+		pthread_mutex_unlock(&c->pf_lock);
+	}
+	return decoded;
+}
+
+/* One job of the container's queue, on a worker of the pool: true if
+ * more are queued. */
+static bool pf_run(struct sv_ahead *o)
+{
+	struct sv_container *c = (struct sv_container *)((char *)o - offsetof(struct sv_container, pf_ahead));
+	pthread_mutex_lock(&c->pf_lock);
+	if (c->pf_stop || !c->pf_count) {
+		pthread_mutex_unlock(&c->pf_lock);
+		return false;
+	}
+	uint32_t n = c->pf_queue[c->pf_head];
+	uint64_t pos = c->pf_qpos[c->pf_head];
+	c->pf_head = (c->pf_head + 1) % PF_QUEUE;
+	c->pf_count--;
+	/* The next job to the next free worker, meanwhile. */
+	if (c->pf_count)
+		sv_ahead_post(&c->pf_ahead);
 	pthread_mutex_unlock(&c->pf_lock);
-	return NULL;
+	pf_yield_to_writers(c);
+	bool decoded = false;
+	if (n & PF_INDEX) {
+		/* A node to make: only if no one holds the lock (a reader
+		 * does not wait for the worker's write). */
+		if (pthread_rwlock_trywrlock(&c->lock))
+			goto next;
+		n = pf_entry(c, n & ~PF_INDEX, pos);
+		pthread_rwlock_unlock(&c->lock);
+	}
+	pthread_rwlock_rdlock(&c->lock);
+	if (n == SV_NONE) {
+		/* (an index directory's entry not worth it) */
+	} else if (n & PF_SETTLE) {
+		/* A stream whose size a stat did not wait for. */
+		n &= ~PF_SETTLE;
+		if (sv_live(c, n) && (c->nodes[n].flags & SV_N_STREAM))
+			sv_settle_size(c, n);
+	} else if (sv_live(c, n) && sv_plain_file(c, n)) {
+		decoded = build_locked(c, n);
+	}
+	pthread_rwlock_unlock(&c->lock);
+next:
+	pthread_mutex_lock(&c->pf_lock);
+	c->pf_decoded += decoded;
+	bool more = c->pf_count && !c->pf_stop;
+	pthread_mutex_unlock(&c->pf_lock);
+	return more;
 }
 
 /* Queues file k for the worker if it is worth decoding ahead.  pf_lock
@@ -112,16 +160,13 @@ static bool pf_queue_file(struct sv_container *c, uint32_t k)
 	return true;
 }
 
-/* Starts the worker for what was queued, or drops the queue.  pf_lock
- * held. */
+/* Hands what was queued to the pool's workers, or drops the queue.
+ * pf_lock held. */
 static void pf_wake(struct sv_container *c)
 {
-	if (!c->pf_started) {
-		c->pf_started = pthread_create(&c->pf_thread, NULL, pf_main, c) == 0;
-		if (!c->pf_started)
-			c->pf_count = 0; /* no worker: read without it */
-	}
-	pthread_cond_broadcast(&c->pf_cond);
+	c->pf_ahead.run = pf_run;
+	if (!sv_ahead_post(&c->pf_ahead))
+		c->pf_count = 0; /* no worker: read without it */
 }
 
 /* Node n of an index directory was read: the same, by the positions of
@@ -243,26 +288,19 @@ void sv_pf_settle(struct sv_container *c, uint32_t n)
 	bool queued = false;
 	for (unsigned k = 0; k < c->pf_count; k++)
 		queued |= c->pf_queue[(c->pf_head + k) % PF_QUEUE] == (n | PF_SETTLE);
-	if (!queued && c->pf_count < PF_QUEUE) {
+	if (!queued && c->pf_count < PF_QUEUE && !c->pf_stop) {
 		c->pf_queue[(c->pf_head + c->pf_count) % PF_QUEUE] = n | PF_SETTLE;
 		c->pf_count++;
-		if (!c->pf_started)
-			c->pf_started = pthread_create(&c->pf_thread, NULL, pf_main, c) == 0;
-		if (!c->pf_started)
-			c->pf_count = 0;
-		pthread_cond_broadcast(&c->pf_cond);
+		pf_wake(c);
 	}
 	pthread_mutex_unlock(&c->pf_lock);
 }
 
 void sv_pf_stop(struct sv_container *c)
 {
-	if (!c->pf_started)
-		return;
 	pthread_mutex_lock(&c->pf_lock);
 	c->pf_stop = true;
-	pthread_cond_broadcast(&c->pf_cond);
+	c->pf_count = 0;
 	pthread_mutex_unlock(&c->pf_lock);
-	pthread_join(c->pf_thread, NULL);
-	c->pf_started = false;
+	sv_ahead_stop(&c->pf_ahead);
 }

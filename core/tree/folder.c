@@ -543,6 +543,7 @@ int sv_folder_open(const char *path, const struct sv_opts *opts, struct sv_folde
 		return sv_err_set(err, -ENOMEM, "out of memory");
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->opened, NULL);
+	sv_folder_ahead_init(f);
 	f->dfd = -1;
 	f->ifd = -1;
 	f->opts = *opts;
@@ -615,6 +616,7 @@ void sv_folder_free(struct sv_folder *f)
 {
 	if (!f)
 		return;
+	sv_folder_ahead_stop(f);
 	sv_folder_watch_stop(f);
 	for (uint32_t s = 0; s < f->ns; s++) {
 		sv_folder_close_slot(f, s);
@@ -636,6 +638,7 @@ void sv_folder_free(struct sv_folder *f)
 	sv_blob_unref(f->info);
 	sv_cache_free(f->opts.cache);
 	pthread_mutex_destroy(&f->lock);
+	pthread_mutex_destroy(&f->ahead.lock);
 	pthread_cond_destroy(&f->opened);
 	free(f);
 }

@@ -82,6 +82,27 @@ struct slot {
 				 * entries are refused too until then (mono) */
 };
 
+/* A walk over the folder's containers, met ahead (folder_ahead.c). */
+#define AHEAD_JOBS 8
+struct ahead_job {
+	int kind;          /* JOB_WALK: find the walk; JOB_OPEN: open entry */
+	uint32_t entry;
+	uint64_t walk;     /* the walk it was queued for */
+};
+struct folder_ahead {
+	struct sv_ahead a; /* the pool's handle (first: its run finds us) */
+	pthread_mutex_t lock;
+	bool stop;
+	uint32_t cur, last;  /* the container entries read in last, and before */
+	uint32_t cur_slot;   /* cur's slot */
+	uint32_t dir;        /* cur's directory entry */
+	uint64_t walk;       /* bumped at each new container read */
+	char path[1024];     /* the file read first in cur */
+	struct ahead_job jobs[AHEAD_JOBS];
+	unsigned njobs;
+	uint64_t opened, built; /* containers opened ahead, files built */
+};
+
 struct sv_folder {
 	pthread_mutex_t lock;
 	pthread_cond_t opened;  /* a slot's open is done */
@@ -119,6 +140,7 @@ struct sv_folder {
 	pthread_t watcher;
 	bool watching;
 	int wake[2];            /* a pipe: the watcher stops when it closes */
+	struct folder_ahead ahead;
 };
 
 /* A container used this recently is not idle: a reader between its
@@ -154,6 +176,24 @@ struct place {
 };
 
 /* ---- shared between the folder's files ---- */
+
+/* The walk ahead (folder_ahead.c): set up at the open, stopped first at
+ * the close; a reader's first read of a file in container `slot` noted
+ * (no lock held). */
+void sv_folder_ahead_init(struct sv_folder *f);
+void sv_folder_ahead_stop(struct sv_folder *f);
+void sv_folder_ahead_note(struct sv_folder *f, uint32_t slot, struct sv_container *c, uint32_t node);
+void sv_folder_ahead_counts(struct sv_folder *f, uint64_t *opened, uint64_t *built);
+
+/* A real directory's names. */
+struct name_list {
+	char **v;
+	size_t n, cap;
+};
+/* Real directory d's names as its listing gives them, sorted (lock held;
+ * the directory watched from now on). */
+int sv_folder_real_names(struct sv_folder *f, uint32_t d, struct name_list *l);
+void sv_folder_names_free(struct name_list *l);
 
 /* Appends a line to the folder's log, stamped (lock held). */
 

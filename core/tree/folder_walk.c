@@ -219,11 +219,6 @@ int sv_folder_stat_open(struct sv_folder *f, sv_id n, struct sv_stat *st)
 	return folder_stat(f, n, st, false);
 }
 
-struct name_list {
-	char **v;
-	size_t n, cap;
-};
-
 static int by_name(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -274,7 +269,7 @@ static void sweep(struct sv_folder *f, uint32_t d, const struct name_list *l)
 	}
 }
 
-static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
+int sv_folder_real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
 {
 	sv_folder_watch_dir(f, d);
 	struct sv_err err;
@@ -288,7 +283,7 @@ static int real_names(struct sv_folder *f, uint32_t d, struct name_list *l)
 	return rc;
 }
 
-static void names_free(struct name_list *l)
+void sv_folder_names_free(struct name_list *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i]);
@@ -470,7 +465,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 		from -= shift;
 	/* A real directory: its entries as they are now. */
 	struct name_list l = {0};
-	rc = real_names(f, d, &l);
+	rc = sv_folder_real_names(f, d, &l);
 	if (!rc && !f->remote && l.n > from + 1) {
 		/* Each local entry classified new costs an open (its container
 		 * confirmed): several at once.  (A remote one is classified by its
@@ -503,7 +498,7 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 			break;
 	}
 	free(items);
-	names_free(&l);
+	sv_folder_names_free(&l);
 	return rc;
 }
 
@@ -591,6 +586,9 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 		if (rc)
 			return sv_err_set(err, rc, "a container closed under its reader");
 		rc = sv_read(c, node, off, buf, size, got, err);
+		/* A stream's first read: perhaps a walk over the containers. */
+		if (!rc && off == 0)
+			sv_folder_ahead_note(f, slot, c, node);
 		sv_folder_slot_release(f, slot);
 		return rc;
 	}
@@ -635,6 +633,9 @@ int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct
 		if (rc)
 			return sv_err_set(err, rc, "a container closed under its reader");
 		rc = sv_content(c, node, out, err);
+		/* Perhaps a walk over the containers. */
+		if (!rc)
+			sv_folder_ahead_note(f, slot, c, node);
 		sv_folder_slot_release(f, slot);
 		return rc;
 	}
@@ -786,6 +787,11 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
 		json_object_set_new(o, "open", json_integer(open_now));
 		json_object_set_new(o, "max_open", json_integer(f->opts.max_open));
 		json_object_set_new(o, "kept", sv_kept_json());
+		uint64_t opened, built;
+		sv_folder_ahead_counts(f, &opened, &built);
+		json_object_set_new(o, "ahead", json_pack("{s:I,s:I,s:I}", "workers",
+							  (json_int_t)sv_ahead_workers(), "opened",
+							  (json_int_t)opened, "built", (json_int_t)built));
 		json_object_set(o, "per_format", cs.per_format);
 		json_object_set(o, "unclaimed", cs.unclaimed);
 		json_object_set(o, "unreadable", cs.unreadable);

@@ -927,6 +927,124 @@ static void buf_to_blob(void)
 	T_OK(sv_buf_take_blob(&b) == NULL);
 }
 
+/* ---- the workers that build ahead (core/ahead.c) ---- */
+
+/* An owner whose jobs wait at a gate until it opens: how many ran, how
+ * many were inside at once. */
+struct gated {
+	struct sv_ahead a;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int queued, ran, inside, most_inside;
+	bool shut, stopping;
+};
+
+static bool gated_run(struct sv_ahead *o)
+{
+	struct gated *g = (struct gated *)o;
+	pthread_mutex_lock(&g->lock);
+	if (!g->queued) {
+		pthread_mutex_unlock(&g->lock);
+		return false;
+	}
+	g->queued--;
+	if (g->queued)
+		sv_ahead_post(&g->a);
+	if (++g->inside > g->most_inside)
+		g->most_inside = g->inside;
+	pthread_cond_broadcast(&g->cond);
+	while (g->shut)
+		pthread_cond_wait(&g->cond, &g->lock);
+	g->inside--;
+	g->ran++;
+	bool more = g->queued > 0;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	return more;
+}
+
+static void gated_init(struct gated *g, int jobs, bool shut)
+{
+	memset(g, 0, sizeof *g);
+	g->a.run = gated_run;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	g->queued = jobs;
+	g->shut = shut;
+}
+
+static void gated_wait(struct gated *g, int inside, int ran)
+{
+	pthread_mutex_lock(&g->lock);
+	while (g->inside < inside || g->ran < ran)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void gated_open(struct gated *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->shut = false;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void *open_later(void *arg)
+{
+	struct gated *g = arg;
+	/* Opened once the main thread is inside (or past) the stop. */
+	pthread_mutex_lock(&g->lock);
+	while (!g->stopping)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	gated_open(g);
+	return NULL;
+}
+
+static void ahead_pool(void)
+{
+	/* Two workers (whatever this machine has). */
+	setenv("SAVEFS_TEST_AHEAD_WORKERS", "2", 1);
+	struct gated a, b, s;
+	gated_init(&a, 6, true);
+	T_OK(sv_ahead_post(&a.a));
+	T_UINT(2, sv_ahead_workers());
+	/* One owner's jobs on both workers at once. */
+	gated_wait(&a, 2, 0);
+	gated_init(&b, 1, false);
+	T_OK(sv_ahead_post(&b.a));
+	gated_open(&a);
+	gated_wait(&a, 0, 6);
+	gated_wait(&b, 0, 1);
+	T_INT(2, a.most_inside);
+	T_INT(0, a.queued);
+	/* A stop waits for the jobs under way and lets no other start. */
+	gated_init(&s, 5, true);
+	T_OK(sv_ahead_post(&s.a));
+	gated_wait(&s, 2, 0);
+	pthread_t t;
+	T_INT(0, pthread_create(&t, NULL, open_later, &s));
+	pthread_mutex_lock(&s.lock);
+	s.stopping = true; /* the opener's cue: the gate opens during the stop */
+	pthread_cond_broadcast(&s.cond);
+	pthread_mutex_unlock(&s.lock);
+	sv_ahead_stop(&s.a);
+	pthread_mutex_lock(&s.lock);
+	T_INT(0, s.inside);
+	T_INT(2, s.ran);
+	T_INT(3, s.queued);
+	pthread_mutex_unlock(&s.lock);
+	T_INT(0, pthread_join(t, NULL));
+	/* Stopped: posting it again runs nothing. */
+	T_OK(!sv_ahead_post(&s.a));
+	gated_init(&b, 1, false);
+	T_OK(sv_ahead_post(&b.a));
+	gated_wait(&b, 0, 1);
+	pthread_mutex_lock(&s.lock);
+	T_INT(2, s.ran);
+	pthread_mutex_unlock(&s.lock);
+}
+
 int main(void)
 {
 	buf_to_blob();
@@ -947,5 +1065,6 @@ int main(void)
 	tab_window();
 	tab_store_record();
 	tab_sort();
+	ahead_pool();
 	return t_done();
 }
