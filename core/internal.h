@@ -51,6 +51,10 @@
  *                                         a container's open and any call into a
  *                                         container but sv_container_idle()
  *                                         (a try-lock) and its close
+ *   folder ahead lock     tree/folder_ahead.c  a walk over the folder's containers:
+ *                                         its last note and queued jobs (never
+ *                                         held with the folder's lock; the pool's
+ *                                         lock under it)
  *   sv_container.lock     internal.h      read-write: lookups, stats, reads and a
  *                                         format's load() under the read lock;
  *                                         anything that changes the node table, a

@@ -127,6 +127,8 @@ struct sv_folder {
 	uint32_t ns, caps;
 	uint64_t clock;
 	unsigned nopen;
+	unsigned nopening;      /* containers being opened (outside the lock) */
+	unsigned nopen_most;    /* the most open at once so far */
 	unsigned superseded;    /* open containers whose file was replaced */
 	uint32_t mdir, minfo, mlog; /* /.savefs/, its info and log */
 	struct sv_buf log;      /* the folder's own log (its last 64 KiB) */

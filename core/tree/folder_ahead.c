@@ -144,9 +144,8 @@ static void open_ahead(struct sv_folder *f, uint32_t i, const char *path)
 	uint32_t slot;
 	struct sv_err err;
 	pthread_mutex_lock(&f->lock);
-	bool room = !f->opts.max_open || f->nopen < f->opts.max_open ||
-		    (f->e[i].slot && f->s[f->e[i].slot - 1].c);
 	bool was_open = f->e[i].slot && f->s[f->e[i].slot - 1].c;
+	bool room = !f->opts.max_open || was_open || f->nopen + f->nopening < f->opts.max_open;
 	int rc = room && f->e[i].kind == E_CLAIMED ? sv_folder_open_container(f, i, &c, &slot, &err)
 						    : -EAGAIN;
 	pthread_mutex_unlock(&f->lock);

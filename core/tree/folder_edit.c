@@ -72,10 +72,14 @@ void sv_folder_set_notify(struct sv_folder *f, sv_tree_changed_fn fn, void *arg)
 	bool start = fn && !f->watching && !f->remote; /* a store tells no changes */
 	pthread_mutex_unlock(&f->lock);
 	/* Followed while a client listens (the daemon; not a command). */
-	if (start)
+	if (start) {
 		sv_folder_watch_start(f);
-	else if (!fn)
+	} else if (!fn) {
+		/* The client is going: the walk ahead first (its workers list
+		 * directories, which the watcher follows). */
+		sv_folder_ahead_stop(f);
 		sv_folder_watch_stop(f);
+	}
 }
 
 /* The refusal of a change to a real entry that cannot be changed. */

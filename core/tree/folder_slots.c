@@ -23,7 +23,8 @@ static void trim(struct sv_folder *f, uint32_t keep, unsigned more)
 		if (f->s[k].c && k != keep && f->e[f->s[k].claimed].slot != k + 1 && !f->s[k].users &&
 		    sv_container_idle(f->s[k].c))
 			sv_folder_close_slot(f, k);
-	while (f->opts.max_open && f->nopen + more > f->opts.max_open) {
+	/* (Opens under way count: two at once do not both find room.) */
+	while (f->opts.max_open && f->nopen + f->nopening + more > f->opts.max_open) {
 		uint32_t lru = SV_NONE;
 		for (int pass = 0; pass < 2 && lru == SV_NONE; pass++)
 			for (uint32_t k = 0; k < f->ns; k++)
@@ -80,6 +81,8 @@ static int install(struct sv_folder *f, uint32_t i, uint32_t s, struct sv_contai
 	struct slot *sl = &f->s[s];
 	sl->c = c;
 	f->nopen++;
+	if (f->nopen > f->nopen_most)
+		f->nopen_most = f->nopen;
 	sl->epoch++;
 	sl->err = 0;
 	if (f->e[i].slot != s + 1)
@@ -108,8 +111,14 @@ void sv_folder_adopt(struct sv_folder *f, uint32_t i, struct sv_container *c)
 	}
 	f->s[s].used = ++f->clock;
 	f->s[s].used_ns = sv_folder_now_ns();
-	if (!install(f, i, s, c))
-		trim(f, s, 0);
+	/* Room made first, so that max_open holds at every point; with
+	 * none (every open one in use), it was opened to be confirmed only,
+	 * and goes. */
+	trim(f, s, 1);
+	if (f->opts.max_open && f->nopen + f->nopening + 1 > f->opts.max_open)
+		sv_container_free(c);
+	else
+		install(f, i, s, c);
 }
 
 /* The container of claimed entry i, opened if it is not: 0 and *out (its
@@ -146,6 +155,7 @@ int sv_folder_open_container(struct sv_folder *f, uint32_t i, struct sv_containe
 	 * not hold up the other containers' calls.  The tables may move. */
 	struct sv_container *c = NULL;
 	f->s[s].opening = true;
+	f->nopening++;
 	/* The source sv_folder_classify() opened, if it is still the entry's file. */
 	struct entry *e = &f->e[i];
 	struct sv_source *held = sv_folder_take_held(f, i);
@@ -168,6 +178,7 @@ int sv_folder_open_container(struct sv_folder *f, uint32_t i, struct sv_containe
 	pthread_mutex_lock(&f->lock);
 	sl = &f->s[s];
 	sl->opening = false;
+	f->nopening--;
 	pthread_cond_broadcast(&f->opened);
 	e = &f->e[i];
 	if (rc && (rc == -EMEDIUMTYPE || (f->remote && bytes_fault(rc))) && e->slot == s + 1) {

@@ -776,7 +776,7 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
 	json_t *o = json_object();
 	/* How many were open when asked (the walk below opens every one). */
 	pthread_mutex_lock(&f->lock);
-	unsigned open_now = f->nopen;
+	unsigned open_now = f->nopen, open_most = f->nopen_most;
 	pthread_mutex_unlock(&f->lock);
 	int rc = cs.per_format && cs.containers && cs.unclaimed && cs.unreadable && o ? 0 : -ENOMEM;
 	if (!rc)
@@ -786,6 +786,7 @@ int sv_folder_info(struct sv_folder *f, struct sv_blob **out, struct sv_err *err
 		json_object_set_new(o, "containers", json_integer((json_int_t)cs.ncontainers));
 		json_object_set_new(o, "open", json_integer(open_now));
 		json_object_set_new(o, "max_open", json_integer(f->opts.max_open));
+		json_object_set_new(o, "open_most", json_integer(open_most));
 		json_object_set_new(o, "kept", sv_kept_json());
 		uint64_t opened, built;
 		sv_folder_ahead_counts(f, &opened, &built);
