@@ -754,7 +754,15 @@ int sv_remote_open_object(struct sv_transport *t, const char *path, bool read_on
 	h->t = t;
 	h->window = 2;
 	pthread_mutex_init(&h->lock, NULL);
-	int rc = first_block(h, err);
+	/* Listed a moment ago by a folder on its prefix: opened on that
+	 * version, its first block read with the first read (from the disk
+	 * cache if it holds it: a warm mount asks nothing of the store). */
+	struct sv_remote_version lv;
+	int rc = 0;
+	if (sv_remote_listed(p, &lv))
+		take_version(h, &lv);
+	else
+		rc = first_block(h, err);
 	if (rc) {
 		sv_source_free(&h->s);
 		return rc;

@@ -101,7 +101,8 @@ struct sv_transport {
 /*
  * Sources over transport t (taken: closed with the source, or on
  * failure): the object t was made for, read from its first block (which
- * tells its size and version), read-write if t puts and !read_only; or
+ * tells its size and version) unless a listing held gives its version
+ * (sv_remote_listed), read-write if t puts and !read_only; or
  * the prefix t lists, checked by a first page.  path is where, as
  * messages say it (a prefix's ends in '/').  0, or -errno with the reason.
  */
@@ -109,6 +110,12 @@ int sv_remote_open_object(struct sv_transport *t, const char *path, bool read_on
 			  struct sv_source **out, struct sv_err *err);
 int sv_remote_open_prefix(struct sv_transport *t, const char *path, bool read_only,
 			  struct sv_source **out, struct sv_err *err);
+/* The version of the object at `where` as a listing held by an open
+ * prefix gives it (listed less than 10 s ago: size, ETag, time): true and
+ * *v, or false.  An object a folder listed opens on it, without a
+ * request: its first block comes from the disk cache when that holds it
+ * for this version, else with its first read. */
+bool sv_remote_listed(const char *where, struct sv_remote_version *v);
 
 /* s made a remote source over t (by the openers): its ops (the caller's
  * copy, named as t's kind), its location `path` (taken) for it and its

@@ -41,6 +41,7 @@
 /* A directory of the prefix as listed. */
 struct item {
 	char *name;
+	char *etag;          /* an object's, as listed (NULL: a directory) */
 	struct stat st;
 };
 
@@ -57,12 +58,21 @@ struct prefix {
 	struct sv_transport *t;
 	pthread_mutex_t lock;         /* lists */
 	struct listing lists[LISTINGS];
+	struct prefix *next_open;     /* the process's open prefixes (open_lock) */
 };
+
+/* The prefixes open in the process: an object opened under one finds its
+ * version in a listing held (sv_remote_listed).  open_lock is taken
+ * before a prefix's lock, and never over a request. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct prefix *open_prefixes;
 
 static void listing_free(struct listing *l)
 {
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		free(l->v[i].name);
+		free(l->v[i].etag);
+	}
 	free(l->v);
 	free(l->rel);
 	memset(l, 0, sizeof *l);
@@ -207,10 +217,12 @@ static int gather_one(void *arg, const struct sv_remote_entry *e)
 		where = place_location(&g->h->s, rel, false);
 	}
 	it->name = strdup(e->name);
-	if (!rel || !where || !it->name) {
+	it->etag = e->dir ? NULL : strdup(e->etag);
+	if (!rel || !where || !it->name || (!e->dir && !it->etag)) {
 		free(rel);
 		free(where);
 		free(it->name);
+		free(it->etag);
 		return g->rc = -ENOMEM;
 	}
 	if (e->dir) {
@@ -246,9 +258,11 @@ static int list_dir(struct prefix *h, const char *rel, struct sv_err *err)
 		if (w && !strcmp(g.l.v[w - 1].name, g.l.v[i].name)) {
 			if (S_ISDIR(g.l.v[w - 1].st.st_mode)) {
 				free(g.l.v[w - 1].name);
+				free(g.l.v[w - 1].etag);
 				g.l.v[w - 1] = g.l.v[i];
 			} else {
 				free(g.l.v[i].name);
+				free(g.l.v[i].etag);
 			}
 			continue;
 		}
@@ -285,7 +299,7 @@ static int held_entry(struct prefix *h, const char *dir, const char *name, struc
 		struct listing *l = &h->lists[i];
 		if (!l->rel || strcmp(l->rel, dir) || now - l->at > LIST_HOLD_NS)
 			continue;
-		struct item key = {(char *)name, {0}};
+		struct item key = {(char *)name, NULL, {0}};
 		struct item *it = l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_item_name) : NULL;
 		rc = it ? 0 : -ENOENT;
 		if (it)
@@ -293,6 +307,45 @@ static int held_entry(struct prefix *h, const char *dir, const char *name, struc
 	}
 	pthread_mutex_unlock(&h->lock);
 	return rc;
+}
+
+bool sv_remote_listed(const char *where, struct sv_remote_version *v)
+{
+	bool found = false;
+	int64_t now = now_ns();
+	pthread_mutex_lock(&open_lock);
+	for (struct prefix *h = open_prefixes; h && !found; h = h->next_open) {
+		size_t pl = strlen(h->s.path);
+		if (strncmp(where, h->s.path, pl))
+			continue;
+		const char *rel = where + pl, *slash = strrchr(rel, '/');
+		const char *name = slash ? slash + 1 : rel;
+		size_t dl = slash ? (size_t)(slash - rel) : 0;
+		pthread_mutex_lock(&h->lock);
+		for (size_t i = 0; i < LISTINGS && !found; i++) {
+			struct listing *l = &h->lists[i];
+			if (!l->rel || strlen(l->rel) != dl || strncmp(l->rel, rel, dl) ||
+			    now - l->at > LIST_HOLD_NS)
+				continue;
+			struct item key = {(char *)name, NULL, {0}};
+			struct item *it = l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_item_name)
+					       : NULL;
+			if (!it || !it->etag || !it->etag[0] || S_ISDIR(it->st.st_mode))
+				continue;
+			memset(v, 0, sizeof *v);
+			v->size = (uint64_t)it->st.st_size;
+			snprintf(v->etag, sizeof v->etag, "%s", it->etag);
+			/* Its time as an answer's Last-Modified would say it. */
+			struct tm tm;
+			time_t t = it->st.st_mtim.tv_sec;
+			if (t > 0 && gmtime_r(&t, &tm))
+				strftime(v->modified, sizeof v->modified, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+			found = true;
+		}
+		pthread_mutex_unlock(&h->lock);
+	}
+	pthread_mutex_unlock(&open_lock);
+	return found;
 }
 
 /* ---- members ----------------------------------------------------------------------------- */
@@ -341,7 +394,7 @@ static uint64_t listed_version(struct prefix *h, const char *name)
 		struct listing *l = &h->lists[i];
 		if (!l->rel || l->rel[0])
 			continue;
-		struct item key = {(char *)name, {0}};
+		struct item key = {(char *)name, NULL, {0}};
 		struct item *it = l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_item_name) : NULL;
 		if (it)
 			v = (uint64_t)it->st.st_ino;
@@ -628,6 +681,13 @@ static int prefix_look(struct sv_source *s, struct stat *now)
 static void prefix_close(struct sv_source *s)
 {
 	struct prefix *h = (struct prefix *)s;
+	pthread_mutex_lock(&open_lock);
+	for (struct prefix **pp = &open_prefixes; *pp; pp = &(*pp)->next_open)
+		if (*pp == h) {
+			*pp = h->next_open;
+			break;
+		}
+	pthread_mutex_unlock(&open_lock);
 	for (size_t i = 0; i < LISTINGS; i++)
 		listing_free(&h->lists[i]);
 	if (h->t)
@@ -693,6 +753,10 @@ int sv_remote_open_prefix(struct sv_transport *t, const char *path, bool read_on
 		sv_source_free(&h->s);
 		return rc;
 	}
+	pthread_mutex_lock(&open_lock);
+	h->next_open = open_prefixes;
+	open_prefixes = h;
+	pthread_mutex_unlock(&open_lock);
 	*out = &h->s;
 	return 0;
 }
