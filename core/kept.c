@@ -88,6 +88,8 @@ struct kept_head {
 
 struct sv_kept {
 	pthread_mutex_t lock;
+	pthread_cond_t idle;     /* pending fell to 0 */
+	unsigned pending;        /* its views waiting for a worker to store them */
 	bool looked;             /* the sizes record was looked for */
 	struct stat id;          /* the identity it was looked for at */
 	struct kept_size *v;     /* from the record, sorted by path */
@@ -122,8 +124,27 @@ static struct {
 				* budget, or its decodes logged (sizes kept) */
 } counts;
 
+/* Views waiting for a worker, at most STORE_PENDING_MAX bytes of them
+ * (past it the builder writes its own: the views held here are memory
+ * beside the cache's cap).  store_lock guards the queue (a leaf but for
+ * the pool's lock under it). */
+#define STORE_PENDING_MAX (2u << 20)
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct store_job *store_head, *store_tail;
+static uint64_t store_bytes;
+static unsigned store_jobs;      /* queued or being written */
+static pthread_cond_t store_idle = PTHREAD_COND_INITIALIZER;
+static bool store_run(struct sv_ahead *o);
+static struct sv_ahead store_owner = {store_run, NULL, false, false, 0};
+
 void *sv_kept_json(void)
 {
+	/* The views handed to the workers written first: the counts say
+	 * what is on disk. */
+	pthread_mutex_lock(&store_lock);
+	while (store_jobs)
+		pthread_cond_wait(&store_idle, &store_lock);
+	pthread_mutex_unlock(&store_lock);
 	static const struct {
 		const char *name;
 		const uint64_t *v;
@@ -242,6 +263,7 @@ int sv_kept_init(struct sv_container *c)
 	if (!k)
 		return -ENOMEM;
 	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->idle, NULL);
 	c->kept = k;
 	return 0;
 }
@@ -446,6 +468,39 @@ bool sv_kept_size(struct sv_container *c, uint32_t i, uint64_t *size, uint64_t *
 	return f != NULL;
 }
 
+/* A zstd context per thread, made at its first pack. */
+static pthread_key_t cctx_key;
+static pthread_once_t cctx_once = PTHREAD_ONCE_INIT;
+
+static void cctx_free(void *z)
+{
+	ZSTD_freeCCtx(z);
+}
+
+static void cctx_key_make(void)
+{
+	pthread_key_create(&cctx_key, cctx_free);
+}
+
+/* This thread is one of the pool's (a few, for the process's life), not
+ * a reader that stores its own view when the queue is full (as many as
+ * the client's requests: a context each would be megabytes beside the
+ * cache). */
+static __thread bool store_worker;
+
+static ZSTD_CCtx *thread_cctx(void)
+{
+	if (!store_worker)
+		return ZSTD_createCCtx();
+	pthread_once(&cctx_once, cctx_key_make);
+	ZSTD_CCtx *z = pthread_getspecific(cctx_key);
+	if (!z && (z = ZSTD_createCCtx()) && pthread_setspecific(cctx_key, z)) {
+		ZSTD_freeCCtx(z);
+		z = NULL;
+	}
+	return z;
+}
+
 /* The view's bytes as a zstd frame into *out (level 1: a map's 58 MB of
  * tile text in 45 ms), or -1 if that does not save an eighth of them:
  * compressed a piece at a time into a buffer that never grows past that
@@ -454,9 +509,10 @@ static int pack(const struct sv_blob *b, uint8_t **out, size_t *len)
 {
 	size_t most = b->len - b->len / 8, cap = 0, n = 0;
 	uint8_t *buf = NULL;
-	ZSTD_CCtx *z = ZSTD_createCCtx();
+	ZSTD_CCtx *z = b->len < 512 ? NULL : thread_cctx();
 	int rc = -1;
-	if (!z || b->len < 512 || ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1)) ||
+	if (!z || ZSTD_isError(ZSTD_CCtx_reset(z, ZSTD_reset_session_and_parameters)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, 1)) ||
 	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(z, b->len)))
 		goto out;
 	ZSTD_inBuffer in = {b->data, b->len, 0};
@@ -487,7 +543,8 @@ static int pack(const struct sv_blob *b, uint8_t **out, size_t *len)
 	rc = 0;
 out:
 	free(buf);
-	ZSTD_freeCCtx(z);
+	if (!store_worker)
+		ZSTD_freeCCtx(z);
 	return rc;
 }
 
@@ -573,6 +630,132 @@ int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_kept_ticket *t,
 	return 0;
 }
 
+/* ---- storing views, on the pool's workers -------------------------------------------- */
+
+/* A view to write to the disk: what the record needs, the view's bytes
+ * (a reference), the container's kept (alive while pending counts it). */
+struct store_job {
+	struct store_job *next;
+	struct sv_kept *k;
+	uint64_t path, digest, budget;
+	struct sv_blob *b;
+	char dir[4096], what[32];
+	struct sv_index_key key;
+};
+
+
+/* The job's view written, if its container's budget has room for it as
+ * stored; its record then says it is on disk. */
+static void store_view(struct store_job *j)
+{
+	struct sv_kept *k = j->k;
+	uint8_t *z = NULL;
+	size_t zlen = 0;
+	bool packed = pack(j->b, &z, &zlen) == 0;
+	uint64_t len = 1 + (packed ? zlen : j->b->len); /* the record's payload */
+	pthread_mutex_lock(&k->lock);
+	struct kept_size *f = (struct kept_size *)find(k, j->path);
+	bool ok = f && f->size == j->b->len && f->digest == j->digest && !k->logged;
+	bool store = ok && !k->full && k->kept + len + SV_INDEX_HEAD <= j->budget;
+	if (store) {
+		k->kept += len + SV_INDEX_HEAD;
+	} else if (ok && !k->full) {
+		k->full = true;
+		k->dirty = true;
+	}
+	pthread_mutex_unlock(&k->lock);
+	bool stored = false;
+	if (store) {
+		/* The cap is looked at each sixteenth of it stored, not at
+		 * each store: listing a directory of thousands of views at
+		 * every store would cost more than the views save. */
+		uint64_t was = __atomic_fetch_add(&views_bytes, len + SV_INDEX_HEAD, __ATOMIC_RELAXED);
+		bool trim = was / (VIEWS_CAP / 16) != (was + len + SV_INDEX_HEAD) / (VIEWS_CAP / 16);
+		uint8_t tag = packed ? VIEW_ZSTD : VIEW_RAW;
+		struct iovec v[2] = {{&tag, 1}, {packed ? z : (void *)j->b->data, len - 1}};
+		stored = !sv_index_storev(j->dir, &j->key, v, 2, UINT64_MAX);
+		if (stored)
+			__atomic_add_fetch(&counts.views_stored, 1, __ATOMIC_RELAXED);
+		if (stored && trim)
+			sv_index_trim(j->dir, VIEWS_CAP);
+	} else if (ok) {
+		__atomic_add_fetch(&counts.views_unkept, 1, __ATOMIC_RELAXED);
+	}
+	free(z);
+	pthread_mutex_lock(&k->lock);
+	f = (struct kept_size *)find(k, j->path);
+	if (stored && f && f->size == j->b->len && f->digest == j->digest) {
+		f->size |= KEPT_VIEW; /* on disk now: served from here on */
+		k->dirty = true;
+	} else if (store) {
+		k->kept -= len + SV_INDEX_HEAD;
+	}
+	if (--k->pending == 0)
+		pthread_cond_broadcast(&k->idle);
+	pthread_mutex_unlock(&k->lock);
+	sv_blob_unref(j->b);
+	free(j);
+}
+
+static bool store_run(struct sv_ahead *o)
+{
+	(void)o;
+	pthread_mutex_lock(&store_lock);
+	struct store_job *j = store_head;
+	if (j) {
+		store_head = j->next;
+		if (!store_head)
+			store_tail = NULL;
+		store_bytes -= j->b->len;
+		if (store_head)
+			sv_ahead_post(&store_owner); /* the next to another worker */
+	}
+	bool more = store_head != NULL;
+	pthread_mutex_unlock(&store_lock);
+	if (j) {
+		store_worker = true;
+		store_view(j);
+		pthread_mutex_lock(&store_lock);
+		if (--store_jobs == 0)
+			pthread_cond_broadcast(&store_idle);
+		pthread_mutex_unlock(&store_lock);
+	}
+	return more;
+}
+
+/* The job to a worker, or written now (the queue full, or no worker). */
+static void store_later(struct store_job *j)
+{
+	pthread_mutex_lock(&store_lock);
+	bool queued = store_bytes + j->b->len <= STORE_PENDING_MAX;
+	if (queued) {
+		j->next = NULL;
+		if (store_tail)
+			store_tail->next = j;
+		else
+			store_head = j;
+		store_tail = j;
+		store_bytes += j->b->len;
+		store_jobs++;
+		queued = sv_ahead_post(&store_owner);
+		if (!queued) {
+			/* (No worker: taken back.) */
+			struct store_job **pp = &store_head;
+			store_tail = NULL;
+			while (*pp != j) {
+				store_tail = *pp;
+				pp = &(*pp)->next;
+			}
+			*pp = NULL;
+			store_bytes -= j->b->len;
+			store_jobs--;
+		}
+	}
+	pthread_mutex_unlock(&store_lock);
+	if (!queued)
+		store_view(j);
+}
+
 void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_ticket *t,
 		   const struct sv_blob *b, uint64_t digest, bool logged)
 {
@@ -583,17 +766,7 @@ void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_tick
 	__atomic_add_fetch(&counts.views_built, 1, __ATOMIC_RELAXED);
 	uint64_t p = t->path;
 	struct sv_kept *k = c->kept;
-	/* Packed outside the lock, if it looks like being stored. */
-	pthread_mutex_lock(&k->lock);
-	look(c, k);
-	const struct kept_size *was = find(k, p);
-	bool may = !logged && !k->logged && !k->full && b->len <= VIEW_MAX &&
-		   !(was && was->size == (b->len | KEPT_VIEW) && was->digest == digest);
-	pthread_mutex_unlock(&k->lock);
-	uint8_t *z = NULL;
-	size_t zlen = 0;
-	bool packed = may && pack(b, &z, &zlen) == 0;
-	uint64_t len = 1 + (packed ? zlen : b->len); /* the record's payload */
+	struct store_job *j = NULL;
 	pthread_mutex_lock(&k->lock);
 	look(c, k);
 	if (logged && !k->logged) {
@@ -608,18 +781,15 @@ void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_tick
 	const struct kept_size *before = !on_disk && k->nprev ?
 		bsearch(&want, k->prev, k->nprev, sizeof *k->prev, by_path) : NULL;
 	bool reuse = before && before->size == want.size && before->digest == digest;
-	/* Kept now if it is not, and it fits the container's budget. */
-	bool store = false;
-	if (!on_disk && !k->logged) {
-		if (!k->full && b->len <= VIEW_MAX && k->kept + len + SV_INDEX_HEAD <= budget(c)) {
-			store = true;
-			k->kept += len + SV_INDEX_HEAD;
-		} else if (!k->full) {
-			k->full = true;
-			k->dirty = true;
-		}
+	/* To be kept if it is not, within the container's budget (looked
+	 * at as stored, by the worker that packs it). */
+	bool store = !on_disk && !k->logged && !k->full && b->len <= VIEW_MAX;
+	bool carried = store && reuse;
+	if (carried) {
+		k->kept += b->len + SV_INDEX_HEAD;
+		store = false;
 	}
-	uint64_t size = b->len | (store || on_disk ? KEPT_VIEW : 0);
+	uint64_t size = b->len | (on_disk || carried ? KEPT_VIEW : 0);
 	if (f && (f->size != size || f->digest != digest)) {
 		/* Built otherwise than recorded (by a savefs whose view
 		 * differed under the same version): the new one stands. */
@@ -631,34 +801,26 @@ void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_tick
 	} else if (!f) {
 		store = false; /* (not on record, it could not be served) */
 	}
+	if (store && (j = calloc(1, sizeof *j)) &&
+	    view_record(c, p, digest, j->dir, j->what, &j->key)) {
+		j->key.what = j->what;
+		j->k = k;
+		j->path = p;
+		j->digest = digest;
+		j->budget = budget(c);
+		j->b = sv_blob_ref((struct sv_blob *)b);
+		k->pending++;
+	} else if (j) {
+		free(j);
+		j = NULL;
+	}
 	__atomic_store_n(&c->nodes[i].kept_epoch, k->epoch, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->nodes[i].kept_gen, c->nodes[i].gen, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&k->lock);
-	if (store && reuse)
-		goto out;
-	if (!store) {
-		if (!on_disk)
-			__atomic_add_fetch(&counts.views_unkept, 1, __ATOMIC_RELAXED);
-		goto out;
-	}
-	char dir[4096], what[32];
-	struct sv_index_key key;
-	if (!view_record(c, p, digest, dir, what, &key))
-		goto out;
-	/* The cap is looked at each sixteenth of it stored, not at each
-	 * store: listing a directory of thousands of views at every store
-	 * would cost more than the views save. */
-	uint64_t before_bytes = __atomic_fetch_add(&views_bytes, len + SV_INDEX_HEAD, __ATOMIC_RELAXED);
-	bool trim = before_bytes / (VIEWS_CAP / 16) != (before_bytes + len + SV_INDEX_HEAD) / (VIEWS_CAP / 16);
-	uint8_t tag = packed ? VIEW_ZSTD : VIEW_RAW;
-	struct iovec v[2] = {{&tag, 1}, {packed ? z : (void *)b->data, len - 1}};
-	if (!sv_index_storev(dir, &key, v, 2, UINT64_MAX)) {
-		__atomic_add_fetch(&counts.views_stored, 1, __ATOMIC_RELAXED);
-		if (trim)
-			sv_index_trim(dir, VIEWS_CAP);
-	}
-out:
-	free(z);
+	if (j)
+		store_later(j);
+	else if (!on_disk && !carried)
+		__atomic_add_fetch(&counts.views_unkept, 1, __ATOMIC_RELAXED);
 }
 
 void sv_kept_free(struct sv_container *c)
@@ -674,6 +836,11 @@ void sv_kept_free(struct sv_container *c)
 		pthread_mutex_unlock(&k->lock);
 	}
 	c->kept = NULL;
+	/* Its views still waiting for a worker are written first. */
+	pthread_mutex_lock(&k->lock);
+	while (k->pending)
+		pthread_cond_wait(&k->idle, &k->lock);
+	pthread_mutex_unlock(&k->lock);
 	/* What this mount learned joins the record (the looks above made it
 	 * the container's as it is now). */
 	size_t m = 0;
@@ -693,5 +860,6 @@ void sv_kept_free(struct sv_container *c)
 	free(k->slots);
 	free(k->prev);
 	pthread_mutex_destroy(&k->lock);
+	pthread_cond_destroy(&k->idle);
 	free(k);
 }

@@ -312,12 +312,14 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	struct sv_kept_ticket t;
 	uint64_t digest = 0;
 	int rc = sv_kept_view(c, i, &t, out, &digest);
+	bool built = false, logged = false;
 	if (rc) {
 		uint64_t said = sv_log_said(c);
 		rc = c->fmt->load(c, i, out, err);
 		if (!rc) {
 			digest = XXH3_64bits((*out)->data, (*out)->len);
-			sv_kept_built(c, i, &t, *out, digest, sv_log_said(c) != said);
+			built = true;
+			logged = sv_log_said(c) != said;
 		}
 	}
 	/* A known point: what the load touched of the spilled arrays is
@@ -350,6 +352,10 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	loading_put(l);
 	pthread_cond_broadcast(&c->ld_cond);
 	pthread_mutex_unlock(&c->ld_lock);
+	/* Kept for the next mount once those waiting for it have it (under
+	 * the same lock as the load: still eligible). */
+	if (built)
+		sv_kept_built(c, i, &t, *out, digest, logged);
 	return rc;
 }
 

@@ -4,9 +4,9 @@
  * sibling directories (a/x/f, a/y/f, a/z/f: one file of each layer of a
  * map), the pool's workers (ahead.c, as many as cores) decode the next
  * few into the cache while the reader's requests travel.  A reader never
- * waits behind them: a worker makes an index directory's node only when
- * no one holds the container's lock, starts no job while a writer waits
- * for it, and runs below the readers' priority.
+ * waits behind them: a worker holds the container's write lock only to
+ * make an index directory's node (the lock prefers readers), starts no
+ * job while a writer waits for it, and runs below the readers' priority.
  */
 #include "internal.h"
 
@@ -122,10 +122,10 @@ static bool pf_run(struct sv_ahead *o)
 	pf_yield_to_writers(c);
 	bool decoded = false;
 	if (n & PF_INDEX) {
-		/* A node to make: only if no one holds the lock (a reader
-		 * does not wait for the worker's write). */
-		if (pthread_rwlock_trywrlock(&c->lock))
-			goto next;
+		/* A node to make, under the write lock held for that alone
+		 * (the lock prefers readers: none waits while the worker
+		 * waits for it, only while it makes the node). */
+		pthread_rwlock_wrlock(&c->lock);
 		n = pf_entry(c, n & ~PF_INDEX, pos);
 		pthread_rwlock_unlock(&c->lock);
 	}
@@ -141,7 +141,6 @@ static bool pf_run(struct sv_ahead *o)
 		decoded = build_locked(c, n);
 	}
 	pthread_rwlock_unlock(&c->lock);
-next:
 	pthread_mutex_lock(&c->pf_lock);
 	c->pf_decoded += decoded;
 	bool more = c->pf_count && !c->pf_stop;
