@@ -5,7 +5,8 @@ A TCP proxy on 127.0.0.1 that adds RTT_MS of round trip to every
 connection (half each way: each piece of data is sent on half the RTT after
 it arrived, so that throughput is not cut, only latency added) and counts
 the HTTP requests clients send through it (request lines at the start of a
-request), writing the running count to COUNT_FILE.  The kernel here has no
+request), writing the running count to COUNT_FILE, and the bytes the store
+sent back (headers and bodies) to COUNT_FILE.bytes.  The kernel here has no
 netem; the bench puts this between every client and the store alike."""
 import asyncio
 import re
@@ -15,6 +16,7 @@ import time
 listen, upstream, rtt, count_file = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 half = rtt / 2000.0
 requests = 0
+answered = 0
 REQ = re.compile(rb'(?:^|\r\n\r\n)(GET|HEAD|PUT|POST|DELETE) \S+ HTTP/1\.[01]\r\n')
 
 
@@ -25,6 +27,13 @@ def counted(data):
         requests += n
         with open(count_file, 'w') as f:
             f.write('%d\n' % requests)
+
+
+def answered_bytes(n):
+    global answered
+    answered += n
+    with open(count_file + '.bytes', 'w') as f:
+        f.write('%d\n' % answered)
 
 
 async def pump(reader, writer, count):
@@ -50,6 +59,8 @@ async def pump(reader, writer, count):
                 break
             if count:
                 counted(data)
+            else:
+                answered_bytes(len(data))
             queue.put_nowait((time.monotonic() + half, data))
     except (ConnectionError, OSError):
         pass
@@ -71,6 +82,8 @@ async def handle(creader, cwriter):
 
 async def main():
     with open(count_file, 'w') as f:
+        f.write('0\n')
+    with open(count_file + '.bytes', 'w') as f:
         f.write('0\n')
     server = await asyncio.start_server(handle, '127.0.0.1', listen)
     async with server:

@@ -51,6 +51,19 @@ static unsigned workers_wanted(void)
 	return n > AHEAD_MAX ? AHEAD_MAX : (unsigned)n;
 }
 
+/* o at the ring's end, a worker woken for it (pool.lock held). */
+static void list_tail(struct sv_ahead *o)
+{
+	o->listed = true;
+	o->next = NULL;
+	if (pool.tail)
+		pool.tail->next = o;
+	else
+		pool.head = o;
+	pool.tail = o;
+	pthread_cond_signal(&pool.work);
+}
+
 static void *worker(void *arg)
 {
 	(void)arg;
@@ -72,15 +85,8 @@ static void *worker(void *arg)
 		bool more = o->run(o);
 		pthread_mutex_lock(&pool.lock);
 		o->busy--;
-		if (more && !o->listed && !o->stopping) {
-			o->listed = true;
-			if (pool.tail)
-				pool.tail->next = o;
-			else
-				pool.head = o;
-			pool.tail = o;
-			pthread_cond_signal(&pool.work);
-		}
+		if (more && !o->listed && !o->stopping)
+			list_tail(o);
 		if (!o->busy)
 			pthread_cond_broadcast(&pool.idle);
 	}
@@ -108,16 +114,8 @@ bool sv_ahead_post(struct sv_ahead *o)
 		pool.started++;
 	}
 	bool ok = pool.started > 0 && !o->stopping;
-	if (ok && !o->listed) {
-		o->listed = true;
-		o->next = NULL;
-		if (pool.tail)
-			pool.tail->next = o;
-		else
-			pool.head = o;
-		pool.tail = o;
-		pthread_cond_signal(&pool.work);
-	}
+	if (ok && !o->listed)
+		list_tail(o);
 	pthread_mutex_unlock(&pool.lock);
 	return ok;
 }

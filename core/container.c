@@ -145,6 +145,7 @@ static struct sv_container *alloc_container(const struct sv_opts *opts)
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->log_lock, NULL);
 	pthread_mutex_init(&c->pf_lock, NULL);
+	sv_pf_init(c);
 	pthread_mutex_init(&c->ld_lock, NULL);
 	pthread_cond_init(&c->ld_cond, NULL);
 	pthread_mutex_init(&c->fp_lock, NULL);

@@ -74,6 +74,9 @@
  *   remote lock           source/remote.c a remote object's next block, window,
  *                                         whole fetch tried (never held over a
  *                                         request)
+ *   open prefixes lock    source/remote_prefix.c  the process's open prefixes, for
+ *                                         an object's open to find its listed
+ *                                         version (a prefix's lock under it)
  *   prefix lock           source/remote_prefix.c  a prefix's listings held (never
  *                                         held over a request)
  *   curl lock             source/curl.c   a transport's idle handles (a leaf)
@@ -81,8 +84,12 @@
  *                                         owner's busy count (a leaf: taken when an
  *                                         owner posts, under its own lock; never
  *                                         held over a job)
- *   kept lock             kept.c          the sizes kept between mounts (a leaf;
- *                                         the disk is written without it)
+ *   kept lock             kept.c          the sizes kept between mounts, a
+ *                                         container's views waiting to be written
+ *                                         (the disk is written without it)
+ *   store lock            kept.c          the views waiting for a worker to write
+ *                                         them (taken alone; the pool's lock under
+ *                                         it)
  *   store lock            cache.c         the decoded-data cache (a leaf)
  *   tab lock              tab.c           the arrays that left the heap (a leaf)
  *   log_lock              log.c           the container's log ring (a leaf: written
@@ -549,6 +556,8 @@ void sv_pf_note_read(struct sv_container *c, uint32_t n);
 #define PF_INDEX 0x40000000u
 void sv_pf_settle(struct sv_container *c, uint32_t n);
 /* Stops the worker, if it was started (no lock held). */
+/* The read-ahead's handle on the pool, set before any read (the open). */
+void sv_pf_init(struct sv_container *c);
 void sv_pf_stop(struct sv_container *c);
 /* Builds node n's view into the cache now if it is worth building ahead
  * (a plain file, within the cache's eighth), as a queued file is: for a

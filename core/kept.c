@@ -137,14 +137,13 @@ static pthread_cond_t store_idle = PTHREAD_COND_INITIALIZER;
 static bool store_run(struct sv_ahead *o);
 static struct sv_ahead store_owner = {store_run, NULL, false, false, 0};
 
+static void store_drain(struct sv_kept *k);
+
 void *sv_kept_json(void)
 {
 	/* The views handed to the workers written first: the counts say
 	 * what is on disk. */
-	pthread_mutex_lock(&store_lock);
-	while (store_jobs)
-		pthread_cond_wait(&store_idle, &store_lock);
-	pthread_mutex_unlock(&store_lock);
+	store_drain(NULL);
 	static const struct {
 		const char *name;
 		const uint64_t *v;
@@ -723,6 +722,47 @@ static bool store_run(struct sv_ahead *o)
 	return more;
 }
 
+/*
+ * The views queued are written by this thread, then those a worker is
+ * writing are waited for (k's, or all of them if k is NULL).  A worker
+ * writing one takes no lock but the kept lock, so a thread that holds a
+ * folder's or a container's lock may wait so: it never waits for a
+ * worker that waits for a lock it holds (a folder's walk ahead, a
+ * container's read-ahead).
+ */
+static void store_drain(struct sv_kept *k)
+{
+	for (;;) {
+		pthread_mutex_lock(&store_lock);
+		struct store_job *j = store_head;
+		if (j) {
+			store_head = j->next;
+			if (!store_head)
+				store_tail = NULL;
+			store_bytes -= j->b->len;
+		}
+		pthread_mutex_unlock(&store_lock);
+		if (!j)
+			break;
+		store_view(j);
+		pthread_mutex_lock(&store_lock);
+		if (--store_jobs == 0)
+			pthread_cond_broadcast(&store_idle);
+		pthread_mutex_unlock(&store_lock);
+	}
+	if (k) {
+		pthread_mutex_lock(&k->lock);
+		while (k->pending)
+			pthread_cond_wait(&k->idle, &k->lock);
+		pthread_mutex_unlock(&k->lock);
+	} else {
+		pthread_mutex_lock(&store_lock);
+		while (store_jobs)
+			pthread_cond_wait(&store_idle, &store_lock);
+		pthread_mutex_unlock(&store_lock);
+	}
+}
+
 /* The job to a worker, or written now (the queue full, or no worker). */
 static void store_later(struct store_job *j)
 {
@@ -837,10 +877,7 @@ void sv_kept_free(struct sv_container *c)
 	}
 	c->kept = NULL;
 	/* Its views still waiting for a worker are written first. */
-	pthread_mutex_lock(&k->lock);
-	while (k->pending)
-		pthread_cond_wait(&k->idle, &k->lock);
-	pthread_mutex_unlock(&k->lock);
+	store_drain(k);
 	/* What this mount learned joins the record (the looks above made it
 	 * the container's as it is now). */
 	size_t m = 0;

@@ -163,7 +163,6 @@ static bool pf_queue_file(struct sv_container *c, uint32_t k)
  * pf_lock held. */
 static void pf_wake(struct sv_container *c)
 {
-	c->pf_ahead.run = pf_run;
 	if (!sv_ahead_post(&c->pf_ahead))
 		c->pf_count = 0; /* no worker: read without it */
 }
@@ -293,6 +292,11 @@ void sv_pf_settle(struct sv_container *c, uint32_t n)
 		pf_wake(c);
 	}
 	pthread_mutex_unlock(&c->pf_lock);
+}
+
+void sv_pf_init(struct sv_container *c)
+{
+	c->pf_ahead.run = pf_run;
 }
 
 void sv_pf_stop(struct sv_container *c)

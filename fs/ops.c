@@ -349,6 +349,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	/* fstat of an open file: the file it opened. */
 	int rc = fi && fi->fh ? sv_tree_stat_open(fs->t, FH(fi)->node, &s)
 			      : sv_tree_stat(fs->t, NODE(ino), &s);
+	/* A node of a container whose file was replaced since, still open
+	 * (fstat of an open file comes without its handle once the
+	 * attributes expired): as that container has it. */
+	if (rc == -ESTALE && !fi)
+		rc = sv_tree_stat_open(fs->t, NODE(ino), &s);
 	if (rc == -ESTALE) /* replaced by a rename: the file with its name */
 		rc = sv_tree_stat(fs->t, sv_tree_current(fs->t, NODE(ino)), &s);
 	if (rc) {
