@@ -40,6 +40,12 @@
 #define REMOTE_IN_FLIGHT 4             /* requests at once for it */
 #define REMOTE_DISK_CAP (1ull << 30)   /* the disk cache of blocks, every object's */
 #define REMOTE_TRIM_EVERY 64           /* blocks stored between two trims of it */
+/* Read at random (misses far apart, twice), an object of this size at
+ * most has its other blocks fetched to the disk cache behind the reader,
+ * REMOTE_IN_FLIGHT runs of REMOTE_BACK_RUN at once: the reads after come
+ * from the disk, not a round trip each. */
+#define REMOTE_BACK_MAX (256ull << 20)
+#define REMOTE_BACK_RUN (4u << 20)
 
 struct remote {
 	struct sv_source s;           /* first: freed as one */
@@ -55,6 +61,10 @@ struct remote {
 	bool changed;                 /* the store has another version (atomic) */
 	bool all;                     /* head is the whole object (a server that
 				       * ignores ranges): every read is from it */
+	uint32_t far;                 /* misses away from the last fetch (lock) */
+	bool back_started;            /* the fetch behind the reader (lock) */
+	bool back_stop;               /* it is to stop (atomic) */
+	pthread_t back;
 };
 
 /* ---- identity ------------------------------------------------------------------------ */
@@ -193,8 +203,18 @@ static int changed(const struct remote *h, struct sv_err *err)
  * the reason: another version in the store is -EIO with it, and makes
  * the source stale.
  */
+static int fetch_to(struct remote *h, uint64_t b, uint32_t k, uint64_t want, struct sv_blob **out,
+		    bool cache, struct sv_err *err);
+
 static int fetch(struct remote *h, uint64_t b, uint32_t k, uint64_t want, struct sv_blob **out,
 		 struct sv_err *err)
+{
+	return fetch_to(h, b, k, want, out, true, err);
+}
+
+/* (With `cache` false, the blocks go to the disk cache only.) */
+static int fetch_to(struct remote *h, uint64_t b, uint32_t k, uint64_t want, struct sv_blob **out,
+		    bool cache, struct sv_err *err)
 {
 	if (__atomic_load_n(&h->changed, __ATOMIC_ACQUIRE))
 		return changed(h, err);
@@ -228,7 +248,7 @@ static int fetch(struct remote *h, uint64_t b, uint32_t k, uint64_t want, struct
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
 			break;
 		}
-		if (h->s.cache)
+		if (h->s.cache && cache)
 			sv_cache_put(h->s.cache, b + i, blob);
 		disk_put(h, b + i, blob);
 		if (b + i == want)
@@ -244,6 +264,7 @@ struct run {
 	struct remote *h;
 	uint64_t b;
 	uint32_t k;
+	bool disk_only;
 	int rc;
 	struct sv_err err;
 	pthread_t thread;
@@ -254,7 +275,7 @@ static void *run_main(void *arg)
 {
 	struct run *r = arg;
 	struct sv_blob *unused = NULL;
-	r->rc = fetch(r->h, r->b, r->k, UINT64_MAX, &unused, &r->err);
+	r->rc = fetch_to(r->h, r->b, r->k, UINT64_MAX, &unused, !r->disk_only, &r->err);
 	return NULL;
 }
 
@@ -402,6 +423,64 @@ static void remote_hint(struct sv_source *s, const struct sv_range *r, size_t n)
 		sv_source_log(s, "a read ahead failed: %s", err.msg);
 }
 
+/* The blocks the disk cache lacks, fetched behind a reader that reads at
+ * random, until all are there, the object changes or the source closes. */
+static void *back_main(void *arg)
+{
+	struct remote *h = arg;
+	uint64_t blocks = (h->v.size + REMOTE_BLOCK - 1) / REMOTE_BLOCK;
+	uint32_t per = REMOTE_BACK_RUN / REMOTE_BLOCK;
+	struct run runs[REMOTE_IN_FLIGHT];
+	uint64_t b = 0;
+	while (b < blocks && !__atomic_load_n(&h->back_stop, __ATOMIC_ACQUIRE)) {
+		size_t n = 0;
+		while (n < REMOTE_IN_FLIGHT && b < blocks) {
+			/* (Blocks the reader's own fetches brought are skipped
+			 * where a run would be all of them.) */
+			uint32_t k = blocks - b < per ? (uint32_t)(blocks - b) : per;
+			struct sv_blob *on = disk_get(h, b + k - 1);
+			bool have = on != NULL;
+			sv_blob_unref(on);
+			if (!have) {
+				runs[n] = (struct run){.h = h, .b = b, .k = k, .disk_only = true};
+				sv_err_clear(&runs[n].err);
+				n++;
+			}
+			b += k;
+		}
+		struct sv_err err;
+		if (n && fetch_runs(runs, n, &err)) {
+			sv_source_log(&h->s, "a fetch behind the reader stopped: %s", err.msg);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* A miss at block b: at the second away from where the last fetch
+ * ended, an object within REMOTE_BACK_MAX with a disk cache has the rest
+ * fetched behind the reader (a reader of random ticks). */
+static void note_miss(struct remote *h, uint64_t b)
+{
+	pthread_mutex_lock(&h->lock);
+	bool start = b != h->next && ++h->far >= 2 && !h->back_started && h->s.store &&
+		     h->v.size > REMOTE_WHOLE_SMALL && h->v.size <= REMOTE_BACK_MAX;
+	if (start)
+		h->back_started = !pthread_create(&h->back, NULL, back_main, h);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void sv_remote_wait_behind(struct sv_source *s)
+{
+	struct remote *h = (struct remote *)s;
+	pthread_mutex_lock(&h->lock);
+	bool started = h->back_started;
+	h->back_started = false;
+	pthread_mutex_unlock(&h->lock);
+	if (started)
+		pthread_join(h->back, NULL);
+}
+
 /* Block b's bytes: the head, the caches, or a fetch (of the whole object
  * when it is small; of a run of blocks when the reader goes on where the
  * last fetch ended). */
@@ -428,6 +507,7 @@ static int block(struct remote *h, uint64_t b, struct sv_blob **out, struct sv_e
 			return 0;
 		/* Evicted meanwhile: fetched again below. */
 	}
+	note_miss(h, b);
 	uint64_t blocks = (h->v.size + REMOTE_BLOCK - 1) / REMOTE_BLOCK;
 	pthread_mutex_lock(&h->lock);
 	uint32_t k = 1;
@@ -582,6 +662,13 @@ static bool remote_stale(struct sv_source *s)
 static int remote_reopen(struct sv_source *s, struct sv_err *err)
 {
 	struct remote *h = (struct remote *)s;
+	/* The fetch behind the reader ends first (it reads the version). */
+	__atomic_store_n(&h->back_stop, true, __ATOMIC_RELEASE);
+	sv_remote_wait_behind(s);
+	__atomic_store_n(&h->back_stop, false, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&h->lock);
+	h->far = 0;
+	pthread_mutex_unlock(&h->lock);
 	int rc = first_block(h, err);
 	if (rc)
 		return rc;
@@ -599,6 +686,8 @@ static int remote_reopen(struct sv_source *s, struct sv_err *err)
 static void remote_close(struct sv_source *s)
 {
 	struct remote *h = (struct remote *)s;
+	__atomic_store_n(&h->back_stop, true, __ATOMIC_RELEASE);
+	sv_remote_wait_behind(s);
 	sv_blob_unref(h->head);
 	h->head = NULL;
 	if (h->t)

@@ -116,6 +116,9 @@ int sv_remote_open_prefix(struct sv_transport *t, const char *path, bool read_on
  * request: its first block comes from the disk cache when that holds it
  * for this version, else with its first read. */
 bool sv_remote_listed(const char *where, struct sv_remote_version *v);
+/* Waits for the fetch behind a reader of object s at random, if one
+ * runs (for the tests). */
+void sv_remote_wait_behind(struct sv_source *s);
 
 /* s made a remote source over t (by the openers): its ops (the caller's
  * copy, named as t's kind), its location `path` (taken) for it and its

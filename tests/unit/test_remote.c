@@ -470,6 +470,46 @@ static void test_disk(void)
 	T_INT(0, system(cmd));
 }
 
+/* Read at random (two misses away from the last fetch), an object past
+ * the whole-at-first-miss size with a disk cache has its other blocks
+ * fetched behind the reader, sixteen blocks a request: the reads after it
+ * ask nothing.  Without a disk cache, nothing is fetched behind. */
+static void test_behind(void)
+{
+	char dir[] = "/tmp/savefs-remote-XXXXXX";
+	T_OK(mkdtemp(dir) != NULL);
+	struct mem m;
+	mem_init(&m, 48u << 20); /* 192 blocks */
+	struct sv_source *s = open_object(&m, 8u << 20);
+	s->store = strdup(dir);
+	struct sv_err err;
+	T_INT(0, read_check(s, &m, 100 * BLOCK + 5, 100, &err));
+	T_INT(0, read_check(s, &m, 20 * BLOCK + 7, 100, &err));
+	sv_remote_wait_behind(s);
+	/* The open, the two reads, and 12 runs of 16 blocks. */
+	T_UINT(1 + 2 + 12, m.gets);
+	uint64_t hits = s->disk_hits;
+	T_INT(0, read_check(s, &m, 5 * BLOCK, 1000, &err));
+	T_INT(0, read_check(s, &m, 150 * BLOCK + 3, BLOCK, &err));
+	T_INT(0, read_check(s, &m, 191 * BLOCK, 100, &err));
+	T_UINT(15, m.gets);
+	T_UINT(hits + 4, s->disk_hits); /* (the second read spans two blocks) */
+	sv_source_free(s);
+	/* No disk cache: each read its own. */
+	m.closed = false;
+	s = open_object(&m, 8u << 20);
+	T_INT(0, read_check(s, &m, 100 * BLOCK + 5, 100, &err));
+	T_INT(0, read_check(s, &m, 20 * BLOCK + 7, 100, &err));
+	T_INT(0, read_check(s, &m, 60 * BLOCK + 7, 100, &err));
+	sv_remote_wait_behind(s);
+	T_UINT(15 + 4, m.gets);
+	sv_source_free(s);
+	mem_fini(&m);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	T_INT(0, system(cmd));
+}
+
 /* Another version in the store: the read fails with the reason, nothing
  * of the new one read; the source is stale until reopened, and then
  * reads the new version. */
@@ -761,6 +801,7 @@ int main(void)
 	test_hints();
 	test_small_whole();
 	test_disk();
+	test_behind();
 	test_changed();
 	test_failing();
 	test_unranged();
