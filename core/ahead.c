@@ -141,6 +141,14 @@ void sv_ahead_stop(struct sv_ahead *o)
 	pthread_mutex_unlock(&pool.lock);
 }
 
+bool sv_ahead_stopping(struct sv_ahead *o)
+{
+	pthread_mutex_lock(&pool.lock);
+	bool stopping = o->stopping;
+	pthread_mutex_unlock(&pool.lock);
+	return stopping;
+}
+
 unsigned sv_ahead_workers(void)
 {
 	pthread_mutex_lock(&pool.lock);

@@ -141,6 +141,8 @@ bool sv_ahead_post(struct sv_ahead *o);
 /* o posts no more: waits for the run() under way, if any; none starts
  * after it returns. */
 void sv_ahead_stop(struct sv_ahead *o);
+/* Whether o was stopped (sv_ahead_stop has begun). */
+bool sv_ahead_stopping(struct sv_ahead *o);
 /* The workers started (for /.savefs/info). */
 unsigned sv_ahead_workers(void);
 

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -936,7 +937,7 @@ struct gated {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int queued, ran, inside, most_inside;
-	bool shut, stopping;
+	bool shut, stopping; /* stopping: the stop returned */
 };
 
 static bool gated_run(struct sv_ahead *o)
@@ -989,15 +990,14 @@ static void gated_open(struct gated *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-static void *open_later(void *arg)
+static void *stop_it(void *arg)
 {
 	struct gated *g = arg;
-	/* Opened once the main thread is inside (or past) the stop. */
+	sv_ahead_stop(&g->a);
 	pthread_mutex_lock(&g->lock);
-	while (!g->stopping)
-		pthread_cond_wait(&g->cond, &g->lock);
+	g->stopping = true; /* (here: returned) */
+	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
-	gated_open(g);
 	return NULL;
 }
 
@@ -1023,18 +1023,22 @@ static void ahead_pool(void)
 	T_OK(sv_ahead_post(&s.a));
 	gated_wait(&s, 2, 0);
 	pthread_t t;
-	T_INT(0, pthread_create(&t, NULL, open_later, &s));
+	T_INT(0, pthread_create(&t, NULL, stop_it, &s));
+	/* The stop has begun; the two jobs under way hold it until the gate
+	 * opens. */
+	while (!sv_ahead_stopping(&s.a))
+		sched_yield();
 	pthread_mutex_lock(&s.lock);
-	s.stopping = true; /* the opener's cue: the gate opens during the stop */
-	pthread_cond_broadcast(&s.cond);
+	T_OK(!s.stopping);
 	pthread_mutex_unlock(&s.lock);
-	sv_ahead_stop(&s.a);
+	gated_open(&s);
+	T_INT(0, pthread_join(t, NULL));
 	pthread_mutex_lock(&s.lock);
+	T_OK(s.stopping);
 	T_INT(0, s.inside);
 	T_INT(2, s.ran);
 	T_INT(3, s.queued);
 	pthread_mutex_unlock(&s.lock);
-	T_INT(0, pthread_join(t, NULL));
 	/* Stopped: posting it again runs nothing. */
 	T_OK(!sv_ahead_post(&s.a));
 	gated_init(&b, 1, false);
