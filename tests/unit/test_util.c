@@ -1018,6 +1018,10 @@ static void ahead_pool(void)
 	gated_wait(&b, 0, 1);
 	T_INT(2, a.most_inside);
 	T_INT(0, a.queued);
+	/* (An owner's memory is the pool's until it is stopped: the worker
+	 * that ran its last job may still be counting it.) */
+	sv_ahead_stop(&a.a);
+	sv_ahead_stop(&b.a);
 	/* A stop waits for the jobs under way and lets no other start. */
 	gated_init(&s, 5, true);
 	T_OK(sv_ahead_post(&s.a));
@@ -1047,6 +1051,7 @@ static void ahead_pool(void)
 	pthread_mutex_lock(&s.lock);
 	T_INT(2, s.ran);
 	pthread_mutex_unlock(&s.lock);
+	sv_ahead_stop(&b.a);
 }
 
 int main(void)
