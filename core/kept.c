@@ -696,28 +696,42 @@ static void store_view(struct store_job *j)
 	free(j);
 }
 
-static bool store_run(struct sv_ahead *o)
+/* The first view queued, taken off the queue (store_lock held), or NULL. */
+static struct store_job *store_take(void)
 {
-	(void)o;
-	pthread_mutex_lock(&store_lock);
 	struct store_job *j = store_head;
 	if (j) {
 		store_head = j->next;
 		if (!store_head)
 			store_tail = NULL;
 		store_bytes -= j->b->len;
-		if (store_head)
-			sv_ahead_post(&store_owner); /* the next to another worker */
 	}
+	return j;
+}
+
+/* A view taken off the queue, written; the count of those under way
+ * told (store_lock not held). */
+static void store_write(struct store_job *j)
+{
+	store_view(j);
+	pthread_mutex_lock(&store_lock);
+	if (--store_jobs == 0)
+		pthread_cond_broadcast(&store_idle);
+	pthread_mutex_unlock(&store_lock);
+}
+
+static bool store_run(struct sv_ahead *o)
+{
+	(void)o;
+	pthread_mutex_lock(&store_lock);
+	struct store_job *j = store_take();
+	if (store_head)
+		sv_ahead_post(&store_owner); /* the next to another worker */
 	bool more = store_head != NULL;
 	pthread_mutex_unlock(&store_lock);
 	if (j) {
 		store_worker = true;
-		store_view(j);
-		pthread_mutex_lock(&store_lock);
-		if (--store_jobs == 0)
-			pthread_cond_broadcast(&store_idle);
-		pthread_mutex_unlock(&store_lock);
+		store_write(j);
 	}
 	return more;
 }
@@ -734,21 +748,11 @@ static void store_drain(struct sv_kept *k)
 {
 	for (;;) {
 		pthread_mutex_lock(&store_lock);
-		struct store_job *j = store_head;
-		if (j) {
-			store_head = j->next;
-			if (!store_head)
-				store_tail = NULL;
-			store_bytes -= j->b->len;
-		}
+		struct store_job *j = store_take();
 		pthread_mutex_unlock(&store_lock);
 		if (!j)
 			break;
-		store_view(j);
-		pthread_mutex_lock(&store_lock);
-		if (--store_jobs == 0)
-			pthread_cond_broadcast(&store_idle);
-		pthread_mutex_unlock(&store_lock);
+		store_write(j);
 	}
 	if (k) {
 		pthread_mutex_lock(&k->lock);
@@ -843,7 +847,6 @@ void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_tick
 	}
 	if (store && (j = calloc(1, sizeof *j)) &&
 	    view_record(c, p, digest, j->dir, j->what, &j->key)) {
-		j->key.what = j->what;
 		j->k = k;
 		j->path = p;
 		j->digest = digest;

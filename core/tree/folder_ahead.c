@@ -26,14 +26,9 @@ enum { JOB_WALK, JOB_OPEN };
 
 static bool ahead_run(struct sv_ahead *o);
 
-static struct folder_ahead *ahead_of(struct sv_folder *f)
-{
-	return &f->ahead;
-}
-
 void sv_folder_ahead_init(struct sv_folder *f)
 {
-	struct folder_ahead *a = ahead_of(f);
+	struct folder_ahead *a = &f->ahead;
 	memset(a, 0, sizeof *a);
 	pthread_mutex_init(&a->lock, NULL);
 	a->a.run = ahead_run;
@@ -42,7 +37,7 @@ void sv_folder_ahead_init(struct sv_folder *f)
 
 void sv_folder_ahead_stop(struct sv_folder *f)
 {
-	struct folder_ahead *a = ahead_of(f);
+	struct folder_ahead *a = &f->ahead;
 	pthread_mutex_lock(&a->lock);
 	a->stop = true;
 	a->njobs = 0;
@@ -63,7 +58,7 @@ void sv_folder_ahead_note(struct sv_folder *f, uint32_t slot, struct sv_containe
 {
 	if (!f->opts.readahead)
 		return;
-	struct folder_ahead *a = ahead_of(f);
+	struct folder_ahead *a = &f->ahead;
 	pthread_mutex_lock(&a->lock);
 	bool same = a->cur_slot == slot;
 	pthread_mutex_unlock(&a->lock);
@@ -101,7 +96,7 @@ void sv_folder_ahead_note(struct sv_folder *f, uint32_t slot, struct sv_containe
  * and if so the next containers at that step, queued to be opened. */
 static void walk(struct sv_folder *f, uint32_t d, uint32_t last, uint32_t cur, uint64_t w)
 {
-	struct folder_ahead *a = ahead_of(f);
+	struct folder_ahead *a = &f->ahead;
 	struct name_list l = {0};
 	uint32_t found[AHEAD_CONTAINERS];
 	unsigned nfound = 0;
@@ -139,7 +134,7 @@ static void walk(struct sv_folder *f, uint32_t d, uint32_t last, uint32_t cur, u
  * closing another) and the walk's file built in it. */
 static void open_ahead(struct sv_folder *f, uint32_t i, const char *path)
 {
-	struct folder_ahead *a = ahead_of(f);
+	struct folder_ahead *a = &f->ahead;
 	struct sv_container *c = NULL;
 	uint32_t slot;
 	struct sv_err err;
@@ -191,7 +186,7 @@ static bool ahead_run(struct sv_ahead *o)
 
 void sv_folder_ahead_counts(struct sv_folder *f, uint64_t *opened, uint64_t *built)
 {
-	struct folder_ahead *a = ahead_of(f);
+	struct folder_ahead *a = &f->ahead;
 	pthread_mutex_lock(&a->lock);
 	*opened = a->opened;
 	*built = a->built;
