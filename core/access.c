@@ -297,7 +297,9 @@ static int readdir_index(struct sv_container *c, uint32_t dir, uint64_t from, sv
 	while (pos < EXTRA_POS) {
 		bool is_dir = false;
 		uint64_t at = pos;
+		sv_source_tree_begin();
 		int r = SV_FMT(c->fmt, dirs, list)(c, dir, pos, name, &is_dir, &at);
+		sv_source_tree_end();
 		if (r < 0)
 			return r;
 		if (r || at >= EXTRA_POS - 1)

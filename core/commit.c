@@ -218,6 +218,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 	c->edited = edited;
 	c->nedited = old_count;
 	int rc;
+	sv_source_tree_begin();
 	if (c->rebuild && c->fmt->rebuild) {
 		rc = c->fmt->rebuild(c, err);
 	} else {
@@ -225,6 +226,7 @@ int sv_reindex(struct sv_container *c, struct changed_list *changed,
 		c->priv = NULL;
 		rc = c->fmt->open(c, err);
 	}
+	sv_source_tree_end();
 	c->rebuild = false;
 	/* A lazy directory that was listed before is listed again now, so that
 	 * its entries keep their numbers (it still holds them, stale). */

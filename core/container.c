@@ -466,7 +466,9 @@ static int open_common(struct sv_container *c, const char *path,
 		rc = sv_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
+	sv_source_tree_begin();
 	rc = c->fmt->open(c, err);
+	sv_source_tree_end();
 fail:
 	return rc;
 }

@@ -89,7 +89,9 @@ int sv_expand(struct sv_container *c, uint32_t dir)
 		struct sv_err e;
 		sv_err_clear(&e);
 		d->flags &= ~SV_N_LAZYDIR;
+		sv_source_tree_begin();
 		rc = SV_FMT(c->fmt, dirs, expand) ? SV_FMT(c->fmt, dirs, expand)(c, dir, &e) : 0;
+		sv_source_tree_end();
 		if (rc) {
 			c->nodes[dir].flags |= SV_N_BAD;
 			sv_log_failure(c, dir, "cannot list", &e);

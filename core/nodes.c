@@ -212,7 +212,9 @@ uint32_t sv_make_entry(struct sv_container *c, uint32_t dir, const char *name)
 	sv_err_clear(&e);
 	bool index = (c->nodes[dir].flags & SV_N_INDEXDIR) != 0;
 	c->reuse = index;
+	sv_source_tree_begin();
 	int rc = SV_FMT(c->fmt, dirs, lookup)(c, dir, name, &e);
+	sv_source_tree_end();
 	c->reuse = false;
 	n = rc ? SV_NONE : sv_find_child(c, dir, name);
 	if (n != SV_NONE && index)

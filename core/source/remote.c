@@ -14,7 +14,8 @@
  * goes on where the last fetch ended has its window doubled (up to
  * REMOTE_WINDOW_MAX), a small object comes whole at its first miss, and
  * a format's hints are fetched together, REMOTE_IN_FLIGHT requests at
- * once.
+ * once.  What a container's tree needs of a small object comes first in
+ * pieces (REMOTE_PIECES): a listing reads its index and names, not it.
  *
  * Every read after the open asks for the version opened: one the store
  * no longer has fails with EIO and a reason instead of mixing bytes of
@@ -46,6 +47,17 @@
  * from the disk, not a round trip each. */
 #define REMOTE_BACK_MAX (256ull << 20)
 #define REMOTE_BACK_RUN (4u << 20)
+/* An object within REMOTE_WHOLE_SMALL is first read in pieces: a short
+ * miss (REMOTE_PIECE_MAX at most) fetches the parts of REMOTE_PART it
+ * covers, the first one REMOTE_HEAD_PIECE from the start (a header and
+ * its index), and a format's hints of short ranges come the same way,
+ * together.  A listing needs an index and a few names, not the object.
+ * After REMOTE_PIECES pieces, or at a longer miss, it comes whole. */
+#define REMOTE_PART (4u << 10)
+#define REMOTE_HEAD_PIECE (16u << 10)
+#define REMOTE_PIECE_MAX (64u << 10)
+#define REMOTE_PIECES 8
+#define PART_KEY(p) ((1ull << 62) | (p)) /* a part's key in the cache (a block's: its number) */
 
 struct remote {
 	struct sv_source s;           /* first: freed as one */
@@ -58,6 +70,7 @@ struct remote {
 	uint32_t window;              /* blocks the next sequential fetch takes */
 	uint32_t stored;              /* blocks put on disk since the last trim */
 	bool whole_tried;             /* a small object's whole fetch was made */
+	uint32_t pieces;              /* piece requests made (lock) */
 	bool changed;                 /* the store has another version (atomic) */
 	bool all;                     /* head is the whole object (a server that
 				       * ignores ranges): every read is from it */
@@ -126,34 +139,52 @@ void sv_remote_bind(struct sv_source *s, const struct sv_source_ops *ops, struct
 
 /* ---- the disk cache -------------------------------------------------------------------- */
 
-/* A block's record in the disk cache: the persistent index's store, keyed
- * by the object's identity (location, ETag, size) and the block's
- * number; each record carries the hash of its bytes, checked when read
- * back. */
-static struct sv_index_key disk_key(const struct remote *h, uint64_t b, char *what, size_t size)
+/* The bytes of a unit: a block (REMOTE_BLOCK) or a part (REMOTE_PART) of
+ * the object. */
+static uint32_t unit_size(bool part)
 {
-	snprintf(what, size, "block %llu", (unsigned long long)b);
+	return part ? REMOTE_PART : REMOTE_BLOCK;
+}
+
+static uint64_t unit_len(const struct remote *h, uint64_t u, bool part)
+{
+	uint64_t off = u * unit_size(part);
+	return off >= h->v.size ? 0 : h->v.size - off < unit_size(part) ? h->v.size - off
+									   : unit_size(part);
+}
+
+/* A unit's record in the disk cache: the persistent index's store, keyed
+ * by the object's identity (location, ETag, size) and the unit's kind
+ * and number; each record carries the hash of its bytes, checked when
+ * read back. */
+static struct sv_index_key disk_key(const struct remote *h, uint64_t u, bool part, char *what,
+				    size_t size)
+{
+	snprintf(what, size, "%s %llu", part ? "part" : "block", (unsigned long long)u);
 	struct sv_index_key k = {"http-block", 1, what, h->s.st};
 	return k;
 }
 
-static struct sv_blob *disk_get(struct remote *h, uint64_t b)
+static struct sv_blob *disk_get_unit(struct remote *h, uint64_t u, bool part)
 {
 	if (!h->s.store)
 		return NULL;
 	char what[32];
-	struct sv_index_key k = disk_key(h, b, what, sizeof what);
+	struct sv_index_key k = disk_key(h, u, part, what, sizeof what);
 	struct sv_blob *blob = NULL;
 	if (sv_index_load(h->s.store, &k, REMOTE_BLOCK, &blob))
 		return NULL;
-	uint64_t want = b * REMOTE_BLOCK + REMOTE_BLOCK > h->v.size ? h->v.size - b * REMOTE_BLOCK
-								  : REMOTE_BLOCK;
-	if (blob->len != want) {
+	if (blob->len != unit_len(h, u, part)) {
 		sv_blob_unref(blob);
 		return NULL;
 	}
 	__atomic_add_fetch(&h->s.disk_hits, 1, __ATOMIC_RELAXED);
 	return blob;
+}
+
+static struct sv_blob *disk_get(struct remote *h, uint64_t b)
+{
+	return disk_get_unit(h, b, false);
 }
 
 /* Every block of the object the disk cache holds, dropped (an open that
@@ -163,20 +194,25 @@ static void remote_forget(struct sv_source *s)
 	struct remote *h = (struct remote *)s;
 	if (!h->s.store)
 		return;
-	uint64_t blocks = (h->v.size + REMOTE_BLOCK - 1) / REMOTE_BLOCK;
-	for (uint64_t b = 0; b < blocks; b++) {
-		char what[32];
-		struct sv_index_key k = disk_key(h, b, what, sizeof what);
-		sv_index_drop(h->s.store, &k);
+	for (int part = 0; part < 2; part++) {
+		/* (Parts only of objects read in pieces.) */
+		uint64_t units = (h->v.size + unit_size(part) - 1) / unit_size(part);
+		if (part && h->v.size > REMOTE_WHOLE_SMALL)
+			units = 0;
+		for (uint64_t u = 0; u < units; u++) {
+			char what[32];
+			struct sv_index_key k = disk_key(h, u, part, what, sizeof what);
+			sv_index_drop(h->s.store, &k);
+		}
 	}
 }
 
-static void disk_put(struct remote *h, uint64_t b, const struct sv_blob *blob)
+static void disk_put(struct remote *h, uint64_t u, bool part, const struct sv_blob *blob)
 {
 	if (!h->s.store)
 		return;
 	char what[32];
-	struct sv_index_key k = disk_key(h, b, what, sizeof what);
+	struct sv_index_key k = disk_key(h, u, part, what, sizeof what);
 	if (sv_index_store(h->s.store, &k, blob->data, blob->len, UINT64_MAX))
 		return; /* a cache: a block not kept is fetched again */
 	pthread_mutex_lock(&h->lock);
@@ -198,29 +234,29 @@ static int changed(const struct remote *h, struct sv_err *err)
 }
 
 /*
- * Blocks [b, b + k) fetched with one request and handed to the caches
- * (and, for the caller, block `want`'s blob in *out).  0, or -errno with
- * the reason: another version in the store is -EIO with it, and makes
- * the source stale.
+ * Units [u, u + k) (blocks, or parts with `part`) fetched with one
+ * request and handed to the caches (and, for the caller, unit `want`'s
+ * blob in *out).  0, or -errno with the reason: another version in the
+ * store is -EIO with it, and makes the source stale.
  */
-static int fetch_to(struct remote *h, uint64_t b, uint32_t k, uint64_t want, struct sv_blob **out,
-		    bool cache, struct sv_err *err);
+static int fetch_to(struct remote *h, uint64_t u, uint32_t k, bool part, uint64_t want,
+		    struct sv_blob **out, bool cache, struct sv_err *err);
 
 static int fetch(struct remote *h, uint64_t b, uint32_t k, uint64_t want, struct sv_blob **out,
 		 struct sv_err *err)
 {
-	return fetch_to(h, b, k, want, out, true, err);
+	return fetch_to(h, b, k, false, want, out, true, err);
 }
 
-/* (With `cache` false, the blocks go to the disk cache only.) */
-static int fetch_to(struct remote *h, uint64_t b, uint32_t k, uint64_t want, struct sv_blob **out,
-		    bool cache, struct sv_err *err)
+/* (With `cache` false, the units go to the disk cache only.) */
+static int fetch_to(struct remote *h, uint64_t u, uint32_t k, bool part, uint64_t want,
+		    struct sv_blob **out, bool cache, struct sv_err *err)
 {
 	if (__atomic_load_n(&h->changed, __ATOMIC_ACQUIRE))
 		return changed(h, err);
-	uint64_t off = b * REMOTE_BLOCK;
-	size_t n = off + (uint64_t)k * REMOTE_BLOCK > h->v.size ? (size_t)(h->v.size - off)
-								 : (size_t)k * REMOTE_BLOCK;
+	uint32_t us = unit_size(part);
+	uint64_t off = u * us;
+	size_t n = off + (uint64_t)k * us > h->v.size ? (size_t)(h->v.size - off) : (size_t)k * us;
 	uint8_t *buf = malloc(n);
 	if (!buf)
 		return sv_err_set(err, -ENOMEM, "out of memory");
@@ -239,19 +275,19 @@ static int fetch_to(struct remote *h, uint64_t b, uint32_t k, uint64_t want, str
 				(unsigned long long)off);
 	}
 	for (uint32_t i = 0; !rc && i < k; i++) {
-		size_t at = (size_t)i * REMOTE_BLOCK;
+		size_t at = (size_t)i * us;
 		if (at >= n)
 			break;
-		size_t len = n - at < REMOTE_BLOCK ? n - at : REMOTE_BLOCK;
+		size_t len = n - at < us ? n - at : us;
 		struct sv_blob *blob = sv_blob_dup(buf + at, len);
 		if (!blob) {
 			rc = sv_err_set(err, -ENOMEM, "out of memory");
 			break;
 		}
 		if (h->s.cache && cache)
-			sv_cache_put(h->s.cache, b + i, blob);
-		disk_put(h, b + i, blob);
-		if (b + i == want)
+			sv_cache_put(h->s.cache, part ? PART_KEY(u + i) : u + i, blob);
+		disk_put(h, u + i, part, blob);
+		if (u + i == want)
 			*out = sv_blob_ref(blob);
 		sv_blob_unref(blob);
 	}
@@ -259,11 +295,12 @@ static int fetch_to(struct remote *h, uint64_t b, uint32_t k, uint64_t want, str
 	return rc;
 }
 
-/* One run of blocks fetched by a thread of fetch_runs(). */
+/* One run of units fetched by a thread of fetch_runs(). */
 struct run {
 	struct remote *h;
 	uint64_t b;
 	uint32_t k;
+	bool part;
 	bool disk_only;
 	int rc;
 	struct sv_err err;
@@ -275,7 +312,7 @@ static void *run_main(void *arg)
 {
 	struct run *r = arg;
 	struct sv_blob *unused = NULL;
-	r->rc = fetch_to(r->h, r->b, r->k, UINT64_MAX, &unused, !r->disk_only, &r->err);
+	r->rc = fetch_to(r->h, r->b, r->k, r->part, UINT64_MAX, &unused, !r->disk_only, &r->err);
 	return NULL;
 }
 
@@ -305,15 +342,22 @@ static int fetch_runs(struct run *runs, size_t n, struct sv_err *err)
 	return rc;
 }
 
-/* Whether block b is held: the head, the cache, or the disk cache (then
- * put in the cache). */
+/* Unit u's bytes if held: the head (block 0), the cache, or the disk
+ * cache (then put in the cache); else NULL. */
+static struct sv_blob *held(struct remote *h, uint64_t u, bool part)
+{
+	if (!part && u == 0 && h->head)
+		return sv_blob_ref(h->head);
+	uint64_t key = part ? PART_KEY(u) : u;
+	struct sv_blob *have = h->s.cache ? sv_cache_get(h->s.cache, key) : NULL;
+	if (!have && (have = disk_get_unit(h, u, part)) && h->s.cache)
+		sv_cache_put(h->s.cache, key, have);
+	return have;
+}
+
 static bool held_block(struct remote *h, uint64_t b)
 {
-	if (b == 0 && h->head)
-		return true;
-	struct sv_blob *have = sv_cache_get(h->s.cache, b);
-	if (!have && (have = disk_get(h, b)))
-		sv_cache_put(h->s.cache, b, have);
+	struct sv_blob *have = held(h, b, false);
 	sv_blob_unref(have);
 	return have != NULL;
 }
@@ -410,6 +454,158 @@ static uint64_t span_budget(struct remote *h)
 	return cs.cap / 4 / REMOTE_BLOCK;
 }
 
+/* ---- pieces of an object ------------------------------------------------------------ */
+
+/* Whether this read is one a piece serves (see REMOTE_PIECES): for a
+ * container's tree, of an object read in pieces.  A view's bytes come in
+ * blocks (a small object whole). */
+static bool in_pieces(const struct remote *h)
+{
+	return h->s.cache && !h->all && h->v.size > 2 * REMOTE_HEAD_PIECE &&
+	       h->v.size <= REMOTE_WHOLE_SMALL && sv_source_tree_reads();
+}
+
+/* Whether k more pieces may be fetched (with `claim`, they are counted):
+ * the object not fetched whole, fewer than REMOTE_PIECES made. */
+static bool pieces_left(struct remote *h, uint32_t k, bool claim)
+{
+	pthread_mutex_lock(&h->lock);
+	bool ok = !h->whole_tried && h->pieces + k <= REMOTE_PIECES;
+	if (ok && claim)
+		h->pieces += k;
+	pthread_mutex_unlock(&h->lock);
+	return ok;
+}
+
+/* n bytes at off copied from the parts held into p: whether all were. */
+static bool from_parts(struct remote *h, uint64_t off, uint8_t *p, size_t n)
+{
+	while (n) {
+		struct sv_blob *blob = held(h, off / REMOTE_PART, true);
+		size_t at = (size_t)(off % REMOTE_PART);
+		if (!blob || at >= blob->len) {
+			sv_blob_unref(blob);
+			return false;
+		}
+		size_t k = blob->len - at < n ? blob->len - at : n;
+		memcpy(p, blob->data + at, k);
+		sv_blob_unref(blob);
+		p += k;
+		off += k;
+		n -= k;
+	}
+	return true;
+}
+
+/* The parts [*p0, *p1) a piece for [off, off + n) takes: from the start
+ * when it lies within the head piece's reach. */
+static void piece_parts(const struct remote *h, uint64_t off, uint64_t n, uint64_t *p0,
+			uint64_t *p1)
+{
+	uint64_t parts = (h->v.size + REMOTE_PART - 1) / REMOTE_PART;
+	*p0 = off / REMOTE_PART;
+	*p1 = (off + n + REMOTE_PART - 1) / REMOTE_PART;
+	if (off < REMOTE_HEAD_PIECE) {
+		*p0 = 0;
+		if (*p1 < REMOTE_HEAD_PIECE / REMOTE_PART)
+			*p1 = REMOTE_HEAD_PIECE / REMOTE_PART;
+	}
+	if (*p1 > parts)
+		*p1 = parts;
+}
+
+/*
+ * A short read missed: the parts it covers fetched as one piece, if the
+ * object is read in pieces and has some left.  1 when they came, 0 when
+ * the read is for blocks to serve, or -errno with the reason.
+ */
+static int fetch_piece(struct remote *h, uint64_t off, size_t n, struct sv_err *err)
+{
+	if (!in_pieces(h) || n > REMOTE_PIECE_MAX || !pieces_left(h, 1, true))
+		return 0;
+	uint64_t p0, p1;
+	piece_parts(h, off, n, &p0, &p1);
+	struct sv_blob *unused = NULL;
+	int rc = fetch_to(h, p0, (uint32_t)(p1 - p0), true, UINT64_MAX, &unused, true, err);
+	sv_blob_unref(unused);
+	return rc ? rc : 1;
+}
+
+/* Whether the blocks holding [off, off + n) are held. */
+static bool piece_held_blocks(struct remote *h, uint64_t off, uint64_t n)
+{
+	for (uint64_t b = off / REMOTE_BLOCK; b <= (off + n - 1) / REMOTE_BLOCK; b++)
+		if (!held_block(h, b))
+			return false;
+	return true;
+}
+
+/* Whether [off, off + n) is held: its blocks, or its parts. */
+static bool piece_held(struct remote *h, uint64_t off, uint64_t n)
+{
+	bool all = piece_held_blocks(h, off, n);
+	for (uint64_t u = off / REMOTE_PART; !all && u <= (off + n - 1) / REMOTE_PART; u++) {
+		struct sv_blob *have = held(h, u, true);
+		sv_blob_unref(have);
+		if (!have)
+			return false;
+	}
+	return true;
+}
+
+static int by_run(const void *a, const void *b)
+{
+	const struct run *x = a, *y = b;
+	return x->b < y->b ? -1 : x->b > y->b;
+}
+
+/*
+ * A format's short ranges to come, fetched as pieces together (ranges
+ * two parts apart or less in one piece), REMOTE_IN_FLIGHT at once: the
+ * names a listing shows cost one round trip, not one each.  Whether they
+ * were taken as pieces (else blocks serve them).
+ */
+static bool hint_pieces(struct remote *h, const struct sv_range *r, size_t n)
+{
+	if (!in_pieces(h))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (r[i].len > REMOTE_PIECE_MAX)
+			return false;
+	struct run *runs = calloc(n ? n : 1, sizeof *runs);
+	if (!runs)
+		return false;
+	size_t nr = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!r[i].len || r[i].off >= h->v.size ||
+		    r[i].len > h->v.size - r[i].off || piece_held(h, r[i].off, r[i].len))
+			continue;
+		uint64_t p0, p1;
+		piece_parts(h, r[i].off, r[i].len, &p0, &p1);
+		runs[nr++] = (struct run){.h = h, .b = p0, .k = (uint32_t)(p1 - p0), .part = true};
+	}
+	qsort(runs, nr, sizeof *runs, by_run);
+	size_t m = 0;
+	for (size_t i = 0; i < nr; i++) {
+		struct run *last = m ? &runs[m - 1] : NULL;
+		if (last && runs[i].b <= last->b + last->k + 2) {
+			uint64_t end = runs[i].b + runs[i].k;
+			if (end > last->b + last->k)
+				last->k = (uint32_t)(end - last->b);
+			continue;
+		}
+		runs[m++] = runs[i];
+	}
+	bool took = m && pieces_left(h, (uint32_t)m, true);
+	struct sv_err err;
+	for (size_t i = 0; i < m; i++)
+		sv_err_clear(&runs[i].err);
+	if (took && fetch_runs(runs, m, &err))
+		sv_source_log(&h->s, "a read ahead failed: %s", err.msg);
+	free(runs);
+	return took || !m;
+}
+
 /* A format's ranges to come (sv_container_hint): fetched together now,
  * unless the whole object comes at its first miss anyway. */
 static void remote_hint(struct sv_source *s, const struct sv_range *r, size_t n)
@@ -418,8 +614,8 @@ static void remote_hint(struct sv_source *s, const struct sv_range *r, size_t n)
 	if (h->all)
 		return; /* held whole */
 	struct sv_err err;
-	if (__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE) < 0 && !whole_next(h, false) &&
-	    fetch_spans(h, r, n, span_budget(h), &err))
+	if (__atomic_load_n(&s->fd, __ATOMIC_ACQUIRE) < 0 && !hint_pieces(h, r, n) &&
+	    !whole_next(h, false) && fetch_spans(h, r, n, span_budget(h), &err))
 		sv_source_log(s, "a read ahead failed: %s", err.msg);
 }
 
@@ -486,18 +682,8 @@ void sv_remote_wait_behind(struct sv_source *s)
  * last fetch ended). */
 static int block(struct remote *h, uint64_t b, struct sv_blob **out, struct sv_err *err)
 {
-	*out = NULL;
-	if (b == 0 && h->head) {
-		*out = sv_blob_ref(h->head);
+	if ((*out = held(h, b, false)))
 		return 0;
-	}
-	if (h->s.cache && (*out = sv_cache_get(h->s.cache, b)))
-		return 0;
-	if ((*out = disk_get(h, b))) {
-		if (h->s.cache)
-			sv_cache_put(h->s.cache, b, *out);
-		return 0;
-	}
 	if (whole_next(h, true)) {
 		struct sv_range all = {0, h->v.size};
 		int rc = fetch_spans(h, &all, 1, UINT64_MAX, err);
@@ -542,6 +728,17 @@ static int remote_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 	if (h->all) {
 		memcpy(buf, h->head->data + off, n);
 		return 0;
+	}
+	/* A short read of an object read in pieces: from the parts, or one
+	 * piece fetched, unless the blocks are held. */
+	if (n && n <= REMOTE_PIECE_MAX && in_pieces(h) && !piece_held_blocks(h, off, n)) {
+		if (from_parts(h, off, buf, n))
+			return 0;
+		int rc = fetch_piece(h, off, n, err);
+		if (rc < 0)
+			return rc;
+		if (rc && from_parts(h, off, buf, n))
+			return 0;
 	}
 	/* A read across blocks: those not held fetched at once. */
 	if (n && off / REMOTE_BLOCK != (off + n - 1) / REMOTE_BLOCK && !whole_next(h, false)) {
@@ -676,6 +873,7 @@ static int remote_reopen(struct sv_source *s, struct sv_err *err)
 		sv_cache_drop(s->cache, 0, 0);
 	pthread_mutex_lock(&h->lock);
 	h->whole_tried = false;
+	h->pieces = 0;
 	h->next = 0;
 	h->window = 2;
 	pthread_mutex_unlock(&h->lock);

@@ -217,6 +217,23 @@ int sv_container_fd(const struct sv_container *c)
 	return c->src->fd;
 }
 
+static __thread unsigned tree_reads;
+
+void sv_source_tree_begin(void)
+{
+	tree_reads++;
+}
+
+void sv_source_tree_end(void)
+{
+	tree_reads--;
+}
+
+bool sv_source_tree_reads(void)
+{
+	return tree_reads > 0;
+}
+
 void sv_container_hint(struct sv_container *c, const struct sv_range *r, size_t n)
 {
 	if (c->src->ops->hint && n)

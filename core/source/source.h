@@ -148,6 +148,14 @@ struct sv_source_ops {
 	void (*close)(struct sv_source *s);
 };
 
+/* Reads this thread makes are for a container's tree (a format's open,
+ * a directory it makes on demand), not for a view's bytes: a remote
+ * object serves them in pieces (sv_source_tree_reads).  Nested calls
+ * count; each begin has its end. */
+void sv_source_tree_begin(void);
+void sv_source_tree_end(void);
+bool sv_source_tree_reads(void);
+
 struct sv_source {
 	const struct sv_source_ops *ops;
 	char *path;          /* owned: where it is, for messages */

@@ -39,6 +39,8 @@ struct mem {
 	int fail;               /* requests still to fail with -EIO */
 	unsigned gets, stats, wholes, lists, puts;
 	size_t lens[64];        /* each get's length, in blocks (rounded up) */
+	uint64_t offs[64];      /* each get's offset and length in bytes */
+	size_t bytes[64];
 	unsigned nlens;
 	struct member m[8];     /* a prefix's members */
 	size_t nm;
@@ -130,8 +132,11 @@ static int mem_get(struct sv_transport *t, const char *key, uint64_t off, size_t
 	struct mem *m = (struct mem *)t;
 	pthread_mutex_lock(&m->lock);
 	m->gets++;
-	if (m->nlens < sizeof m->lens / sizeof *m->lens)
+	if (m->nlens < sizeof m->lens / sizeof *m->lens) {
+		m->offs[m->nlens] = off;
+		m->bytes[m->nlens] = n;
 		m->lens[m->nlens++] = (n + BLOCK - 1) / BLOCK;
+	}
 	const uint8_t *p;
 	size_t size;
 	const char *etag;
@@ -435,6 +440,101 @@ static void test_small_whole(void)
 	T_UINT(4, m.gets);
 	sv_source_free(s);
 	mem_fini(&m);
+}
+
+/* The gets [from, to) by offset (requests made at once come in any
+ * order), their offsets and lengths in bytes. */
+static void sort_gets(struct mem *m, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to; i++)
+		for (unsigned j = i + 1; j < to; j++)
+			if (m->offs[j] < m->offs[i]) {
+				uint64_t o = m->offs[i];
+				size_t b = m->bytes[i];
+				m->offs[i] = m->offs[j];
+				m->bytes[i] = m->bytes[j];
+				m->offs[j] = o;
+				m->bytes[j] = b;
+			}
+}
+
+/*
+ * A container's tree read in pieces (an object within 32 MiB): a short
+ * miss fetches the 4 KiB parts it covers; hinted short ranges come
+ * together, two parts apart or less in one request, those held not at
+ * all; a long read takes the object whole.  After eight pieces the next
+ * miss takes it whole too.  Pieces go to the disk cache: a second open
+ * reads the same tree asking nothing.  A view's read (not the tree's)
+ * takes a small object whole at once.
+ */
+static void test_pieces(void)
+{
+	char dir[] = "/tmp/savefs-remote-XXXXXX";
+	T_OK(mkdtemp(dir) != NULL);
+	struct mem m;
+	mem_init(&m, 4u << 20);
+	struct sv_source *s = open_object(&m, 64u << 20);
+	s->store = strdup(dir);
+	struct sv_err err;
+	T_UINT(1, m.gets);
+	sv_source_tree_begin();
+	T_INT(0, read_check(s, &m, 1000000, 100, &err));
+	T_UINT(2, m.gets);
+	T_UINT(244 * 4096, m.offs[1]);
+	T_UINT(4096, m.bytes[1]);
+	struct sv_range r[] = {{1500000, 20}, {1508000, 20}, {3000000, 30}, {1000010, 5}};
+	s->ops->hint(s, r, 4);
+	T_UINT(4, m.gets);
+	sort_gets(&m, 2, 4);
+	T_UINT(366 * 4096, m.offs[2]);
+	T_UINT(3 * 4096, m.bytes[2]);
+	T_UINT(732 * 4096, m.offs[3]);
+	T_UINT(4096, m.bytes[3]);
+	for (size_t i = 0; i < 4; i++)
+		T_INT(0, read_check(s, &m, r[i].off, r[i].len, &err));
+	T_UINT(4, m.gets);
+	/* A long read: the object whole (blocks 1-15, block 0 is the head). */
+	T_INT(0, read_check(s, &m, 2000000, 70000, &err));
+	T_UINT(5, m.gets);
+	T_UINT(BLOCK, m.offs[4]);
+	T_UINT(15 * BLOCK, m.bytes[4]);
+	sv_source_free(s);
+	/* Opened again: the pieces from the disk. */
+	m.closed = false;
+	s = open_object(&m, 64u << 20);
+	s->store = strdup(dir);
+	T_UINT(6, m.gets);
+	for (size_t i = 0; i < 4; i++)
+		T_INT(0, read_check(s, &m, r[i].off, r[i].len, &err));
+	T_INT(0, read_check(s, &m, 1000000, 100, &err));
+	T_UINT(6, m.gets);
+	sv_source_free(s);
+	/* Another version: eight pieces, then the object whole. */
+	m.closed = false;
+	m.data[0] ^= 1;
+	snprintf(m.etag, sizeof m.etag, "\"v2\"");
+	s = open_object(&m, 64u << 20);
+	s->store = strdup(dir);
+	T_UINT(7, m.gets);
+	for (unsigned i = 0; i < 8; i++)
+		T_INT(0, read_check(s, &m, (uint64_t)(i + 2) * 300000, 10, &err));
+	T_UINT(15, m.gets);
+	T_INT(0, read_check(s, &m, 3900000, 10, &err));
+	T_UINT(16, m.gets);
+	T_UINT(15 * BLOCK, m.bytes[15]);
+	sv_source_tree_end();
+	sv_source_free(s);
+	/* A view's read: the object whole at its first miss. */
+	m.closed = false;
+	s = open_object(&m, 64u << 20);
+	T_INT(0, read_check(s, &m, 1000000, 100, &err));
+	T_UINT(18, m.gets);
+	T_UINT(15 * BLOCK, m.bytes[17]);
+	sv_source_free(s);
+	mem_fini(&m);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	T_INT(0, system(cmd));
 }
 
 /* Blocks fetched go to the disk cache: a second open of the same version
@@ -800,6 +900,7 @@ int main(void)
 	test_windows();
 	test_hints();
 	test_small_whole();
+	test_pieces();
 	test_disk();
 	test_behind();
 	test_changed();

@@ -599,6 +599,28 @@ static int read_groups(struct sv_container *c, const struct df *d, struct twm *m
 	return 0;
 }
 
+/* The names the tree shows that are stored as data (the images' and
+ * sounds', the info's strings), hinted together: a remote map's listing
+ * fetches them in one round trip. */
+static void hint_names(struct sv_container *c, const struct df *d, const struct twm *m)
+{
+	struct sv_range r[64];
+	size_t n = 0;
+	static const struct {
+		int type, first, count, min;
+	} at[] = {{T_INFO, 1, 4, 5}, {T_IMAGE, 4, 1, 6}, {T_SOUND, 2, 1, 5}};
+	for (size_t t = 0; t < sizeof at / sizeof *at; t++)
+		for (int32_t k = 0; k < m->nof[at[t].type]; k++) {
+			int32_t it = m->of[at[t].type][k];
+			for (int j = 0; nints(d, it) >= at[t].min && j < at[t].count; j++) {
+				int32_t i = geti(d, it, at[t].first + j);
+				if (i >= 0 && i < d->num_data && !d->data[i].bad && n < 64)
+					r[n++] = (struct sv_range){d->data[i].off, d->data[i].len};
+			}
+		}
+	sv_container_hint(c, r, n);
+}
+
 static int read_map(struct sv_container *c, const struct df *d, struct twm *m)
 {
 	for (int t = 0; t < NT; t++) {
@@ -614,6 +636,7 @@ static int read_map(struct sv_container *c, const struct df *d, struct twm *m)
 	    sv_twm_bad(c, &m->info_bad, "map: the info item has %d ints, fewer than 5",
 		nints(d, m->info)))
 		return -ENOMEM;
+	hint_names(c, d, m);
 	int rc = read_images(c, d, m);
 	if (!rc)
 		rc = read_sounds(c, d, m);
