@@ -140,7 +140,12 @@ static void open_ahead(struct sv_folder *f, uint32_t i, const char *path)
 	struct sv_err err;
 	pthread_mutex_lock(&f->lock);
 	bool was_open = f->e[i].slot && f->s[f->e[i].slot - 1].c;
-	bool room = !f->opts.max_open || was_open || f->nopen + f->nopening < f->opts.max_open;
+	/* A remote folder's walk may close the least recently used idle
+	 * container for it (one behind the walk) where max_open leaves room
+	 * for the reader's own beside those opened ahead: an open there is
+	 * round trips, which the walk spares the reader. */
+	bool room = !f->opts.max_open || was_open || f->nopen + f->nopening < f->opts.max_open ||
+		    (f->remote && f->opts.max_open > 2 * AHEAD_CONTAINERS);
 	int rc = room && f->e[i].kind == E_CLAIMED ? sv_folder_open_container(f, i, &c, &slot, &err)
 						    : -EAGAIN;
 	pthread_mutex_unlock(&f->lock);

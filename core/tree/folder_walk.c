@@ -434,6 +434,11 @@ int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn f
 			if (rc)
 				return 0;
 		}
+		/* A remote container listed from its start: perhaps a walk over
+		 * the containers (ls -R, find), met by opening the next ones
+		 * ahead: each costs round trips, not a core. */
+		if (f->remote && !(dir >> 32) && from == 0)
+			sv_folder_ahead_note(f, slot, c, node);
 		struct listing_pass r = {fn, arg, slot, epoch, from, false, shift};
 		rc = (nodes ? sv_readdir_nodes : sv_readdir)(c, node, from > shift ? from - shift : 0,
 							     pass_entry, &r);
