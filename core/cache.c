@@ -3,8 +3,9 @@
  * keys to blobs, capped in bytes.
  *
  * Invariants (all under `lock`): every entry is both in its hash chain and
- * in the LRU list (most recent at head); bytes == sum of entry blob lengths
- * <= cap after every put.  The cache owns one reference per stored blob.
+ * in the LRU list (most recent at head); bytes == sum of entry blob lengths;
+ * bytes + reserved <= cap after every put and reserve, as far as evicting
+ * every entry allows (reserved: views being built, sv_cache_reserve).  The cache owns one reference per stored blob.
  *
  * Sharing: a handle (struct sv_cache) is a key space in a store; handles
  * made by sv_cache_share() use the same store and cap under keys of their
@@ -37,6 +38,7 @@ struct store {
 	uint64_t next_space;
 	uint64_t evicted;     /* bytes evicted since the allocator last gave
 			       * its free pages back */
+	uint64_t reserved;    /* room held for blobs being built */
 };
 
 struct sv_cache {
@@ -191,6 +193,34 @@ static void grow(struct store *c)
 	c->nbuckets = n;
 }
 
+/* The least recently used entries out until n more bytes fit beside
+ * what is held and reserved (lock held). */
+static void evict(struct store *c, uint64_t n)
+{
+	while (c->tail && c->st.bytes + c->reserved + n > c->st.cap) {
+		c->evicted += c->tail->blob->len;
+		remove_at(c, find(c, c->tail->space, c->tail->key));
+		c->st.evictions++;
+	}
+}
+
+void sv_cache_reserve(struct sv_cache *h, uint64_t n)
+{
+	struct store *c = h->c;
+	pthread_mutex_lock(&c->lock);
+	evict(c, n);
+	c->reserved += n;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void sv_cache_unreserve(struct sv_cache *h, uint64_t n)
+{
+	struct store *c = h->c;
+	pthread_mutex_lock(&c->lock);
+	c->reserved -= n < c->reserved ? n : c->reserved;
+	pthread_mutex_unlock(&c->lock);
+}
+
 void sv_cache_put(struct sv_cache *h, uint64_t key, struct sv_blob *b)
 {
 	if (!b)
@@ -204,11 +234,7 @@ void sv_cache_put(struct sv_cache *h, uint64_t key, struct sv_blob *b)
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
-	while (c->tail && c->st.bytes + b->len > c->st.cap) {
-		c->evicted += c->tail->blob->len;
-		remove_at(c, find(c, c->tail->space, c->tail->key));
-		c->st.evictions++;
-	}
+	evict(c, b->len);
 	/* What a full cache turns over leaves holes between what it keeps,
 	 * which the allocator keeps as its own: given back each time an
 	 * eighth of the cap (1 MiB at least) went. */

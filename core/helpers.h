@@ -116,6 +116,12 @@ struct sv_blob *sv_cache_get(struct sv_cache *c, uint64_t key);
  * recently used entries until the total fits the cap.  A blob larger than
  * the cap is not stored. */
 void sv_cache_put(struct sv_cache *c, uint64_t key, struct sv_blob *b);
+/* Room for n bytes being built (a view of a known size): entries are
+ * evicted so that what is held and what is being built fit the cap
+ * together, until sv_cache_unreserve gives the room back (before the
+ * result is put). */
+void sv_cache_reserve(struct sv_cache *c, uint64_t n);
+void sv_cache_unreserve(struct sv_cache *c, uint64_t n);
 /* Removes every key k of this handle with (k & mask) == (key & mask). */
 void sv_cache_drop(struct sv_cache *c, uint64_t key, uint64_t mask);
 void sv_cache_stats(struct sv_cache *c, struct sv_cache_stats *st);

@@ -317,7 +317,17 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 	bool built = false, logged = false;
 	if (rc) {
 		uint64_t said = sv_log_said(c);
+		/* A view of a known size has its room made before it is built:
+		 * the cache and the views being built fit its cap together. */
+		const struct sv_inode *nd = &c->nodes[i];
+		uint64_t room = !(nd->flags & SV_N_LAZYSIZE) ||
+					__atomic_load_n(&nd->sized, __ATOMIC_ACQUIRE)
+				? __atomic_load_n(&nd->size, __ATOMIC_RELAXED) : 0;
+		if (room)
+			sv_cache_reserve(c->cache, room);
 		rc = c->fmt->load(c, i, out, err);
+		if (room)
+			sv_cache_unreserve(c->cache, room);
 		if (!rc) {
 			digest = XXH3_64bits((*out)->data, (*out)->len);
 			built = true;

@@ -3,7 +3,8 @@
  * least-recently-used eviction order, the byte cap, oversized blobs,
  * replacing a key, dropping by mask, reference counts across eviction,
  * statistics, table growth, a small multi-threaded stress run, and
- * handles that share one store and cap (a folder's containers).
+ * handles that share one store and cap (a folder's containers), room
+ * reserved for blobs being built.
  * Meant to run under ASan too: a blob evicted while held must stay valid.
  */
 #include "savefs.h"
@@ -419,6 +420,41 @@ static void shared(void)
 	sv_cache_free(b); /* the last handle: the store goes (ASan: no leak) */
 }
 
+/* Room reserved for blobs being built: the least recently used go at
+ * once, and puts meanwhile fit beside the room; given back, the room is
+ * the cache's again.  A reservation past the cap empties it, and stops
+ * there. */
+static void reserve(void)
+{
+	struct sv_cache *c = sv_cache_new(100);
+	put(c, 1, 30, 1);
+	put(c, 2, 30, 2);
+	put(c, 3, 30, 3);
+	sv_cache_reserve(c, 50);
+	T_OK(!has(c, 1));
+	T_OK(!has(c, 2));
+	T_OK(has(c, 3));
+	T_UINT(30, stats(c).bytes);
+	put(c, 4, 20, 4);
+	T_OK(has(c, 3));
+	T_OK(has(c, 4));
+	put(c, 5, 10, 5); /* 30 + 20 + 10 + 50 > 100: the oldest goes */
+	T_OK(!has(c, 3));
+	T_UINT(30, stats(c).bytes);
+	sv_cache_unreserve(c, 50);
+	put(c, 6, 70, 6);
+	T_OK(has(c, 4));
+	T_OK(has(c, 5));
+	T_OK(has(c, 6));
+	T_UINT(100, stats(c).bytes);
+	sv_cache_reserve(c, 500);
+	T_UINT(0, stats(c).bytes);
+	sv_cache_unreserve(c, 500);
+	put(c, 7, 100, 7);
+	T_OK(has(c, 7));
+	sv_cache_free(c);
+}
+
 int main(void)
 {
 	blobs();
@@ -431,5 +467,6 @@ int main(void)
 	many_entries();
 	stress();
 	shared();
+	reserve();
 	return t_done();
 }
