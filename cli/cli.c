@@ -18,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const verbs[] = {"ls", "cat", "extract", "info", "bench-inproc", NULL};
+static const char *const verbs[] = {"ls",	  "cat",    "extract", "info",
+					     "mounts", "umount", "bench-inproc", NULL};
 
 bool sv_cli_is_verb(const char *arg)
 {
@@ -36,6 +37,8 @@ void sv_cli_usage(void)
 	       "       savefs cat LOCATION PATH\n"
 	       "       savefs extract [--force] LOCATION DIR\n"
 	       "       savefs info LOCATION\n"
+	       "       savefs mounts\n"
+	       "       savefs umount MOUNTPOINT... | --all\n"
 	       "       savefs -h | --help | -V | --version | --formats\n"
 	       "\n"
 	       "Mounts a game save container as a directory, or lists, prints and\n"
@@ -50,6 +53,12 @@ void sv_cli_usage(void)
 	       "or an object in an S3 store (s3://BUCKET/KEY), or a prefix of one\n"
 	       "(s3://BUCKET/PREFIX/: a segmented recording, or a save folder), written\n"
 	       "back with If-Match.\n"
+	       "\n"
+	       "savefs mounts lists this user's savefs mounts, one a line: mount point,\n"
+	       "location, format, the daemon's pid and rw or ro, separated by tabs.\n"
+	       "savefs umount unmounts (fusermount3 -u) and waits for the daemon to\n"
+	       "write what is pending: it says what could not be written and exits\n"
+	       "with the daemon's status; --all: every savefs mount of this user.\n"
 	       "\n");
 	printf("mount options:\n"
 	       "  -f                 stay in the foreground\n"
@@ -681,6 +690,8 @@ int sv_cli_main(int argc, char **argv)
 		printf("savefs %s\n", SV_VERSION);
 		return SV_EXIT_OK;
 	}
+	if (!strcmp(verb, "mounts") || !strcmp(verb, "umount"))
+		return sv_cli_mounts(verb, argc - 2, argv + 2);
 	if (!strcmp(verb, "--formats")) {
 		for (size_t i = 0; sv_formats[i]; i++)
 			printf("%-10s %s\n", sv_format_name(sv_formats[i]), sv_format_description(sv_formats[i]));

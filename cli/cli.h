@@ -6,6 +6,7 @@
 #define SV_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Exit codes, one per failure class (documented in --help and README). */
 enum {
@@ -32,5 +33,27 @@ int sv_cli_open_exit(int err);
 void sv_cli_open_error(const char *path, int rc, const struct sv_err *err);
 /* Prints usage to stdout. */
 void sv_cli_usage(void);
+
+/* ---- mounts (mounts.c) ---- */
+
+/* `savefs mounts` and `savefs umount`: the exit code. */
+int sv_cli_mounts(const char *verb, int argc, char **argv);
+/* The run directory where daemons leave their notes (made if need be):
+ * 0, or -errno (-EPERM: not this user's own and closed to others). */
+int sv_run_dir(char *buf, size_t size);
+/* A mount of the kernel's table. */
+struct sv_mount {
+	char point[4096], source[4096], type[64];
+	bool ro;
+	long uid; /* its user_id (a FUSE mount's), or -1 */
+};
+/* fn called for each mount in turn until it returns non-zero: that
+ * value, 0 past the last, or -errno if the table cannot be read. */
+int sv_mounts_each(int (*fn)(void *arg, const struct sv_mount *m), void *arg);
+/* The daemon's note of its mount, left when it starts serving. */
+void sv_mount_register(const char *point, const char *location, const char *format, bool ro);
+/* ... removed when it ends, and its status and report (the lines of
+ * what it could not write) written for `savefs umount` if it asked. */
+void sv_mount_unregister(int status, const char *report);
 
 #endif

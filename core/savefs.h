@@ -179,6 +179,8 @@ bool sv_tree_is_folder(const struct sv_tree *t);
 /* Where t is, as a mount names it: a container's location as opened, a
  * folder's real path.  A new string, or NULL (no memory). */
 char *sv_tree_location(const struct sv_tree *t);
+/* The name of t's format (see --formats), or "folder" for a save folder. */
+const char *sv_tree_format(const struct sv_tree *t);
 /* The directory above directory n ("..": the root's is the root). */
 int sv_tree_parent(struct sv_tree *t, sv_id n, sv_id *out);
 /* How many nodes t made so far (a folder's: 0, its entries come and go). */

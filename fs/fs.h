@@ -24,7 +24,8 @@ struct fs {
 				       * request to be answered */
 	unsigned unwritten;           /* edits whose commit failed where no
 				       * caller could be told (atomic) */
-	pthread_mutex_t open_lock;    /* protects open_files */
+	pthread_mutex_t open_lock;    /* protects open_files, report */
+	char report[8192];            /* what could not be written, a line each */
 	struct fh *open_files;        /* every open file, for those the kernel
 				       * never releases (a stop by signal) */
 };

@@ -143,6 +143,11 @@ static int check_fuse_options(const struct fuse_args *args)
 	return -1;
 }
 
+static int mounted_at(void *arg, const struct sv_mount *m)
+{
+	return !strcmp(m->point, arg);
+}
+
 /* Resolves the mount point to an absolute path (the daemon leaves the
  * working directory, and an unmount at a signal must find it) and checks
  * that nothing is mounted there.  0, or -1 with the reason said. */
@@ -164,31 +169,8 @@ static int mount_point(const char *given, char **out)
 		why = strerror(errno);
 	else if (!S_ISDIR(st.st_mode))
 		why = "not a directory";
-	FILE *f = why ? NULL : fopen("/proc/self/mountinfo", "re");
-	char line[8192];
-	while (f && !why && fgets(line, sizeof line, f)) {
-		/* id parent major:minor root MOUNTPOINT ...; octal escapes */
-		char *p = line;
-		for (int field = 0; field < 4 && p; field++)
-			p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
-		if (!p)
-			continue;
-		char mp[4096];
-		size_t k = 0;
-		for (; *p && *p != ' ' && k < sizeof mp - 1; p++) {
-			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
-				mp[k++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
-				p += 3;
-			} else {
-				mp[k++] = *p;
-			}
-		}
-		mp[k] = '\0';
-		if (!strcmp(mp, *out))
-			why = "something is mounted there already";
-	}
-	if (f)
-		fclose(f);
+	if (!why && sv_mounts_each(mounted_at, *out) > 0)
+		why = "something is mounted there already";
 	if (why && !strcmp(why, "something is mounted there already")) {
 		fprintf(stderr, "savefs: cannot mount on %s: %s (unmount it first: fusermount3 "
 			"-u %s)\n", given, why, given);
@@ -250,6 +232,7 @@ int main(int argc, char **argv)
 	struct fs fs = {0};
 	char *mnt = NULL;
 	int status = SV_EXIT_USAGE;
+	bool registered = false;
 
 	/* Decoded blobs are made in one worker thread and freed in another:
 	 * one malloc arena keeps freed memory reusable, so the cache cap
@@ -389,6 +372,12 @@ int main(int argc, char **argv)
 	fuse_daemonize(fo.foreground);
 	if (!fo.foreground)
 		sv_tree_after_fork(t);
+	/* Known to savefs mounts and savefs umount from now on. */
+	char *loc = sv_tree_location(t);
+	sv_mount_register(mnt, loc ? loc : cl.container, sv_tree_format(t),
+			  o.read_only || sv_tree_read_only(t, SV_TREE_ROOT));
+	free(loc);
+	registered = true;
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {
@@ -419,6 +408,8 @@ out:
 			fs.unwritten);
 		status = SV_EXIT_UNWRITTEN;
 	}
+	if (registered)
+		sv_mount_unregister(status, fs.report);
 	sv_tree_free(t);
 	free(mnt);
 	free(fo.mountpoint);

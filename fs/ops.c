@@ -227,9 +227,14 @@ static void unwritten(struct fs *fs, sv_id node, const struct sv_err *err)
 	char path[4096];
 	if (node == SV_TREE_NONE || sv_tree_path(fs->t, node, path, sizeof path))
 		snprintf(path, sizeof path, "an edit");
-	fprintf(stderr, "savefs: %s: not written: %s\n", path,
-		err->msg[0] ? err->msg : strerror(-err->code));
+	const char *why = err->msg[0] ? err->msg : strerror(-err->code);
+	fprintf(stderr, "savefs: %s: not written: %s\n", path, why);
 	__atomic_add_fetch(&fs->unwritten, 1, __ATOMIC_RELAXED);
+	/* Kept for savefs umount's report (the first few KB of them). */
+	pthread_mutex_lock(&fs->open_lock);
+	size_t n = strlen(fs->report);
+	snprintf(fs->report + n, sizeof fs->report - n, "%s: not written: %s\n", path, why);
+	pthread_mutex_unlock(&fs->open_lock);
 }
 
 static void fh_free(struct fs *fs, struct fh *h)
@@ -292,7 +297,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void say_discarded(void *arg, const char *path)
 {
+	struct fs *fs = arg;
 	fprintf(stderr, "savefs: %s was not part of the container and was discarded\n", path);
+	pthread_mutex_lock(&fs->open_lock);
+	size_t n = strlen(fs->report);
+	snprintf(fs->report + n, sizeof fs->report - n,
+		 "%s: discarded (not part of the container)\n", path);
+	pthread_mutex_unlock(&fs->open_lock);
 }
 
 static void op_destroy(void *userdata)
@@ -303,7 +314,7 @@ static void op_destroy(void *userdata)
 	if (sv_tree_commit(fs->t, NULL, NULL, &err))
 		unwritten(fs, SV_TREE_NONE, &err);
 	/* Files the container has no place for go now: say which. */
-	sv_tree_temps(fs->t, say_discarded, NULL);
+	sv_tree_temps(fs->t, say_discarded, fs);
 	/* Opens the kernel will never release (the daemon was stopped while
 	 * they were open): their edits were committed above. */
 	while (fs->open_files) {

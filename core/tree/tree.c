@@ -85,6 +85,11 @@ char *sv_tree_location(const struct sv_tree *t)
 	return t->c ? strdup(sv_container_path(t->c)) : sv_folder_location(t->f);
 }
 
+const char *sv_tree_format(const struct sv_tree *t)
+{
+	return t->c ? t->c->fmt->name : "folder";
+}
+
 int sv_tree_parent(struct sv_tree *t, sv_id n, sv_id *out)
 {
 	*out = SV_TREE_ROOT;
