@@ -1,6 +1,23 @@
-# bash completion for savefs: commands, options, -o keys and their values,
-# containers by their usual extensions, and paths inside a container (for
-# `savefs ls` and `savefs cat`, read with `savefs ls` itself).
+# bash completion for savefs: commands, options, -o keys and their values
+# (formats, event tables, S3 profiles from the AWS files), containers by
+# their usual extensions, paths inside a container (for `savefs ls` and
+# `savefs cat`, read with `savefs ls` itself) and savefs mount points (for
+# `savefs umount`, read with `savefs mounts`).
+
+# The profiles of the AWS files (credentials: [NAME]; config: [default],
+# [profile NAME]).
+_savefs_profiles()
+{
+	local f line
+	for f in "${AWS_SHARED_CREDENTIALS_FILE:-$HOME/.aws/credentials}" \
+		"${AWS_CONFIG_FILE:-$HOME/.aws/config}"; do
+		[[ -r $f ]] || continue
+		while IFS= read -r line; do
+			[[ $line =~ ^[[:space:]]*\[(profile[[:space:]]+)?([^]]+)\] ]] &&
+				printf '%s\n' "${BASH_REMATCH[2]}"
+		done < "$f"
+	done
+}
 
 _savefs_inside()
 {
@@ -30,7 +47,9 @@ _savefs()
 		cword=$COMP_CWORD
 	fi
 	local containers='@(level|doodad|levelpack|map|nhgame|world|shipworld|chunks|player|dat|hcrp|metadata)'
-	local okeys='ro cache= format= maxdecode= maxedit= upgrade readahead= events= allow_other default_permissions max_threads= max_idle_threads= clone_fd auto_unmount fsname='
+	# Every key of savefs --help (tests/tools/checkman.py holds them to it),
+	# and the FUSE ones it names.
+	local okeys='ro cache= format= maxdecode= maxedit= max_open= readahead= events= spill= s3_endpoint= s3_region= s3_profile= s3_path_style= s3_part_size= noindex upgrade allow_other default_permissions max_threads= max_idle_threads= clone_fd nosuid nodev noexec fsname= auto_unmount'
 	if [[ $prev == -o ]]; then
 		local key=${cur##*,} head=
 		[[ $cur == *,* ]] && head=${cur%,*},
@@ -39,6 +58,11 @@ _savefs()
 			COMPREPLY=($(compgen -P "${head}format=" -W "$(savefs --formats 2>/dev/null | cut -d' ' -f1)" -- "${key#format=}")) ;;
 		events=*)
 			COMPREPLY=($(compgen -P "${head}events=" -W 'parkour builtin' -- "${key#events=}")) ;;
+		s3_path_style=*)
+			COMPREPLY=($(compgen -P "${head}s3_path_style=" -W '1 0' -- "${key#s3_path_style=}")) ;;
+		s3_profile=*)
+			local IFS=$'\n'
+			COMPREPLY=($(compgen -P "${head}s3_profile=" -W "$(_savefs_profiles | sort -u)" -- "${key#s3_profile=}")) ;;
 		*)
 			COMPREPLY=($(compgen -P "$head" -W "$okeys" -- "$key")) ;;
 		esac
@@ -54,7 +78,7 @@ _savefs()
 		fi
 		[[ ${words[i]} == -* ]] && continue
 		[[ -z $cmd && ${#args[@]} -eq 0 ]] && case ${words[i]} in
-			ls | cat | extract | info) cmd=${words[i]}; continue ;;
+			ls | cat | extract | info | mounts | umount) cmd=${words[i]}; continue ;;
 		esac
 		args+=("${words[i]}")
 	done
@@ -63,14 +87,23 @@ _savefs()
 		ls) COMPREPLY=($(compgen -W '-l -R -a -o' -- "$cur")) ;;
 		extract) COMPREPLY=($(compgen -W '--force -o' -- "$cur")) ;;
 		cat | info) COMPREPLY=($(compgen -W '-o' -- "$cur")) ;;
+		umount) COMPREPLY=($(compgen -W '--all' -- "$cur")) ;;
+		mounts) ;;
 		*) COMPREPLY=($(compgen -W '-f -d -s -o --help --version --formats' -- "$cur")) ;;
 		esac
 		return
 	fi
 	if [[ -z $cmd && ${#args[@]} -eq 0 ]]; then
-		COMPREPLY=($(compgen -W 'ls cat extract info' -- "$cur"))
+		COMPREPLY=($(compgen -W 'ls cat extract info mounts umount' -- "$cur"))
 	fi
 	case $cmd:${#args[@]} in
+	mounts:*)
+		return ;;
+	umount:*)
+		local IFS=$'\n'
+		COMPREPLY=($(compgen -W "$(savefs mounts 2>/dev/null | cut -f1)" -- "$cur"))
+		compopt -o filenames 2>/dev/null
+		return ;;
 	ls:1 | cat:1)
 		_savefs_inside "${args[0]}" "$cur"
 		return ;;

@@ -25,15 +25,15 @@ check "the binary is installed at $bin" test -x "$bin"
 check "the man page is installed at $man" test -f "$man"
 expect_eq "the installed binary runs" "savefs $("$SAVEFS" --version | cut -d' ' -f2)" "$("$bin" --version)"
 check "the installed man page is the one in the tree" cmp -s "$SRC_ROOT/doc/savefs.1" "$man"
-check "the man page has every option and exit code of --help" \
-	"$PYTHON" "$SRC_ROOT/tests/tools/checkman.py" "$bin" "$man"
+share=$dest$prefix/share
+comp=$share/bash-completion/completions/savefs
+check "the man page, --help and the completion: the same options, commands, and every variable read" \
+	"$PYTHON" "$SRC_ROOT/tests/tools/checkman.py" "$bin" "$man" "$comp" "$SRC_ROOT"
 if command -v man > /dev/null; then
 	check "man renders the page" sh -c "MANWIDTH=80 man -l '$man' > '$TMP/man.txt' 2> '$TMP/man.err'"
 	check "the rendered page has no warnings" test ! -s "$TMP/man.err"
 fi
-share=$dest$prefix/share
 # ---- bash completion ----
-comp=$share/bash-completion/completions/savefs
 check "the bash completion is installed at $comp" test -f "$comp"
 complete_words()
 {
@@ -44,9 +44,34 @@ complete_words()
 }
 mkdir -p "$TMP/cw"
 "$MKDATAFILE" map "$TMP/cw/c.map" --seed 1
-expect_eq "completion: the commands, and containers to mount" "c.map cat extract info ls " \
-	"$(complete_words savefs "")"
+expect_eq "completion: the commands, and containers to mount" \
+	"c.map cat extract info ls mounts umount " "$(complete_words savefs "")"
 expect_eq "completion: -o keys" "cache= clone_fd " "$(complete_words savefs -o c)"
+expect_eq "completion: the S3 keys" "s3_endpoint= s3_part_size= s3_path_style= s3_profile= s3_region= " \
+	"$(complete_words savefs -o s3_)"
+expect_eq "completion: keys after others" "ro,max_idle_threads= ro,max_open= ro,max_threads= ro,maxdecode= ro,maxedit= " \
+	"$(complete_words savefs -o ro,m)"
+expect_eq "completion: noindex, and the FUSE keys --help names" "nodev noexec noindex nosuid " \
+	"$(complete_words savefs -o no)"
+expect_eq "completion: -o s3_path_style= values" "s3_path_style=0 s3_path_style=1 " \
+	"$(complete_words savefs -o s3_path_style=)"
+mkdir -p "$TMP/home/.aws"
+printf '[default]\naws_access_key_id = a\n[work]\naws_access_key_id = b\n' > "$TMP/home/.aws/credentials"
+printf '[profile play]\nregion = eu-west-1\n[default]\nregion = us-east-1\n' > "$TMP/home/.aws/config"
+expect_eq "completion: -o s3_profile= from the AWS files" \
+	"s3_profile=default s3_profile=play s3_profile=work " \
+	"$(HOME=$TMP/home complete_words savefs -o s3_profile=)"
+expect_eq "completion: -o format= from --formats" "format=datafile " \
+	"$(complete_words savefs -o format=da)"
+expect_eq "completion: umount's option" "--all " "$(complete_words savefs umount -)"
+expect_eq "completion: mounts takes nothing (an empty reply)" " " "$(complete_words savefs mounts "")"
+if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
+	cm=$(realpath -- "$TMP/cw")/mnt
+	mount_sv "$TMP/cw/c.map" "$cm" || die "cannot mount c.map"
+	expect_eq "completion: umount's mount points (from savefs mounts)" "$cm " \
+		"$(complete_words savefs umount "${cm%nt}")"
+	umount_sv "$cm"
+fi
 expect_eq "completion: -o events= values" "events=builtin events=parkour " \
 	"$(complete_words savefs -o events=)"
 expect_eq "completion: a path inside a container" "items/ " \
