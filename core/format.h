@@ -342,6 +342,11 @@ struct sv_format {
 	 * folder on a store judges its entries by them until one is opened
 	 * (NULL: none).  Never what decides a local file's format. */
 	const char *const *names;
+	/* Where its tree holds a picture of the container (a PNG: a level's
+	 * or a world's preview, a map's game layer), tried in turn; a part
+	 * "*" stands for the first directory listed there (a pack's first
+	 * level).  NULL-terminated; NULL: none.  A thumbnailer shows it. */
+	const char *const *previews;
 	/* Non-zero if the first n bytes (n may be small) look like this format. */
 	int (*probe)(const uint8_t *head, size_t n);
 	/* The probe also takes files of other kinds (any zip, any JSON

@@ -181,6 +181,10 @@ bool sv_tree_is_folder(const struct sv_tree *t);
 char *sv_tree_location(const struct sv_tree *t);
 /* The name of t's format (see --formats), or "folder" for a save folder. */
 const char *sv_tree_format(const struct sv_tree *t);
+/* The file of t's tree that pictures the container (the format's
+ * previews, the first that is there): 0 and *out, or -ENOENT (a folder,
+ * or a format or a container with none). */
+int sv_tree_preview(struct sv_tree *t, sv_id *out);
 /* The directory above directory n ("..": the root's is the root). */
 int sv_tree_parent(struct sv_tree *t, sv_id n, sv_id *out);
 /* How many nodes t made so far (a folder's: 0, its entries come and go). */

@@ -192,6 +192,40 @@ int sv_tree_resolve(struct sv_tree *t, const char *path, sv_id *out)
 	return rc;
 }
 
+static int first_dir(void *arg, const char *name, const struct sv_stat *st, uint64_t next)
+{
+	if (!st->dir)
+		return 0;
+	snprintf(arg, 256, "%s", name);
+	return 1;
+}
+
+int sv_tree_preview(struct sv_tree *t, sv_id *out)
+{
+	const char *const *v = t->c ? t->c->fmt->previews : NULL;
+	for (; v && *v; v++) {
+		char path[1024], *save = NULL;
+		snprintf(path, sizeof path, "%s", *v);
+		sv_id n = SV_TREE_ROOT;
+		int rc = 0;
+		for (char *part = strtok_r(path, "/", &save); part && !rc;
+		     part = strtok_r(NULL, "/", &save)) {
+			char first[256] = "";
+			if (!strcmp(part, "*") && (sv_tree_readdir(t, n, 0, first_dir, first) < 0 ||
+						   !first[0]))
+				rc = -ENOENT;
+			else
+				rc = sv_tree_lookup(t, n, strcmp(part, "*") ? part : first, &n);
+		}
+		struct sv_stat st;
+		if (!rc && !sv_tree_stat(t, n, &st) && !st.dir && !st.bad) {
+			*out = n;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int sv_tree_stat(struct sv_tree *t, sv_id n, struct sv_stat *st)
 {
 	if (t->f)

@@ -33,6 +33,20 @@ if command -v man > /dev/null; then
 	check "man renders the page" sh -c "MANWIDTH=80 man -l '$man' > '$TMP/man.txt' 2> '$TMP/man.err'"
 	check "the rendered page has no warnings" test ! -s "$TMP/man.err"
 fi
+# ---- the thumbnailer ----
+check "the thumbnailer is installed" test -x "$dest$prefix/bin/savefs-thumbnailer"
+check "its entry is installed under share/thumbnailers" \
+	cmp -s "$SRC_ROOT/data/savefs.thumbnailer" "$share/thumbnailers/savefs.thumbnailer"
+for t in $(sed -n 's/^MimeType=//p' "$share/thumbnailers/savefs.thumbnailer" | tr ';' ' '); do
+	check "the thumbnailer's type $t is one savefs installs" \
+		grep -q "mime-type type=\"$t\"" "$SRC_ROOT/data/savefs.xml"
+done
+mkdir -p "$TMP/th"
+"$MKDATAFILE" map "$TMP/th/a.map" --size 100x50 --seed 1 > /dev/null
+check "the installed thumbnailer makes a map's" "$dest$prefix/bin/savefs-thumbnailer" -s 128 \
+	"$TMP/th/a.map" "$TMP/th/a.png"
+expect_eq "a 100 x 50 game layer fits 128 as it is" "100 50" \
+	"$("$PYTHON" "$SRC_ROOT/tests/tools/pngread.py" "$TMP/th/a.png" | cut -d' ' -f1-2)"
 # ---- bash completion ----
 check "the bash completion is installed at $comp" test -f "$comp"
 complete_words()

@@ -859,6 +859,8 @@ const struct sv_format sv_fmt_doodle = {
 	.description = "Sketchy Maze level, doodad or levelpack (.level, .doodad, "
 		       ".levelpack: JSON, gzip JSON or zip)",
 	.names = names_doodle,
+	.previews = (const char *const[]){"preview.png", "levels/*/preview.png",
+					  "doodads/*/preview.png", NULL},
 	.probe = sv_dd_probe_doodle,
 	.probe_weak = true,
 	.open = open_doodle,

@@ -1061,6 +1061,7 @@ const struct sv_format sv_fmt_btreedb5 = {
 	.name = "btreedb5",
 	.description = "Starbound BTreeDB5 database (.world, .shipworld, universe.chunks)",
 	.names = names_btreedb5,
+	.previews = (const char *const[]){"preview.png", NULL},
 	.probe = probe_bt,
 	.open = open_bt,
 	.close = close_bt,

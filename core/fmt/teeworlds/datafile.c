@@ -1065,6 +1065,7 @@ const struct sv_format sv_fmt_datafile = {
 	.name = "datafile",
 	.description = "Teeworlds/DDNet map datafile (.map), versions 3 and 4",
 	.names = names_datafile,
+	.previews = (const char *const[]){"map/game.png", NULL},
 	.probe = probe_df,
 	.open = open_df,
 	.close = close_df,
