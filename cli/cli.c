@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 static const char *const verbs[] = {"ls",	  "cat",    "extract", "info",
-					     "mounts", "umount", "bench-inproc", NULL};
+					     "diff",   "mounts", "umount", "bench-inproc", NULL};
 
 bool sv_cli_is_verb(const char *arg)
 {
@@ -37,6 +37,7 @@ void sv_cli_usage(void)
 	       "       savefs cat LOCATION PATH\n"
 	       "       savefs extract [--force] LOCATION DIR\n"
 	       "       savefs info LOCATION\n"
+	       "       savefs diff [--stat | --name-only] A B\n"
 	       "       savefs mounts\n"
 	       "       savefs umount MOUNTPOINT... | --all\n"
 	       "       savefs -h | --help | -V | --version | --formats\n"
@@ -54,6 +55,10 @@ void sv_cli_usage(void)
 	       "(s3://BUCKET/PREFIX/: a segmented recording, or a save folder), written\n"
 	       "back with If-Match.\n"
 	       "\n"
+	       "savefs diff shows what changed between two saves of one format (files,\n"
+	       "folders, remote locations): the text views that differ as a unified\n"
+	       "diff, as diff -ru of the two trees; --stat: a summary per directory;\n"
+	       "--name-only: the paths.  Exit 0 same, 1 different, 2 trouble.\n"
 	       "savefs mounts lists this user's savefs mounts, one a line: mount point,\n"
 	       "location, format, the daemon's pid and rw or ro, separated by tabs.\n"
 	       "savefs umount unmounts (fusermount3 -u) and waits for the daemon to\n"
@@ -714,6 +719,9 @@ int sv_cli_main(int argc, char **argv)
 			opts_done = true;
 		} else if (!strcmp(a, "--force") && !strcmp(verb, "extract")) {
 			force = true;
+		} else if ((!strcmp(a, "--stat") || !strcmp(a, "--name-only")) &&
+			   !strcmp(verb, "diff")) {
+			args[nargs++] = a; /* (diff's own) */
 		} else if (!strncmp(a, "-o", 2)) {
 			const char *list = a[2] ? a + 2 : i + 1 < argc ? argv[++i] : NULL;
 			if (!list)
@@ -725,7 +733,8 @@ int sv_cli_main(int argc, char **argv)
 			lx.rec |= strchr(a, 'R') != NULL;
 			lx.all |= strchr(a, 'a') != NULL;
 		} else {
-			status = usage_error(!strcmp(verb, "ls") ? "ls takes -l, -R, -a and -o OPT"
+			status = usage_error(!strcmp(verb, "diff") ? "diff takes --stat, --name-only and -o OPT"
+				 : !strcmp(verb, "ls") ? "ls takes -l, -R, -a and -o OPT"
 				 : !strcmp(verb, "extract") ? "extract takes --force and -o OPT"
 							     : "the commands take -o OPT");
 		}
@@ -733,6 +742,17 @@ int sv_cli_main(int argc, char **argv)
 	if (!args)
 		status = SV_EXIT_FAIL;
 	if (status) {
+		free(args);
+		free(format_opts);
+		return status;
+	}
+	if (!strcmp(verb, "diff")) {
+		struct sv_opts o;
+		sv_opts_init(&o);
+		o.read_only = true;
+		o.noindex = noindex;
+		o.format_opts = format_opts;
+		status = sv_cli_diff(nargs, (char **)args, &o);
 		free(args);
 		free(format_opts);
 		return status;

@@ -34,6 +34,11 @@ void sv_cli_open_error(const char *path, int rc, const struct sv_err *err);
 /* Prints usage to stdout. */
 void sv_cli_usage(void);
 
+/* savefs diff [--stat | --name-only] A B (diff.c): the exit code, as
+ * diff(1)'s. */
+struct sv_opts;
+int sv_cli_diff(int argc, char **argv, const struct sv_opts *o);
+
 /* ---- mounts (mounts.c) ---- */
 
 /* `savefs mounts` and `savefs umount`: the exit code. */

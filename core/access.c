@@ -416,6 +416,26 @@ int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	return rc;
 }
 
+int sv_stored(struct sv_container *c, uint32_t n, uint64_t *out, struct sv_err *err)
+{
+	sv_err_clear(err);
+	pthread_rwlock_rdlock(&c->lock);
+	/* An edit not yet committed, or a file the container does not hold
+	 * as stored: its stored bytes do not make it. */
+	int rc = !c->fmt->stored || !sv_usable(c, n) ||
+			 (c->nodes[n].flags & (SV_N_DIR | SV_N_META | SV_N_DIRTY | SV_N_NEW | SV_N_TEMP))
+		 ? -ENOENT : c->fmt->stored(c, n, out, err);
+	pthread_rwlock_unlock(&c->lock);
+	if (!rc) {
+		/* The format's name and view version go in: another's views of
+		 * the same bytes are not these. */
+		uint64_t v[3] = {*out, XXH3_64bits(c->fmt->name, strlen(c->fmt->name)),
+				 c->fmt->view_version};
+		*out = XXH3_64bits(v, sizeof v);
+	}
+	return rc;
+}
+
 int sv_read(struct sv_container *c, uint32_t n, uint64_t off, void *buf,
 	    size_t size, size_t *got, struct sv_err *err)
 {

@@ -115,6 +115,10 @@ int sv_readdir_nodes(struct sv_container *c, uint32_t dir, uint64_t from,
  */
 int sv_content(struct sv_container *c, uint32_t n, struct sv_blob **out,
 	       struct sv_err *err);
+/* A digest of the stored bytes file n is made from alone (the format's
+ * stored op, with its name and view version): 0 and *out; -ENOENT when
+ * the format cannot say (made from more, an edit pending). */
+int sv_stored(struct sv_container *c, uint32_t n, uint64_t *out, struct sv_err *err);
 /* A file was opened / its last use by that open ended.  A node removed or
  * replaced while open stays readable and writable for its opens (an
  * orphan, like an unlinked file) until the last release.  Opening, or

@@ -364,6 +364,12 @@ struct sv_format {
 	int (*open)(struct sv_container *c, struct sv_err *err);
 	/* Frees the private state (may be NULL if open failed early). */
 	void (*close)(struct sv_container *c);
+	/* A digest of the stored bytes node's content is made from, when
+	 * they alone make it (a record as stored, before it is inflated or
+	 * decoded): two containers of this format whose digests for a node
+	 * are equal show it alike, so a comparison skips it unread (read
+	 * lock held).  0 and *out; -ENOENT: made from more (NULL: never). */
+	int (*stored)(struct sv_container *c, uint32_t node, uint64_t *out, struct sv_err *err);
 	/* Produces the full content of a file node as a new blob. */
 	int (*load)(struct sv_container *c, uint32_t node, struct sv_blob **out,
 		    struct sv_err *err);

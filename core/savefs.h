@@ -185,6 +185,10 @@ const char *sv_tree_format(const struct sv_tree *t);
  * previews, the first that is there): 0 and *out, or -ENOENT (a folder,
  * or a format or a container with none). */
 int sv_tree_preview(struct sv_tree *t, sv_id *out);
+/* A digest of the stored bytes file n is made from alone, if its format
+ * can say (a record as stored): two trees' files with equal digests read
+ * alike, unread.  0 and *out, or -ENOENT. */
+int sv_tree_stored(struct sv_tree *t, sv_id n, uint64_t *out, struct sv_err *err);
 /* The directory above directory n ("..": the root's is the root). */
 int sv_tree_parent(struct sv_tree *t, sv_id n, sv_id *out);
 /* How many nodes t made so far (a folder's: 0, its entries come and go). */

@@ -78,7 +78,7 @@ _savefs()
 		fi
 		[[ ${words[i]} == -* ]] && continue
 		[[ -z $cmd && ${#args[@]} -eq 0 ]] && case ${words[i]} in
-			ls | cat | extract | info | mounts | umount) cmd=${words[i]}; continue ;;
+			ls | cat | extract | info | diff | mounts | umount) cmd=${words[i]}; continue ;;
 		esac
 		args+=("${words[i]}")
 	done
@@ -88,13 +88,14 @@ _savefs()
 		extract) COMPREPLY=($(compgen -W '--force -o' -- "$cur")) ;;
 		cat | info) COMPREPLY=($(compgen -W '-o' -- "$cur")) ;;
 		umount) COMPREPLY=($(compgen -W '--all' -- "$cur")) ;;
+		diff) COMPREPLY=($(compgen -W '--stat --name-only -o' -- "$cur")) ;;
 		mounts) ;;
 		*) COMPREPLY=($(compgen -W '-f -d -s -o --help --version --formats' -- "$cur")) ;;
 		esac
 		return
 	fi
 	if [[ -z $cmd && ${#args[@]} -eq 0 ]]; then
-		COMPREPLY=($(compgen -W 'ls cat extract info mounts umount' -- "$cur"))
+		COMPREPLY=($(compgen -W 'ls cat extract info diff mounts umount' -- "$cur"))
 	fi
 	case $cmd:${#args[@]} in
 	mounts:*)
@@ -111,7 +112,7 @@ _savefs()
 		COMPREPLY+=($(compgen -d -- "$cur"))
 		compopt -o filenames 2>/dev/null
 		return ;;
-	info:1 | ls:2 | cat:2 | extract:2 | :2)
+	info:1 | ls:2 | cat:2 | extract:2 | diff:2 | :2)
 		return ;;
 	esac
 	# A container: a file with a container's extension, any file with

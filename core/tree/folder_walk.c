@@ -626,6 +626,19 @@ int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t
 	return real_read(f, i, off, buf, size, got, err);
 }
 
+int sv_folder_stored(struct sv_folder *f, sv_id n, uint64_t *out, struct sv_err *err)
+{
+	if (is_meta_file(f, n) || !(n >> 32))
+		return -ENOENT; /* the folder's own files: read */
+	struct sv_container *c;
+	uint32_t node, slot;
+	if (sv_folder_container_of_id(f, n, &c, &node, &slot))
+		return -ENOENT;
+	int rc = sv_stored(c, node, out, err);
+	sv_folder_slot_release(f, slot);
+	return rc;
+}
+
 int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct sv_err *err)
 {
 	*out = NULL;

@@ -271,6 +271,15 @@ int sv_tree_content(struct sv_tree *t, sv_id n, struct sv_blob **out, struct sv_
 	return rc ? sv_err_set(err, rc, "no such node") : sv_content(t->c, k, out, err);
 }
 
+int sv_tree_stored(struct sv_tree *t, sv_id n, uint64_t *out, struct sv_err *err)
+{
+	if (t->f)
+		return sv_folder_stored(t->f, n, out, err);
+	uint32_t k;
+	int rc = node_of(n, &k);
+	return rc ? rc : sv_stored(t->c, k, out, err);
+}
+
 int sv_tree_read(struct sv_tree *t, sv_id n, uint64_t off, void *buf, size_t size,
 		 size_t *got, struct sv_err *err)
 {

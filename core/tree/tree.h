@@ -58,6 +58,7 @@ int sv_folder_stat_open(struct sv_folder *f, sv_id n, struct sv_stat *st);
 int sv_folder_readdir(struct sv_folder *f, sv_id dir, uint64_t from, sv_dir_fn fn, void *arg,
 		      bool nodes);
 int sv_folder_content(struct sv_folder *f, sv_id n, struct sv_blob **out, struct sv_err *err);
+int sv_folder_stored(struct sv_folder *f, sv_id n, uint64_t *out, struct sv_err *err);
 int sv_folder_read(struct sv_folder *f, sv_id n, uint64_t off, void *buf, size_t size,
 		   size_t *got, struct sv_err *err);
 int sv_folder_hold(struct sv_folder *f, sv_id n);

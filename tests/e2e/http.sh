@@ -102,6 +102,17 @@ nginx_conf on
 nginx_start
 base="http://127.0.0.1:$port"
 
+# ---- savefs diff across a server and a local copy ----
+"$SAVEFS" diff -o noindex "$base/arena.map" "$www/arena.map" > "$TMP/diff.out"
+expect_eq "savefs diff: an object and its local copy are the same (exit 0)" 0 $?
+expect_eq "and it says nothing" "" "$(cat "$TMP/diff.out")"
+cp -- "$www/arena.map" "$TMP/arena-edited.map"
+mount_sv "$TMP/arena-edited.map" "$TMP/m-edit" || die "cannot mount the copy"
+printf 'changed\n' > "$TMP/m-edit/data/00001.bin" || fail "writing data/00001.bin"
+umount_sv "$TMP/m-edit"
+expect_eq "savefs diff --name-only: an object against an edited copy" "data/00001.bin header.json" \
+	"$("$SAVEFS" diff -o noindex --name-only "$base/arena.map" "$TMP/arena-edited.map" | tr '\n' ' ' | sed 's/ $//')"
+
 # ---- each format: the same tree as its local file ----
 for f in arena.map castle.level world.world universe.chunks game.nhgame run.hcrp; do
 	size=$(stat -c %s "$www/$f")

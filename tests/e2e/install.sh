@@ -59,7 +59,9 @@ complete_words()
 mkdir -p "$TMP/cw"
 "$MKDATAFILE" map "$TMP/cw/c.map" --seed 1
 expect_eq "completion: the commands, and containers to mount" \
-	"c.map cat extract info ls mounts umount " "$(complete_words savefs "")"
+	"c.map cat diff extract info ls mounts umount " "$(complete_words savefs "")"
+expect_eq "completion: diff's options" "--name-only --stat " "$(complete_words savefs diff --)"
+expect_eq "completion: diff's two locations" "c.map " "$(complete_words savefs diff c.map c)"
 expect_eq "completion: -o keys" "cache= clone_fd " "$(complete_words savefs -o c)"
 expect_eq "completion: the S3 keys" "s3_endpoint= s3_part_size= s3_path_style= s3_profile= s3_region= " \
 	"$(complete_words savefs -o s3_)"

@@ -710,6 +710,42 @@ static int load_bt(struct sv_container *c, uint32_t n, struct sv_blob **out, str
 	return rc;
 }
 
+/* The stored bytes of the record a view is made from alone (a key's
+ * value, a sector's tiles, its entities, the metadata, a celestial
+ * chunk), with the view's kind and the record's key: the digest savefs
+ * diff compares before it reads the view.  Not for the views made from
+ * many records (uniques, the preview). */
+static int stored_bt(struct sv_container *c, uint32_t n, uint64_t *out, struct sv_err *err)
+{
+	struct sb *s = sv_container_priv(c);
+	const struct sv_node *node = sv_node(c, n);
+	uint32_t i = INDEX(node->key);
+	switch (KIND(node->key)) {
+	case K_KEY: case K_TSV: case K_TXT: case K_PNG: case K_ENT: case K_META: case K_CEL:
+		break;
+	default:
+		return -ENOENT;
+	}
+	struct sv_buf raw;
+	sv_buf_init(&raw);
+	int rc = sv_sb_raw_value(c, s, i, &raw, err);
+	if (!rc) {
+		XXH3_state_t *h = XXH3_createState();
+		uint64_t head[2] = {KIND(node->key), (uint64_t)s->family};
+		rc = h ? 0 : sv_err_set(err, -ENOMEM, "out of memory");
+		if (!rc) {
+			XXH3_64bits_reset(h);
+			XXH3_64bits_update(h, head, sizeof head);
+			XXH3_64bits_update(h, sv_sb_rkey(s, i), s->t->h.key_size);
+			XXH3_64bits_update(h, raw.p, raw.len);
+			*out = XXH3_64bits_digest(h);
+		}
+		XXH3_freeState(h);
+	}
+	sv_buf_fini(&raw);
+	return rc;
+}
+
 /* ---- celestial chunks, listed on first use ----------------------------------- */
 
 /*
@@ -1065,6 +1101,7 @@ const struct sv_format sv_fmt_btreedb5 = {
 	.probe = probe_bt,
 	.open = open_bt,
 	.close = close_bt,
+	.stored = stored_bt,
 	.load = load_bt,
 	.rebuild = rebuild_bt,
 	.info = info_bt,
