@@ -97,6 +97,15 @@ expect_eq "a world against its edit: exit 1" 1 "$rc"
 gnu w1.world w2.world > "$W/want"
 expect_same_text "a world against its edit: diff -ru's output" "$W/want" "$W/out"
 
+# ---- two recordings: one ten ticks longer ----
+"$MKRECORDING" compacted r1.hcrp -n 200 -e 3 -s 3 -z 3 > /dev/null || die "mkrecording failed"
+"$MKRECORDING" compacted r2.hcrp -n 210 -e 3 -s 3 -z 3 > /dev/null || die "mkrecording failed"
+"$SAVEFS" diff r1.hcrp r2.hcrp > "$W/out" 2> "$W/err"
+expect_eq "two recordings: exit 1" 1 $?
+gnu r1.hcrp r2.hcrp > "$W/want"
+expect_same_text "two recordings: diff -ru's output" "$W/want" "$W/out"
+check "the new ticks are in it" grep -q '^Only in r2.hcrp' "$W/out"
+
 # ---- trouble: exit 2 ----
 "$SAVEFS" diff a.map missing.map > /dev/null 2> "$W/err"
 expect_eq "a missing side: exit 2" 2 $?
