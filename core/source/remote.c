@@ -477,6 +477,18 @@ static bool pieces_left(struct remote *h, uint32_t k, bool claim)
 	return ok;
 }
 
+/* The bytes blob holds from `at` on (as many as *n wants) copied to *p,
+ * and *p, *off and *n moved past them; the blob let go. */
+static void copy_on(struct sv_blob *blob, size_t at, uint8_t **p, uint64_t *off, size_t *n)
+{
+	size_t k = blob->len - at < *n ? blob->len - at : *n;
+	memcpy(*p, blob->data + at, k);
+	sv_blob_unref(blob);
+	*p += k;
+	*off += k;
+	*n -= k;
+}
+
 /* n bytes at off copied from the parts held into p: whether all were. */
 static bool from_parts(struct remote *h, uint64_t off, uint8_t *p, size_t n)
 {
@@ -487,12 +499,7 @@ static bool from_parts(struct remote *h, uint64_t off, uint8_t *p, size_t n)
 			sv_blob_unref(blob);
 			return false;
 		}
-		size_t k = blob->len - at < n ? blob->len - at : n;
-		memcpy(p, blob->data + at, k);
-		sv_blob_unref(blob);
-		p += k;
-		off += k;
-		n -= k;
+		copy_on(blob, at, &p, &off, &n);
 	}
 	return true;
 }
@@ -760,12 +767,7 @@ static int remote_pread(struct sv_source *s, uint64_t off, void *buf, size_t n,
 			return sv_err_set(err, -EIO, "%s: block %llu is short", h->s.path,
 					  (unsigned long long)b);
 		}
-		size_t k = blob->len - at < n ? blob->len - at : n;
-		memcpy(p, blob->data + at, k);
-		sv_blob_unref(blob);
-		p += k;
-		off += k;
-		n -= k;
+		copy_on(blob, at, &p, &off, &n);
 	}
 	return 0;
 }
