@@ -424,6 +424,10 @@ int sv_kept_view(struct sv_container *c, uint32_t i, struct sv_kept_ticket *t,
  * mount's log says it). */
 void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_ticket *t,
 		   const struct sv_blob *b, uint64_t digest, bool logged);
+/* A view built under ticket t is to be kept, before the readers waiting
+ * for it have it (its sv_kept_built then follows): the counts wait for
+ * it. */
+void sv_kept_coming(const struct sv_kept_ticket *t);
 /* The process's counts as a JSON object (a json_t *; any lock). */
 void *sv_kept_json(void);
 

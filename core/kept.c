@@ -133,6 +133,7 @@ static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct store_job *store_head, *store_tail;
 static uint64_t store_bytes;
 static unsigned store_jobs;      /* queued or being written */
+static unsigned store_coming;    /* built, their sv_kept_built under way */
 static pthread_cond_t store_idle = PTHREAD_COND_INITIALIZER;
 static bool store_run(struct sv_ahead *o);
 static struct sv_ahead store_owner = {store_run, NULL, false, false, 0};
@@ -709,13 +710,31 @@ static struct store_job *store_take(void)
 	return j;
 }
 
+void sv_kept_coming(const struct sv_kept_ticket *t)
+{
+	if (!t->ok)
+		return;
+	pthread_mutex_lock(&store_lock);
+	store_coming++;
+	pthread_mutex_unlock(&store_lock);
+}
+
+/* A view said coming was handed over (or not kept). */
+static void store_came(void)
+{
+	pthread_mutex_lock(&store_lock);
+	if (--store_coming == 0 && !store_jobs)
+		pthread_cond_broadcast(&store_idle);
+	pthread_mutex_unlock(&store_lock);
+}
+
 /* A view taken off the queue, written; the count of those under way
  * told (store_lock not held). */
 static void store_write(struct store_job *j)
 {
 	store_view(j);
 	pthread_mutex_lock(&store_lock);
-	if (--store_jobs == 0)
+	if (--store_jobs == 0 && !store_coming)
 		pthread_cond_broadcast(&store_idle);
 	pthread_mutex_unlock(&store_lock);
 }
@@ -760,9 +779,19 @@ static void store_drain(struct sv_kept *k)
 			pthread_cond_wait(&k->idle, &k->lock);
 		pthread_mutex_unlock(&k->lock);
 	} else {
+		/* (And the views built whose builder has yet to hand them
+		 * over: it holds no lock this thread may hold.) */
 		pthread_mutex_lock(&store_lock);
-		while (store_jobs)
-			pthread_cond_wait(&store_idle, &store_lock);
+		while (store_jobs || store_coming) {
+			while (store_head) {
+				struct store_job *j = store_take();
+				pthread_mutex_unlock(&store_lock);
+				store_write(j);
+				pthread_mutex_lock(&store_lock);
+			}
+			if (store_jobs || store_coming)
+				pthread_cond_wait(&store_idle, &store_lock);
+		}
 		pthread_mutex_unlock(&store_lock);
 	}
 }
@@ -864,6 +893,7 @@ void sv_kept_built(struct sv_container *c, uint32_t i, const struct sv_kept_tick
 		store_later(j);
 	else if (!on_disk && !carried)
 		__atomic_add_fetch(&counts.views_unkept, 1, __ATOMIC_RELAXED);
+	store_came();
 }
 
 void sv_kept_free(struct sv_container *c)

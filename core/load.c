@@ -352,6 +352,10 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 		sv_cache_put(c->cache, key, *out);
 	}
 
+	/* (Said before the readers have it: a look at the counts after their
+	 * reads waits for it to be handed over.) */
+	if (built)
+		sv_kept_coming(&t);
 	pthread_mutex_lock(&c->ld_lock);
 	struct loading **pp = &c->loads;
 	while (*pp != l)
