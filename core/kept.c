@@ -765,34 +765,28 @@ static bool store_run(struct sv_ahead *o)
  */
 static void store_drain(struct sv_kept *k)
 {
+	/* (Taken and written one at a time: store_lock is not held over a
+	 * write.) */
+	pthread_mutex_lock(&store_lock);
 	for (;;) {
-		pthread_mutex_lock(&store_lock);
-		struct store_job *j = store_take();
-		pthread_mutex_unlock(&store_lock);
-		if (!j)
+		while (store_head) {
+			struct store_job *j = store_take();
+			pthread_mutex_unlock(&store_lock);
+			store_write(j);
+			pthread_mutex_lock(&store_lock);
+		}
+		/* Without k: also the views built whose builder has yet to
+		 * hand them over (it holds no lock this thread may hold). */
+		if (k || !(store_jobs || store_coming))
 			break;
-		store_write(j);
+		pthread_cond_wait(&store_idle, &store_lock);
 	}
+	pthread_mutex_unlock(&store_lock);
 	if (k) {
 		pthread_mutex_lock(&k->lock);
 		while (k->pending)
 			pthread_cond_wait(&k->idle, &k->lock);
 		pthread_mutex_unlock(&k->lock);
-	} else {
-		/* (And the views built whose builder has yet to hand them
-		 * over: it holds no lock this thread may hold.) */
-		pthread_mutex_lock(&store_lock);
-		while (store_jobs || store_coming) {
-			while (store_head) {
-				struct store_job *j = store_take();
-				pthread_mutex_unlock(&store_lock);
-				store_write(j);
-				pthread_mutex_lock(&store_lock);
-			}
-			if (store_jobs || store_coming)
-				pthread_cond_wait(&store_idle, &store_lock);
-		}
-		pthread_mutex_unlock(&store_lock);
 	}
 }
 

@@ -459,6 +459,22 @@ need_fuse()
 	command -v fusermount3 > /dev/null || skip "fusermount3 is not installed"
 }
 
+# gzip_spaces FILE MIB: a gzip Sketchy Maze level, valid JSON, followed by
+# MIB MiB of spaces: a few hundred KB that inflate past any limit.
+gzip_spaces()
+{
+	"$PYTHON" - "$1" "$2" <<'PY'
+import sys, zlib
+c = zlib.compressobj(9, zlib.DEFLATED, 31)
+out = open(sys.argv[1], 'wb')
+out.write(c.compress(b'{"version": 1, "chunks": {"size": 8, "chunks": {}}, "palette": {"swatches": []}}'))
+block = b' ' * (1 << 20)
+for _ in range(int(sys.argv[2])):
+    out.write(c.compress(block))
+out.write(c.flush())
+PY
+}
+
 # rss_bounded DESC FILE KB: the peak RSS /usr/bin/time wrote to FILE is
 # under KB.  A ThreadSanitizer build's shadow memory is several times
 # what it tracks, so there the bound is not checked (the plain and ASan

@@ -561,16 +561,7 @@ stop_shim "$d/m"
 
 d=$W/bomb
 mkdir -p "$d"
-"$PYTHON" - "$d/bomb.level" <<'PY'
-import sys, zlib
-c = zlib.compressobj(9, zlib.DEFLATED, 31)
-out = open(sys.argv[1], 'wb')
-out.write(c.compress(b'{"version": 1, "chunks": {"size": 8, "chunks": {}}, "palette": {"swatches": []}}'))
-block = b' ' * (1 << 24)
-for _ in range(128):      # 2 GiB of spaces
-    out.write(c.compress(block))
-out.write(c.flush())
-PY
+gzip_spaces "$d/bomb.level" 2048 || die "cannot make the gzip bomb" # 2 GiB of spaces
 /usr/bin/time -f '%M' -o "$d/rss" "$SAVEFS" info "$d/bomb.level" > /dev/null 2> "$d/err"
 rc=$?
 expect_eq "the gzip bomb is refused as malformed (exit 5)" 5 "$rc"

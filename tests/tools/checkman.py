@@ -66,8 +66,8 @@ if root:
     for f in glob.glob(os.path.join(root, '*', '**', '*.c'), recursive=True):
         if '/tests/' in f or '/bench/' in f:
             continue
-        env |= set(re.findall(r'getenv\("([A-Z_0-9]+)"\)', open(f, errors='replace').read()))
-        env |= set(re.findall(r'aws_file\("([A-Z_0-9]+)"', open(f, errors='replace').read()))
+        text = open(f, errors='replace').read()
+        env |= set(re.findall(r'(?:getenv|aws_file)\("([A-Z_0-9]+)"', text))
     envsect = section('ENVIRONMENT')
     missing += ['environment variable %s in ENVIRONMENT' % v for v in sorted(env)
                 if not re.search(r'(?<![\w$])' + v + r'(?!\w)', envsect)]
