@@ -220,6 +220,17 @@ static int fh_commit(struct fs *fs, struct fh *h, struct changes *ch, struct sv_
 	return rc;
 }
 
+/* A line of savefs umount's report, "PATH: WHAT" (the first few KB of
+ * them are kept). */
+static void report(struct fs *fs, const char *path, const char *what, const char *why)
+{
+	pthread_mutex_lock(&fs->open_lock);
+	size_t n = strlen(fs->report);
+	snprintf(fs->report + n, sizeof fs->report - n, "%s: %s%s%s\n", path, what, why ? ": " : "",
+		 why ? why : "");
+	pthread_mutex_unlock(&fs->open_lock);
+}
+
 /* A commit failed where nobody can be told (a release, the unmount): said
  * on stderr (seen with -f), and the daemon's exit status says it. */
 static void unwritten(struct fs *fs, sv_id node, const struct sv_err *err)
@@ -230,11 +241,7 @@ static void unwritten(struct fs *fs, sv_id node, const struct sv_err *err)
 	const char *why = err->msg[0] ? err->msg : strerror(-err->code);
 	fprintf(stderr, "savefs: %s: not written: %s\n", path, why);
 	__atomic_add_fetch(&fs->unwritten, 1, __ATOMIC_RELAXED);
-	/* Kept for savefs umount's report (the first few KB of them). */
-	pthread_mutex_lock(&fs->open_lock);
-	size_t n = strlen(fs->report);
-	snprintf(fs->report + n, sizeof fs->report - n, "%s: not written: %s\n", path, why);
-	pthread_mutex_unlock(&fs->open_lock);
+	report(fs, path, "not written", why);
 }
 
 static void fh_free(struct fs *fs, struct fh *h)
@@ -299,11 +306,7 @@ static void say_discarded(void *arg, const char *path)
 {
 	struct fs *fs = arg;
 	fprintf(stderr, "savefs: %s was not part of the container and was discarded\n", path);
-	pthread_mutex_lock(&fs->open_lock);
-	size_t n = strlen(fs->report);
-	snprintf(fs->report + n, sizeof fs->report - n,
-		 "%s: discarded (not part of the container)\n", path);
-	pthread_mutex_unlock(&fs->open_lock);
+	report(fs, path, "discarded (not part of the container)", NULL);
 }
 
 static void op_destroy(void *userdata)
