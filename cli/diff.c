@@ -448,7 +448,7 @@ static void files(struct ctx *x, const char *dir, const struct entry *ea, const 
 			stat_note(x, dir, 0, 0);
 		goto done;
 	}
-	struct lines la, lb;
+	struct lines la = {0}, lb = {0}; /* (freed whichever split failed) */
 	struct script s = {0};
 	if (split(a, &la) || split(b, &lb) || myers(&la, &lb, &s)) {
 		trouble(x, &x->a, path, "out of memory");
