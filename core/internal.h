@@ -66,6 +66,7 @@
  *                                         nethack det_lock, scan_lock, st_lock;
  *                                         recording cur_lock; starbound cel_lock
  *   ld_lock               load.c          loads under way (waiters sleep on ld_cond;
+ *                                         the cache's lock under it, for a look;
  *                                         the load itself runs without it)
  *   pf_lock               prefetch.c      the read-ahead queue; a worker drops it
  *                                         before taking the container's read lock

@@ -297,6 +297,12 @@ static int load_shared(struct sv_container *c, uint32_t i, uint64_t key,
 		pthread_mutex_unlock(&c->ld_lock);
 		return rc;
 	}
+	/* A load that ended between the caller's look at the cache and this
+	 * lock put its blob there first: taken, not built again. */
+	if ((*out = sv_cache_get(c->cache, key))) {
+		pthread_mutex_unlock(&c->ld_lock);
+		return 0;
+	}
 	l = calloc(1, sizeof *l);
 	if (!l) {
 		pthread_mutex_unlock(&c->ld_lock);
